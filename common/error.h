@@ -1,0 +1,91 @@
+// Error vocabulary of gtadoc: typed exceptions that carry an exit code and a source location, and
+// the one place where every check macro (EXPECTS, FAIL, H5_TRY, MPI_TRY, CUDA_TRY) is defined.
+// The CLI turns any gtadoc::Error into a one-line message and its exit code (see coordinator/cli).
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace gtadoc {
+
+/// What went wrong, which fixes the process exit code.
+enum class ErrorKind {
+  kUsage = 2,     ///< bad command line: unknown task/option, value out of range
+  kInput = 1,     ///< bad input data: missing file, corrupted archive, output exists
+  kResource = 1,  ///< a resource is missing or exhausted: no GPU, out of memory
+  kInternal = 70  ///< a bug or an unexpected library failure
+};
+
+/// Base of every exception gtadoc throws on purpose. `what()` is the user-facing one-liner.
+class Error : public std::runtime_error {
+ public:
+  Error(ErrorKind kind, const std::string& message, const char* file = nullptr, int line = 0)
+      : std::runtime_error(message), kind_(kind), file_(file ? file : ""), line_(line) {}
+  ErrorKind kind() const noexcept { return kind_; }
+  int exit_code() const noexcept { return static_cast<int>(kind_); }
+  const std::string& file() const noexcept { return file_; }
+  int line() const noexcept { return line_; }
+
+ private:
+  ErrorKind kind_;
+  std::string file_;
+  int line_;
+};
+
+class UsageError : public Error {
+ public:
+  explicit UsageError(const std::string& m, const char* f = nullptr, int l = 0)
+      : Error(ErrorKind::kUsage, m, f, l) {}
+};
+class InputError : public Error {
+ public:
+  explicit InputError(const std::string& m, const char* f = nullptr, int l = 0)
+      : Error(ErrorKind::kInput, m, f, l) {}
+};
+class ResourceError : public Error {
+ public:
+  explicit ResourceError(const std::string& m, const char* f = nullptr, int l = 0)
+      : Error(ErrorKind::kResource, m, f, l) {}
+};
+class InternalError : public Error {
+ public:
+  explicit InternalError(const std::string& m, const char* f = nullptr, int l = 0)
+      : Error(ErrorKind::kInternal, m, f, l) {}
+};
+
+namespace detail {
+// Implemented next to the library they wrap (formats/h5.cpp, cluster/mpi_comm.cpp,
+// worker/gpu/cuda_check.cu); each throws a typed Error naming the failed call and location.
+[[noreturn]] void throw_h5_error(const char* expr, const char* file, int line);
+[[noreturn]] void throw_mpi_error(int code, const char* expr, const char* file, int line);
+[[noreturn]] void throw_cuda_error(int code, const char* expr, const char* file, int line);
+}  // namespace detail
+
+}  // namespace gtadoc
+
+/// Precondition on data or arguments: throws InternalError with location when violated.
+#define GTADOC_EXPECTS(cond, msg)                                                        \
+  do {                                                                                   \
+    if (!(cond)) throw ::gtadoc::InternalError(std::string(msg), __FILE__, __LINE__);   \
+  } while (0)
+/// Unconditional internal failure.
+#define GTADOC_FAIL(msg) throw ::gtadoc::InternalError(std::string(msg), __FILE__, __LINE__)
+/// HDF5 call returning a negative value on failure (herr_t / hid_t / htri_t). Yields the value.
+#define H5_TRY(call)                                                         \
+  ([&]() {                                                                   \
+    auto h5_try_rc_ = (call);                                                \
+    if (h5_try_rc_ < 0) ::gtadoc::detail::throw_h5_error(#call, __FILE__, __LINE__); \
+    return h5_try_rc_;                                                       \
+  }())
+/// MPI call returning MPI_SUCCESS (0) on success.
+#define MPI_TRY(call)                                                                   \
+  do {                                                                                  \
+    int mpi_try_rc_ = (call);                                                           \
+    if (mpi_try_rc_ != 0) ::gtadoc::detail::throw_mpi_error(mpi_try_rc_, #call, __FILE__, __LINE__); \
+  } while (0)
+/// CUDA runtime call returning cudaSuccess (0) on success.
+#define CUDA_TRY(call)                                                                     \
+  do {                                                                                     \
+    int cuda_try_rc_ = static_cast<int>(call);                                             \
+    if (cuda_try_rc_ != 0) ::gtadoc::detail::throw_cuda_error(cuda_try_rc_, #call, __FILE__, __LINE__); \
+  } while (0)

@@ -1,0 +1,71 @@
+// The on-disk archive (SPEC §5, docs/FORMAT.md): a directory holding `manifest.h5` (format
+// version, dictionary, document and shard tables, statistics) and one `shard-NNNNN.h5` per shard
+// (grammar + whitespace layout). Every dataset carries a Fletcher32 checksum; readers check the
+// format tag, version and archive id of every file and validate the grammar, and turn any HDF5
+// failure into an InputError naming the file.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "common/types.h"
+#include "formats/dictionary.h"
+#include "formats/grammar.h"
+
+namespace gtadoc {
+
+struct DocEntry {
+  std::string name;    ///< path relative to the input directory (or base name); any bytes but NUL
+  uint64_t bytes = 0;  ///< original size in bytes
+  uint64_t words = 0;  ///< number of words
+  uint32_t shard = 0;  ///< shard holding the document
+};
+
+struct ShardEntry {
+  DocId first_doc = 0;  ///< documents of a shard are contiguous ids
+  uint32_t num_docs = 0;
+  uint64_t input_bytes = 0;  ///< bytes of the original documents
+  uint64_t words = 0;
+  uint64_t rules = 0;    ///< including the root
+  uint64_t symbols = 0;  ///< total rule body length, root included
+  uint32_t depth = 0;    ///< DAG depth (root height)
+  uint64_t file_bytes = 0;  ///< size of the shard file on disk
+};
+
+struct Manifest {
+  uint32_t format_version = kFormatVersion;
+  uint64_t archive_id = 0;  ///< random; every shard file repeats it so files cannot be mixed
+  Dictionary dict;
+  std::vector<DocEntry> docs;  ///< sorted by name (byte order); index = DocId
+  std::vector<ShardEntry> shards;
+};
+
+struct ArchiveOptions {
+  int deflate_level = 6;  ///< 0 disables deflate; integer arrays also get the shuffle filter
+};
+
+inline const char* kManifestFile = "manifest.h5";
+/// "shard-00000.h5" for shard 0, and so on.
+std::string shard_file_name(uint32_t shard);
+
+/// Writes one shard file (must not exist). `grammar` must be finalized (see formats/grammar.h).
+void write_shard_file(const std::filesystem::path& file, uint64_t archive_id, uint32_t shard,
+                      const ShardGrammar& grammar, const ShardLayout& layout,
+                      const ArchiveOptions& options);
+/// Writes the manifest file (must not exist).
+void write_manifest_file(const std::filesystem::path& file, const Manifest& manifest,
+                         const ArchiveOptions& options);
+
+/// Reads and checks `<archive>/manifest.h5`. Throws InputError ("<path>: not a gtadoc archive",
+/// "...: unsupported format version N", "...: checksum mismatch (corrupted)", ...).
+Manifest read_manifest(const std::filesystem::path& archive);
+/// Reads, checks and validates one shard's grammar.
+ShardGrammar read_shard_grammar(const std::filesystem::path& archive, const Manifest& manifest,
+                                uint32_t shard);
+/// Reads and checks one shard's whitespace layout.
+ShardLayout read_shard_layout(const std::filesystem::path& archive, const Manifest& manifest,
+                              uint32_t shard);
+
+}  // namespace gtadoc

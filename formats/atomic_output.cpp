@@ -1,0 +1,63 @@
+#include "formats/atomic_output.h"
+
+#include <unistd.h>
+
+#include <random>
+#include <system_error>
+
+#include "common/error.h"
+
+namespace gtadoc {
+namespace fs = std::filesystem;
+
+fs::path unique_temp_sibling(const fs::path& target) {
+  std::random_device rd;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    fs::path p = target;
+    p += ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(rd() % 1000000);
+    std::error_code ec;
+    if (!fs::exists(fs::symlink_status(p, ec))) return p;
+  }
+  throw InputError("cannot find a free temporary name next to " + target.string());
+}
+
+AtomicOutput::AtomicOutput(fs::path target, Kind kind, bool force)
+    : target_(std::move(target)), kind_(kind), force_(force) {
+  std::error_code ec;
+  if (fs::exists(fs::symlink_status(target_, ec)) && !force_)
+    throw InputError(target_.string() + ": output exists (use --force to replace it)");
+  fs::path parent = target_.has_parent_path() ? target_.parent_path() : fs::path(".");
+  if (!fs::is_directory(parent, ec))
+    throw InputError(parent.string() + ": output directory does not exist");
+  temp_ = unique_temp_sibling(target_);
+  if (kind_ == Kind::kDirectory) {
+    if (!fs::create_directory(temp_, ec) || ec)
+      throw InputError(temp_.string() + ": cannot create directory: " + ec.message());
+  }
+}
+
+AtomicOutput::~AtomicOutput() {
+  if (committed_) return;
+  std::error_code ec;
+  fs::remove_all(temp_, ec);
+}
+
+void AtomicOutput::commit() {
+  std::error_code ec;
+  fs::path old;
+  if (fs::exists(fs::symlink_status(target_, ec))) {
+    if (!force_) throw InputError(target_.string() + ": output exists (use --force to replace it)");
+    old = unique_temp_sibling(target_);
+    fs::rename(target_, old, ec);
+    if (ec) throw InputError(target_.string() + ": cannot replace: " + ec.message());
+  }
+  fs::rename(temp_, target_, ec);
+  if (ec) {
+    if (!old.empty()) fs::rename(old, target_, ec);
+    throw InputError(target_.string() + ": cannot move output into place: " + ec.message());
+  }
+  committed_ = true;
+  if (!old.empty()) fs::remove_all(old, ec);
+}
+
+}  // namespace gtadoc

@@ -1,0 +1,36 @@
+// Output that appears complete or not at all: a file or directory is written under a temporary
+// sibling name and renamed into place by `commit()`. Destruction without commit removes the
+// temporary. With `force`, an existing target is replaced only at commit time.
+#pragma once
+
+#include <filesystem>
+
+namespace gtadoc {
+
+class AtomicOutput {
+ public:
+  enum class Kind { kFile, kDirectory };
+  /// Throws InputError if `target` exists and !force, or its parent directory is missing.
+  AtomicOutput(std::filesystem::path target, Kind kind, bool force);
+  AtomicOutput(const AtomicOutput&) = delete;
+  AtomicOutput& operator=(const AtomicOutput&) = delete;
+  ~AtomicOutput();
+
+  /// Where to write now (a file path, or a created empty directory).
+  const std::filesystem::path& temp_path() const { return temp_; }
+  const std::filesystem::path& target() const { return target_; }
+  /// Moves the temporary into place (replacing an existing target when forced).
+  void commit();
+
+ private:
+  std::filesystem::path target_;
+  std::filesystem::path temp_;
+  Kind kind_;
+  bool force_;
+  bool committed_ = false;
+};
+
+/// A sibling path of `target` that does not exist yet: "<target>.tmp-<pid>-<random>".
+std::filesystem::path unique_temp_sibling(const std::filesystem::path& target);
+
+}  // namespace gtadoc

@@ -1,0 +1,78 @@
+// In-memory form of one shard's grammar (a Sequitur DAG over global word ids) and of its layout
+// stream (the whitespace between words). This is what the archive stores and what every engine
+// traverses. Invariants after `finalize`: rules are numbered by height ascending (a rule only
+// references rules with smaller ids), the root is the last rule, and every array below is filled.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/types.h"
+
+namespace gtadoc {
+
+struct ShardGrammar {
+  uint32_t num_words = 0;  ///< V, the global vocabulary size; symbols < V are words
+  DocId first_doc = 0;     ///< global id of the shard's first document
+  uint32_t num_docs = 0;   ///< documents in this shard (ids first_doc .. first_doc+num_docs-1)
+
+  /// Rule bodies in CSR form: rule r is symbols[rule_offsets[r] .. rule_offsets[r+1]).
+  std::vector<uint64_t> rule_offsets;  ///< num_rules + 1 entries, starts at 0
+  std::vector<Symbol> symbols;
+
+  /// Height levels: rules of height h (0 = only words below) are ids
+  /// [level_offsets[h], level_offsets[h+1]). The root alone has the greatest height.
+  std::vector<uint32_t> level_offsets;
+  std::vector<uint64_t> rule_length;  ///< number of words a rule expands to (root: whole shard)
+  std::vector<uint32_t> rule_uses;    ///< occurrences of the rule in other rule bodies (root: 0)
+
+  /// Root body = seg_0 B_0 seg_1 B_1 ... seg_{D-1}, one unique boundary symbol between documents.
+  /// doc_root_offsets[d] is where seg_d starts; doc_root_offsets[D] is the root length + 1, so
+  /// seg_d is [doc_root_offsets[d], doc_root_offsets[d+1] - 1) for every d.
+  std::vector<uint64_t> doc_root_offsets;
+
+  uint32_t num_rules() const { return static_cast<uint32_t>(rule_offsets.size() - 1); }
+  RuleId root() const { return num_rules() - 1; }
+  uint32_t num_levels() const { return static_cast<uint32_t>(level_offsets.size() - 1); }
+  uint64_t body_begin(RuleId r) const { return rule_offsets[r]; }
+  uint64_t body_end(RuleId r) const { return rule_offsets[r + 1]; }
+  /// Absolute [begin, end) of document d's (shard-local) segment in `symbols`.
+  std::pair<uint64_t, uint64_t> doc_segment(uint32_t d) const {
+    uint64_t base = rule_offsets[root()];
+    return {base + doc_root_offsets[d], base + doc_root_offsets[d + 1] - 1};
+  }
+};
+
+/// Whitespace layout of a shard: document d (shard-local) with k words has k+1 gaps (leading,
+/// between words, trailing), each an index into `ws_dict`; gaps of all documents concatenated.
+struct ShardLayout {
+  std::vector<std::string> ws_dict;  ///< distinct whitespace runs ("" included when used)
+  std::vector<uint32_t> gaps;
+};
+
+/// Rule bodies as Sequitur produces them, in CSR form: rule 0 is the root (documents separated by
+/// boundary symbols), rule i >= 1 is referenced in bodies as the symbol num_words + i.
+struct RawGrammar {
+  std::vector<uint64_t> offsets{0};  ///< rules + 1 entries
+  std::vector<Symbol> symbols;
+};
+
+/// Builds a finalized grammar from Sequitur's output: renumbers rules by height (root last),
+/// rewrites symbols, and computes every metadata array. `raw` must be a valid acyclic grammar
+/// whose root holds exactly num_docs - 1 boundary symbols.
+ShardGrammar finalize_grammar(uint32_t num_words, DocId first_doc, uint32_t num_docs,
+                              const RawGrammar& raw);
+
+/// Checks every structural invariant (ids in range, acyclic by height, offsets, lengths, uses,
+/// boundaries). Throws InputError naming `what` and the first violation. Used after every read.
+void validate_grammar(const ShardGrammar& g, std::string_view what);
+
+/// Appends the word ids of document d (shard-local) to `out`, in text order.
+void expand_document(const ShardGrammar& g, uint32_t d, std::vector<WordId>& out);
+
+/// Depth of the DAG: the root's height (0 when the root holds only words).
+inline uint32_t dag_depth(const ShardGrammar& g) { return g.num_levels() - 1; }
+
+}  // namespace gtadoc

@@ -1,0 +1,45 @@
+// The engine interface every traversal engine (cpu, gpu) implements. An engine loads a shard
+// once (host or device memory, load-time precomputation such as parent lists) and then answers
+// any number of queries on it; each query returns the shard's locally aggregated records.
+// All engines return the same set of records for the same shard and query.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "formats/grammar.h"
+#include "worker/query.h"
+#include "worker/records.h"
+
+namespace gtadoc {
+
+/// Timings of one query on one shard, in seconds, and the traversal actually used.
+struct ShardRunStats {
+  double init_s = 0;       ///< pre-pass: normalization remap upload, head/tail, sizing
+  double traversal_s = 0;  ///< the traversal itself, including local aggregation
+  Traversal traversal = Traversal::kTopDown;
+  std::string selector_reason;  ///< why auto chose it (empty when forced)
+};
+
+/// A shard resident in an engine (host structures or device memory). Owned by the caller.
+class LoadedShard {
+ public:
+  virtual ~LoadedShard() = default;
+  virtual const ShardGrammar& grammar() const = 0;
+};
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+  virtual std::string name() const = 0;
+  /// Takes the grammar (moved in) and does the load-time precomputation.
+  virtual std::unique_ptr<LoadedShard> load(ShardGrammar grammar) = 0;
+  /// Runs a query on a loaded shard. Records use global document ids and normalized word ids.
+  virtual RecordBatch run(LoadedShard& shard, const QueryOptions& q, const Normalization& norm,
+                          ShardRunStats& stats) = 0;
+};
+
+/// The CPU engine (worker/cpu). `threads` = 0 uses every hardware thread.
+std::unique_ptr<Engine> make_cpu_engine(unsigned threads);
+
+}  // namespace gtadoc

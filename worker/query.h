@@ -1,0 +1,67 @@
+// A query as every engine sees it: the task, its options, and the query-time normalization
+// (a remap of global word ids computed once on the dictionary; the grammar is never rewritten).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/types.h"
+#include "formats/dictionary.h"
+
+namespace gtadoc {
+
+enum class Task { kWordCount, kSort, kInvertedIndex, kTermVector, kSequenceCount, kRankedInvertedIndex };
+enum class Traversal { kAuto, kTopDown, kBottomUp };
+
+/// "word-count" <-> Task::kWordCount, etc. parse_task throws UsageError on an unknown name.
+Task parse_task(const std::string& name);
+const char* task_name(Task t);
+const char* traversal_name(Traversal t);
+
+struct QueryOptions {
+  Task task = Task::kWordCount;
+  uint32_t n = 3;            ///< sequence length for sequence tasks, 2..8
+  bool per_doc = false;      ///< sequence-count --per-doc
+  bool lowercase = false;    ///< map ASCII A-Z to a-z
+  bool alnum = false;        ///< trim non-alphanumeric ASCII at both ends, drop empty words
+  uint64_t top = 0;          ///< 0 = all; term-vector default is 10 (set by the CLI)
+  uint64_t min_count = 1;    ///< term-vector
+  bool ids = false;          ///< print document ids instead of names
+  Traversal traversal = Traversal::kAuto;
+  unsigned threads = 0;      ///< 0 = all hardware threads
+};
+
+inline constexpr WordId kDroppedWord = 0xFFFFFFFFu;
+
+/// Normalized vocabulary: `dict` holds the distinct normalized words in byte order, and
+/// remap[w] is the normalized id of global word w (or kDroppedWord). Identity when neither
+/// option is set (then remap[w] == w and dict equals the archive's dictionary).
+struct Normalization {
+  std::vector<WordId> remap;
+  Dictionary dict;
+  bool identity = true;
+};
+Normalization normalize_dictionary(const Dictionary& dict, bool lowercase, bool alnum);
+
+/// True for tasks whose records carry n-grams.
+constexpr bool is_sequence_task(Task t) {
+  return t == Task::kSequenceCount || t == Task::kRankedInvertedIndex;
+}
+
+/// The key layout of the records a task produces (all ids are u32):
+///   word-count, sort        [w]               partition by w (sort: by range of w)
+///   inverted-index          [w, doc]          partition by w          (count = occurrences)
+///   term-vector             [doc, w]          partition by doc
+///   sequence-count          [w1..wn]          partition by the n-gram
+///   sequence-count per-doc  [doc, w1..wn]     partition by doc
+///   ranked-inverted-index   [w1..wn, doc]     partition by the n-gram
+/// `doc` is the global document id.
+struct KeyLayout {
+  uint32_t width;            ///< u32 values per key
+  uint32_t partition_width;  ///< leading key values that decide the owner rank
+  bool range_partition;      ///< sort: owners hold increasing ranges of the first key value
+};
+KeyLayout key_layout(const QueryOptions& q);
+
+}  // namespace gtadoc
