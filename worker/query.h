@@ -13,6 +13,7 @@ namespace gtadoc {
 
 enum class Task { kWordCount, kSort, kInvertedIndex, kTermVector, kSequenceCount, kRankedInvertedIndex };
 enum class Traversal { kAuto, kTopDown, kBottomUp };
+enum class OutputFormat { kTsv, kJson };
 
 /// "word-count" <-> Task::kWordCount, etc. parse_task throws UsageError on an unknown name.
 Task parse_task(const std::string& name);
