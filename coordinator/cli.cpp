@@ -1,10 +1,149 @@
 #include "coordinator/cli.h"
 
+#include <CLI/CLI.hpp>
+
 #include <cstdio>
+#include <iostream>
+#include <new>
+
+#include "cluster/comm.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "coordinator/compress.h"
+#include "coordinator/decompress.h"
+#include "coordinator/info.h"
+#include "coordinator/run_command.h"
 
 namespace gtadoc {
-int cli_main(int, char**) {
-  std::fprintf(stderr, "gtadoc: under construction\n");
-  return 70;
+
+namespace {
+
+/// "123", "64k", "32M", "2G" (powers of 1024) -> bytes.
+uint64_t parse_size(const std::string& text) {
+  size_t pos = 0;
+  unsigned long long value = 0;
+  try {
+    value = std::stoull(text, &pos);
+  } catch (const std::exception&) {
+    throw UsageError("--shard-size: '" + text + "' is not a size (e.g. 64M)");
+  }
+  std::string suffix = text.substr(pos);
+  uint64_t mult = 1;
+  if (suffix == "" || suffix == "B") mult = 1;
+  else if (suffix == "k" || suffix == "K" || suffix == "KiB") mult = 1ull << 10;
+  else if (suffix == "M" || suffix == "MiB") mult = 1ull << 20;
+  else if (suffix == "G" || suffix == "GiB") mult = 1ull << 30;
+  else throw UsageError("--shard-size: '" + text + "' is not a size (e.g. 64M)");
+  if (value == 0) throw UsageError("--shard-size must be positive");
+  return value * mult;
 }
+
+int print_error(const std::string& message, int code) {
+  std::fprintf(stderr, "gtadoc: error: %s\n", message.c_str());
+  std::fflush(stderr);
+  return code;
+}
+
+}  // namespace
+
+int cli_main(int argc, char** argv) {
+  Comm* comm = nullptr;
+  int code = 0;
+  try {
+    comm = &Comm::init(argc, argv);
+    CLI::App app{"gtadoc: text analytics directly on grammar-compressed text, on GPUs"};
+    app.require_subcommand(1);
+    app.fallthrough();  // -v is accepted after the command name too
+    app.set_version_flag("--version", "gtadoc 0.1.0 (archive format 1)");
+    int verbosity = 0;
+    app.add_flag("-v,--verbose", verbosity, "More log output (-vv for debug)");
+
+    // compress
+    CLI::App* c = app.add_subcommand("compress", "Compress documents into a sharded archive");
+    std::vector<std::string> inputs;
+    std::string c_out, shard_size;
+    CompressOptions copt;
+    c->add_option("INPUT", inputs, "Files or directories (each regular file is a document)")
+        ->required();
+    c->add_option("-o,--output", c_out, "Archive directory to create (OUT.gtd)")->required();
+    c->add_option("--shard-size", shard_size, "Target input bytes per shard (default 32M)");
+    c->add_option("--shards", copt.shards, "Number of shards (overrides --shard-size)")
+        ->check(CLI::PositiveNumber);
+    c->add_option("--threads", copt.threads, "Worker threads (default: all cores)");
+    c->add_flag("--force", copt.force, "Replace an existing output");
+
+    // decompress
+    CLI::App* d = app.add_subcommand("decompress", "Rebuild documents from an archive");
+    std::string d_archive, d_out;
+    DecompressOptions dopt;
+    d->add_option("ARCHIVE", d_archive, "Archive directory")->required();
+    d->add_option("-o,--output", d_out, "Directory to create")->required();
+    d->add_option("--doc", dopt.docs, "Only this document (repeatable)");
+    d->add_option("--threads", dopt.threads, "Worker threads (default: all cores)");
+    d->add_flag("--force", dopt.force, "Replace an existing output");
+
+    // info
+    CLI::App* i = app.add_subcommand("info", "Describe an archive");
+    std::string i_archive;
+    bool i_json = false;
+    i->add_option("ARCHIVE", i_archive, "Archive directory")->required();
+    i->add_flag("--json", i_json, "Print JSON");
+
+    // run
+    CLI::App* r = app.add_subcommand("run", "Run an analytics task on an archive");
+    RunCommand run_cmd;
+    add_run_options(*r, run_cmd);
+
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+      if (comm->rank() == 0) app.exit(e);
+      comm->finalize();
+      return 0;
+    } catch (const CLI::CallForAllHelp& e) {
+      if (comm->rank() == 0) app.exit(e);
+      comm->finalize();
+      return 0;
+    } catch (const CLI::CallForVersion& e) {
+      if (comm->rank() == 0) app.exit(e);
+      comm->finalize();
+      return 0;
+    } catch (const CLI::ParseError& e) {
+      throw UsageError(std::string(e.what()) + " (see gtadoc --help)");
+    }
+    init_logging(verbosity, comm->size() > 1 ? "rank " + std::to_string(comm->rank()) : "");
+    bool progress = stderr_is_terminal() && comm->rank() == 0;
+
+    if (c->parsed()) {
+      if (!shard_size.empty()) copt.shard_size = parse_size(shard_size);
+      copt.progress = progress;
+      CompressStats s = compress(inputs, c_out, copt, *comm);
+      if (comm->rank() == 0)
+        spdlog::info("compressed {} documents ({} bytes, {} words) into {} shards, {} bytes, "
+                     "{:.2f}s",
+                     s.documents, s.input_bytes, s.words, s.shards, s.archive_bytes, s.seconds);
+    } else if (d->parsed()) {
+      dopt.progress = progress;
+      if (comm->rank() == 0) decompress(d_archive, d_out, dopt);
+      comm->barrier();
+    } else if (i->parsed()) {
+      if (comm->rank() == 0) std::cout << archive_info(i_archive, i_json) << std::flush;
+      comm->barrier();
+    } else if (r->parsed()) {
+      run_cmd.progress = progress;
+      execute_run(run_cmd, *comm);
+    }
+  } catch (const Error& e) {
+    code = print_error(e.what(), e.exit_code());
+  } catch (const std::bad_alloc&) {
+    code = print_error("out of memory", 1);
+  } catch (const std::exception& e) {
+    code = print_error(std::string("internal error: ") + e.what(), 70);
+  }
+  if (comm == nullptr) return code;
+  if (code != 0 && comm->size() > 1) comm->abort(code);  // stop every rank of the job
+  comm->finalize();
+  return code;
+}
+
 }  // namespace gtadoc

@@ -43,3 +43,17 @@ class Engine {
 std::unique_ptr<Engine> make_cpu_engine(unsigned threads);
 
 }  // namespace gtadoc
+
+namespace gtadoc {
+
+/// True when this build has the GPU engine and a CUDA device is visible.
+bool gpu_available();
+/// The GPU engine on `device` (worker/gpu). Throws ResourceError when no GPU is usable.
+std::unique_ptr<Engine> make_gpu_engine(int device);
+
+/// Picks the engine for `--engine auto|gpu|cpu`: auto means gpu when available, else cpu.
+/// `local_rank` chooses the device (local rank % visible devices). Throws UsageError for an
+/// unknown name and ResourceError for gpu without a GPU.
+std::unique_ptr<Engine> make_engine(const std::string& name, unsigned threads, int local_rank);
+
+}  // namespace gtadoc

@@ -1,0 +1,437 @@
+// Comm: MPI world communicator with a no-MPI single-rank fallback. See comm.h.
+#include "cluster/comm.h"
+
+// The C API only: keep the deprecated C++ bindings (which need libmpi_cxx) out.
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
+#include <mpi.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "common/error.h"
+
+namespace gtadoc {
+
+namespace detail {
+
+[[noreturn]] void throw_mpi_error(int code, const char* expr, const char* file, int line) {
+  char text[MPI_MAX_ERROR_STRING + 1] = {};
+  int len = 0;
+  std::string reason;
+  if (MPI_Error_string(code, text, &len) == MPI_SUCCESS && len > 0) {
+    reason.assign(text, static_cast<size_t>(len));
+  } else {
+    reason = "MPI error code " + std::to_string(code);
+  }
+  // Name the MPI function, not the whole argument list, to keep the message on one line.
+  std::string call(expr ? expr : "?");
+  if (auto paren = call.find('('); paren != std::string::npos) call.resize(paren);
+  std::string where;
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized && !finalized) {
+    int rank = -1;
+    if (MPI_Comm_rank(MPI_COMM_WORLD, &rank) == MPI_SUCCESS) {
+      where = " (rank " + std::to_string(rank) + ")";
+    }
+  }
+  throw InternalError("MPI call " + call + " failed: " + reason + where, file, line);
+}
+
+}  // namespace detail
+
+struct Comm::Mpi {
+  MPI_Comm world = MPI_COMM_NULL;  // private duplicate of MPI_COMM_WORLD
+  MPI_Comm node = MPI_COMM_NULL;   // ranks sharing this node's memory
+  bool owns_init = false;          // this process called MPI_Init_thread
+};
+
+namespace {
+
+std::unique_ptr<Comm> g_world;  // destroyed at exit, which finalizes MPI
+
+bool env_set(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0';
+}
+
+bool launched_by_mpi() {
+  if (const char* force = std::getenv("GTADOC_MPI")) {
+    if (std::strcmp(force, "0") == 0) return false;
+    if (std::strcmp(force, "1") == 0) return true;
+  }
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE",
+                           "MV2_COMM_WORLD_SIZE"}) {
+    if (env_set(name)) return true;
+  }
+  if (env_set("SLURM_PROCID")) {
+    const char* ntasks = std::getenv("SLURM_NTASKS");
+    if (ntasks != nullptr && std::atol(ntasks) > 1) return true;
+  }
+  return false;
+}
+
+template <typename T>
+MPI_Datatype mpi_type();
+template <>
+MPI_Datatype mpi_type<uint8_t>() { return MPI_BYTE; }
+template <>
+MPI_Datatype mpi_type<uint32_t>() { return MPI_UINT32_T; }
+template <>
+MPI_Datatype mpi_type<uint64_t>() { return MPI_UINT64_T; }
+
+MPI_Op mpi_op(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum: return MPI_SUM;
+    case ReduceOp::kMax: return MPI_MAX;
+    case ReduceOp::kMin: return MPI_MIN;
+  }
+  GTADOC_FAIL("unknown ReduceOp");
+}
+
+// MPI rejects nothing for zero counts, but some implementations dislike null buffers.
+template <typename T>
+T* nonnull(T* p) {
+  static T dummy{};
+  return p != nullptr ? p : &dummy;
+}
+template <typename T>
+const T* nonnull(const T* p) {
+  static const T dummy{};
+  return p != nullptr ? p : &dummy;
+}
+
+int to_int(size_t v) {
+  GTADOC_EXPECTS(v <= static_cast<size_t>(INT_MAX), "MPI count exceeds INT_MAX");
+  return static_cast<int>(v);
+}
+
+size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+Comm::Comm() : mpi_(std::make_unique<Mpi>()) {}
+
+Comm::~Comm() { finalize(); }
+
+Comm& Comm::init(int& argc, char**& argv) {
+  if (g_world) return *g_world;
+  std::unique_ptr<Comm> comm(new Comm());
+  if (launched_by_mpi()) {
+    int initialized = 0;
+    MPI_TRY(MPI_Initialized(&initialized));
+    if (!initialized) {
+      int provided = 0;
+      MPI_TRY(MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided));
+      comm->mpi_->owns_init = true;
+    }
+    MPI_TRY(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    MPI_TRY(MPI_Comm_dup(MPI_COMM_WORLD, &comm->mpi_->world));
+    MPI_TRY(MPI_Comm_set_errhandler(comm->mpi_->world, MPI_ERRORS_RETURN));
+    MPI_TRY(MPI_Comm_rank(comm->mpi_->world, &comm->rank_));
+    MPI_TRY(MPI_Comm_size(comm->mpi_->world, &comm->size_));
+    MPI_TRY(MPI_Comm_split_type(comm->mpi_->world, MPI_COMM_TYPE_SHARED, comm->rank_,
+                                MPI_INFO_NULL, &comm->mpi_->node));
+    MPI_TRY(MPI_Comm_rank(comm->mpi_->node, &comm->local_rank_));
+    MPI_TRY(MPI_Comm_size(comm->mpi_->node, &comm->local_size_));
+    comm->distributed_ = true;
+  }
+  g_world = std::move(comm);
+  return *g_world;
+}
+
+Comm& Comm::world() {
+  if (!g_world) GTADOC_FAIL("Comm::world() called before Comm::init()");
+  return *g_world;
+}
+
+void Comm::finalize() {
+  if (finalized_) return;
+  finalized_ = true;
+  if (!distributed_) return;
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return;
+  if (mpi_->node != MPI_COMM_NULL) MPI_Comm_free(&mpi_->node);
+  if (mpi_->world != MPI_COMM_NULL) MPI_Comm_free(&mpi_->world);
+  if (mpi_->owns_init) MPI_Finalize();
+}
+
+void Comm::abort(int code) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  if (distributed_ && !finalized_) {
+    MPI_Abort(MPI_COMM_WORLD, code);
+    std::_Exit(code);  // MPI_Abort should not return
+  }
+  std::exit(code);
+}
+
+void Comm::set_max_message_bytes(size_t bytes) {
+  GTADOC_EXPECTS(bytes > 0, "max_message_bytes must be positive");
+  max_message_bytes_ = std::min(bytes, static_cast<size_t>(INT_MAX));
+}
+
+void Comm::barrier() {
+  if (size_ == 1) return;
+  MPI_TRY(MPI_Barrier(mpi_->world));
+}
+
+void Comm::bcast_raw(void* data, size_t bytes, int root) {
+  auto* p = static_cast<uint8_t*>(data);
+  for (size_t done = 0; done < bytes;) {
+    const size_t n = std::min(bytes - done, max_message_bytes_);
+    MPI_TRY(MPI_Bcast(p + done, to_int(n), MPI_BYTE, root, mpi_->world));
+    done += n;
+  }
+}
+
+void Comm::broadcast(std::vector<uint8_t>& buf, int root) {
+  GTADOC_EXPECTS(root >= 0 && root < size_, "broadcast root out of range");
+  if (size_ == 1) return;
+  uint64_t bytes = buf.size();
+  MPI_TRY(MPI_Bcast(&bytes, 1, MPI_UINT64_T, root, mpi_->world));
+  if (rank_ != root) buf.resize(bytes);
+  bcast_raw(buf.data(), bytes, root);
+}
+
+std::vector<uint64_t> Comm::allgather(uint64_t value) {
+  std::vector<uint64_t> out(static_cast<size_t>(size_));
+  if (size_ == 1) {
+    out[0] = value;
+    return out;
+  }
+  MPI_TRY(MPI_Allgather(&value, 1, MPI_UINT64_T, out.data(), 1, MPI_UINT64_T, mpi_->world));
+  return out;
+}
+
+uint64_t Comm::allreduce(uint64_t value, ReduceOp op) {
+  allreduce(std::span<uint64_t>(&value, 1), op);
+  return value;
+}
+
+void Comm::allreduce(std::span<uint64_t> values, ReduceOp op) {
+  if (size_ == 1) return;
+  const size_t chunk = std::max<size_t>(1, max_message_bytes_ / sizeof(uint64_t));
+  for (size_t done = 0; done < values.size();) {
+    const size_t n = std::min(values.size() - done, chunk);
+    MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, values.data() + done, to_int(n), MPI_UINT64_T,
+                          mpi_op(op), mpi_->world));
+    done += n;
+  }
+}
+
+bool Comm::allreduce_and(bool value) {
+  if (size_ == 1) return value;
+  int v = value ? 1 : 0;
+  MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_LAND, mpi_->world));
+  return v != 0;
+}
+
+bool Comm::allreduce_or(bool value) {
+  if (size_ == 1) return value;
+  int v = value ? 1 : 0;
+  MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_LOR, mpi_->world));
+  return v != 0;
+}
+
+std::vector<uint64_t> Comm::alltoall(std::span<const uint64_t> send) {
+  GTADOC_EXPECTS(send.size() == static_cast<size_t>(size_), "alltoall needs one value per rank");
+  std::vector<uint64_t> out(send.begin(), send.end());
+  if (size_ == 1) return out;
+  MPI_TRY(MPI_Alltoall(send.data(), 1, MPI_UINT64_T, out.data(), 1, MPI_UINT64_T, mpi_->world));
+  return out;
+}
+
+std::vector<std::vector<uint8_t>> Comm::gather(std::span<const uint8_t> buf, int root) {
+  GTADOC_EXPECTS(root >= 0 && root < size_, "gather root out of range");
+  std::vector<std::vector<uint8_t>> out;
+  if (size_ == 1) {
+    out.emplace_back(buf.begin(), buf.end());
+    return out;
+  }
+  const std::vector<uint64_t> sizes = allgather(buf.size());
+  const size_t p = static_cast<size_t>(size_);
+  const bool is_root = rank_ == root;
+  if (is_root) {
+    out.resize(p);
+    for (size_t r = 0; r < p; ++r) out[r].resize(sizes[r]);
+  }
+  uint64_t total = 0;
+  for (uint64_t s : sizes) total += s;
+  // One Gatherv when everything fits in one message, otherwise rounds of at most `quota` bytes
+  // per rank, received into a staging buffer on root.
+  const size_t quota = total <= max_message_bytes_ ? std::max<size_t>(1, total)
+                                                   : std::max<size_t>(1, max_message_bytes_ / p);
+  size_t rounds = 0;
+  for (uint64_t s : sizes) rounds = std::max(rounds, ceil_div(s, quota));
+  std::vector<int> counts(p), displs(p);
+  std::vector<uint8_t> stage;
+  for (size_t k = 0; k < rounds; ++k) {
+    const size_t base = k * quota;
+    int offset = 0;
+    for (size_t r = 0; r < p; ++r) {
+      const size_t left = sizes[r] > base ? sizes[r] - base : 0;
+      counts[r] = static_cast<int>(std::min(left, quota));
+      displs[r] = offset;
+      offset += counts[r];
+    }
+    if (is_root) stage.resize(static_cast<size_t>(offset));
+    const int mine = counts[static_cast<size_t>(rank_)];
+    MPI_TRY(MPI_Gatherv(nonnull(buf.data() + std::min<size_t>(base, buf.size())), mine, MPI_BYTE,
+                        nonnull(stage.data()), counts.data(), displs.data(), MPI_BYTE, root,
+                        mpi_->world));
+    if (is_root) {
+      for (size_t r = 0; r < p; ++r) {
+        if (counts[r] > 0) std::memcpy(out[r].data() + base, stage.data() + displs[r], counts[r]);
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<std::vector<uint8_t>> Comm::allgather_bytes(std::span<const uint8_t> buf) {
+  std::vector<std::vector<uint8_t>> out;
+  if (size_ == 1) {
+    out.emplace_back(buf.begin(), buf.end());
+    return out;
+  }
+  const std::vector<uint64_t> sizes = allgather(buf.size());
+  const size_t p = static_cast<size_t>(size_);
+  out.resize(p);
+  uint64_t total = 0;
+  for (size_t r = 0; r < p; ++r) {
+    out[r].resize(sizes[r]);
+    total += sizes[r];
+  }
+  const size_t quota = total <= max_message_bytes_ ? std::max<size_t>(1, total)
+                                                   : std::max<size_t>(1, max_message_bytes_ / p);
+  size_t rounds = 0;
+  for (uint64_t s : sizes) rounds = std::max(rounds, ceil_div(s, quota));
+  std::vector<int> counts(p), displs(p);
+  std::vector<uint8_t> stage;
+  for (size_t k = 0; k < rounds; ++k) {
+    const size_t base = k * quota;
+    int offset = 0;
+    for (size_t r = 0; r < p; ++r) {
+      const size_t left = sizes[r] > base ? sizes[r] - base : 0;
+      counts[r] = static_cast<int>(std::min(left, quota));
+      displs[r] = offset;
+      offset += counts[r];
+    }
+    stage.resize(static_cast<size_t>(offset));
+    const int mine = counts[static_cast<size_t>(rank_)];
+    MPI_TRY(MPI_Allgatherv(nonnull(buf.data() + std::min<size_t>(base, buf.size())), mine,
+                           MPI_BYTE, nonnull(stage.data()), counts.data(), displs.data(),
+                           MPI_BYTE, mpi_->world));
+    for (size_t r = 0; r < p; ++r) {
+      if (counts[r] > 0) std::memcpy(out[r].data() + base, stage.data() + displs[r], counts[r]);
+    }
+  }
+  return out;
+}
+
+template <typename T>
+std::vector<T> Comm::alltoallv_impl(std::span<const T> send, std::span<const size_t> send_counts,
+                                    std::vector<size_t>* recv_counts) {
+  const size_t p = static_cast<size_t>(size_);
+  GTADOC_EXPECTS(send_counts.size() == p, "alltoallv needs one send count per rank");
+  size_t send_total = 0;
+  for (size_t c : send_counts) send_total += c;
+  GTADOC_EXPECTS(send_total == send.size(), "alltoallv send counts do not match the buffer");
+  if (size_ == 1) {
+    if (recv_counts) recv_counts->assign(1, send_total);
+    return std::vector<T>(send.begin(), send.end());
+  }
+
+  std::vector<uint64_t> sc(send_counts.begin(), send_counts.end());
+  const std::vector<uint64_t> rc = alltoall(sc);
+  std::vector<size_t> soff(p + 1, 0), roff(p + 1, 0);
+  for (size_t r = 0; r < p; ++r) {
+    soff[r + 1] = soff[r] + sc[r];
+    roff[r + 1] = roff[r] + rc[r];
+  }
+  if (recv_counts) recv_counts->assign(rc.begin(), rc.end());
+  std::vector<T> out(roff[p]);
+
+  const size_t limit = std::max<size_t>(1, max_message_bytes_ / sizeof(T));
+  const size_t quota = std::max<size_t>(1, limit / p);
+  uint64_t agree[2] = {send_total > limit || roff[p] > limit ? 1u : 0u, 0};
+  for (size_t r = 0; r < p; ++r) {
+    agree[1] = std::max<uint64_t>(agree[1], ceil_div(std::max(sc[r], rc[r]), quota));
+  }
+  allreduce(std::span<uint64_t>(agree, 2), ReduceOp::kMax);
+
+  std::vector<int> scount(p), sdispl(p), rcount(p), rdispl(p);
+  if (agree[0] == 0) {  // every rank's totals fit in one message
+    for (size_t r = 0; r < p; ++r) {
+      scount[r] = to_int(sc[r]);
+      sdispl[r] = to_int(soff[r]);
+      rcount[r] = to_int(rc[r]);
+      rdispl[r] = to_int(roff[r]);
+    }
+    MPI_TRY(MPI_Alltoallv(nonnull(send.data()), scount.data(), sdispl.data(), mpi_type<T>(),
+                          nonnull(out.data()), rcount.data(), rdispl.data(), mpi_type<T>(),
+                          mpi_->world));
+    return out;
+  }
+
+  // Rounds: each pair moves at most `quota` elements per round, staged contiguously.
+  std::vector<T> sstage, rstage;
+  for (uint64_t k = 0; k < agree[1]; ++k) {
+    const size_t base = k * quota;
+    int so = 0, ro = 0;
+    for (size_t r = 0; r < p; ++r) {
+      scount[r] = static_cast<int>(std::min<size_t>(sc[r] > base ? sc[r] - base : 0, quota));
+      rcount[r] = static_cast<int>(std::min<size_t>(rc[r] > base ? rc[r] - base : 0, quota));
+      sdispl[r] = so;
+      rdispl[r] = ro;
+      so += scount[r];
+      ro += rcount[r];
+    }
+    sstage.resize(static_cast<size_t>(so));
+    rstage.resize(static_cast<size_t>(ro));
+    for (size_t r = 0; r < p; ++r) {
+      if (scount[r] > 0) {
+        std::memcpy(sstage.data() + sdispl[r], send.data() + soff[r] + base,
+                    static_cast<size_t>(scount[r]) * sizeof(T));
+      }
+    }
+    MPI_TRY(MPI_Alltoallv(nonnull(sstage.data()), scount.data(), sdispl.data(), mpi_type<T>(),
+                          nonnull(rstage.data()), rcount.data(), rdispl.data(), mpi_type<T>(),
+                          mpi_->world));
+    for (size_t r = 0; r < p; ++r) {
+      if (rcount[r] > 0) {
+        std::memcpy(out.data() + roff[r] + base, rstage.data() + rdispl[r],
+                    static_cast<size_t>(rcount[r]) * sizeof(T));
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<uint8_t> Comm::alltoallv(std::span<const uint8_t> send,
+                                     std::span<const size_t> send_counts,
+                                     std::vector<size_t>* recv_counts) {
+  return alltoallv_impl<uint8_t>(send, send_counts, recv_counts);
+}
+
+std::vector<uint32_t> Comm::alltoallv(std::span<const uint32_t> send,
+                                      std::span<const size_t> send_counts,
+                                      std::vector<size_t>* recv_counts) {
+  return alltoallv_impl<uint32_t>(send, send_counts, recv_counts);
+}
+
+std::vector<uint64_t> Comm::alltoallv(std::span<const uint64_t> send,
+                                      std::span<const size_t> send_counts,
+                                      std::vector<size_t>* recv_counts) {
+  return alltoallv_impl<uint64_t>(send, send_counts, recv_counts);
+}
+
+}  // namespace gtadoc

@@ -1,0 +1,114 @@
+// The process's communicator: the only door to MPI in gtadoc (mpi.h is included by cluster/*.cpp
+// only, never by a header). Comm::init decides once, at start, whether the process was started
+// by an MPI launcher (mpirun/mpiexec, srun, PMI/PMIx): if so MPI is initialized (thread level
+// FUNNELED, errors returned instead of aborting, so every failure becomes an InternalError
+// through MPI_TRY); otherwise the process is one local rank and MPI is never touched (the
+// single-node fallback, SPEC §1). Every helper below works in both modes; with one rank it is a
+// local copy.
+//
+// Guarantees:
+//  - All helpers are collective: every rank of the world must call them in the same order with
+//    consistent arguments (same root, same op). Only the thread that called init may call them.
+//  - No size limit: MPI counts are int, so messages above max_message_bytes() are split into
+//    rounds internally; byte buffers larger than 2 GiB work.
+//  - Results are deterministic: per-rank results are returned in rank order.
+//  - finalize() is idempotent and also runs at process exit. After a failure on one rank, call
+//    abort() (MPI_Abort), not finalize(), so no rank is left waiting in a collective.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+namespace gtadoc {
+
+enum class ReduceOp { kSum, kMax, kMin };
+
+class Comm {
+ public:
+  /// Initializes the world communicator once (later calls return the same object). Detects a
+  /// launcher from the environment: OMPI_COMM_WORLD_SIZE, PMIX_RANK, PMI_RANK, PMI_SIZE,
+  /// MV2_COMM_WORLD_SIZE, or SLURM_PROCID with SLURM_NTASKS > 1. GTADOC_MPI=0 forces the local
+  /// mode, GTADOC_MPI=1 forces MPI. May consume MPI arguments from argc/argv.
+  static Comm& init(int& argc, char**& argv);
+  /// The communicator created by init. Throws InternalError when init was not called.
+  static Comm& world();
+
+  ~Comm();
+  Comm(const Comm&) = delete;
+  Comm& operator=(const Comm&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  bool is_root() const { return rank_ == 0; }
+  /// Rank among the ranks on this node (shared-memory domain) and their number.
+  int local_rank() const { return local_rank_; }
+  int local_size() const { return local_size_; }
+  /// True when MPI is in use (started by a launcher), even with a single rank.
+  bool is_distributed() const { return distributed_; }
+
+  void barrier();
+
+  /// Replaces `buf` on every rank with root's `buf` (size included).
+  void broadcast(std::vector<uint8_t>& buf, int root = 0);
+  /// Every rank's `value`, indexed by rank, on every rank.
+  std::vector<uint64_t> allgather(uint64_t value);
+  /// `value` reduced over all ranks, on every rank.
+  uint64_t allreduce(uint64_t value, ReduceOp op);
+  /// Element-wise reduction of `values` in place (same length on every rank).
+  void allreduce(std::span<uint64_t> values, ReduceOp op);
+  /// Logical AND / OR over all ranks.
+  bool allreduce_and(bool value);
+  bool allreduce_or(bool value);
+  /// Gathers variable-size buffers: on root, element r is rank r's `buf`; elsewhere empty.
+  std::vector<std::vector<uint8_t>> gather(std::span<const uint8_t> buf, int root = 0);
+  /// Like gather, but every rank receives every rank's buffer.
+  std::vector<std::vector<uint8_t>> allgather_bytes(std::span<const uint8_t> buf);
+  /// send[d] goes to rank d; returns what rank r sent to this rank at index r.
+  std::vector<uint64_t> alltoall(std::span<const uint64_t> send);
+
+  /// Personalized all-to-all: `send` holds the data for rank 0, then rank 1, ..., and
+  /// send_counts[d] (elements, size() entries) is how much goes to rank d. Returns the data
+  /// received, grouped by source rank in rank order; recv_counts (if given) gets the number of
+  /// elements from each source.
+  std::vector<uint8_t> alltoallv(std::span<const uint8_t> send, std::span<const size_t> send_counts,
+                                 std::vector<size_t>* recv_counts = nullptr);
+  std::vector<uint32_t> alltoallv(std::span<const uint32_t> send,
+                                  std::span<const size_t> send_counts,
+                                  std::vector<size_t>* recv_counts = nullptr);
+  std::vector<uint64_t> alltoallv(std::span<const uint64_t> send,
+                                  std::span<const size_t> send_counts,
+                                  std::vector<size_t>* recv_counts = nullptr);
+
+  /// Ends the whole job with `code`: MPI_Abort when distributed, std::exit otherwise.
+  [[noreturn]] void abort(int code);
+  /// Finalizes MPI if this process initialized it. Idempotent; also called at exit.
+  void finalize();
+
+  /// Largest single MPI message (bytes) before a helper splits it into rounds. Default 1 GiB;
+  /// tests lower it to exercise the split paths. Must be equal on all ranks.
+  size_t max_message_bytes() const { return max_message_bytes_; }
+  void set_max_message_bytes(size_t bytes);
+
+ private:
+  struct Mpi;  // MPI handles; defined in comm.cpp so mpi.h stays out of this header
+  Comm();
+
+  template <typename T>
+  std::vector<T> alltoallv_impl(std::span<const T> send, std::span<const size_t> send_counts,
+                                std::vector<size_t>* recv_counts);
+  void bcast_raw(void* data, size_t bytes, int root);
+
+  std::unique_ptr<Mpi> mpi_;
+  int rank_ = 0;
+  int size_ = 1;
+  int local_rank_ = 0;
+  int local_size_ = 1;
+  bool distributed_ = false;
+  bool finalized_ = false;
+  size_t max_message_bytes_ = size_t{1} << 30;
+};
+
+}  // namespace gtadoc

@@ -1,0 +1,336 @@
+#include "cluster/results.h"
+
+#include <algorithm>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <queue>
+
+#include "common/error.h"
+
+namespace gtadoc {
+
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+std::string dump(const ojson& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+class RowBuilder {
+ public:
+  explicit RowBuilder(const ResultContext& ctx) : ctx_(ctx), json_(ctx.format == OutputFormat::kJson) {}
+
+  std::string_view word(WordId w) const { return ctx_.norm.dict[w]; }
+  std::string doc_tsv(DocId d) const {
+    return ctx_.q.ids ? std::to_string(d) : escape_tsv_name(ctx_.docs[d].name);
+  }
+  ojson doc_json(DocId d) const { return ctx_.q.ids ? ojson(d) : ojson(ctx_.docs[d].name); }
+  std::string joined(const uint32_t* words, uint32_t n) const {
+    std::string s;
+    for (uint32_t i = 0; i < n; ++i) {
+      if (i) s += ' ';
+      s += word(words[i]);
+    }
+    return s;
+  }
+  bool json() const { return json_; }
+
+ private:
+  const ResultContext& ctx_;
+  bool json_;
+};
+
+/// Indices of records [begin, end) that can be in the top `top` by count (all when top == 0):
+/// every record whose count reaches the top-th largest count.
+std::vector<size_t> top_candidates(const RecordBatch& r, size_t begin, size_t end, uint64_t top) {
+  std::vector<size_t> idx;
+  if (top == 0 || end - begin <= top) {
+    for (size_t i = begin; i < end; ++i) idx.push_back(i);
+    return idx;
+  }
+  std::vector<uint64_t> counts(r.counts.begin() + begin, r.counts.begin() + end);
+  std::nth_element(counts.begin(), counts.begin() + (top - 1), counts.end(),
+                   std::greater<uint64_t>());
+  uint64_t threshold = counts[top - 1];
+  for (size_t i = begin; i < end; ++i)
+    if (r.counts[i] >= threshold) idx.push_back(i);
+  return idx;
+}
+
+void sort_and_limit(std::vector<OutputRow>& rows, uint64_t top) {
+  std::sort(rows.begin(), rows.end());
+  if (top > 0 && rows.size() > top) rows.resize(top);
+}
+
+std::vector<OutputRow> word_rows(const RecordBatch& r, const ResultContext& ctx, bool by_count) {
+  RowBuilder b(ctx);
+  std::vector<OutputRow> rows;
+  for (size_t i : top_candidates(r, 0, r.size(), by_count ? ctx.q.top : 0)) {
+    OutputRow row;
+    std::string_view w = b.word(r.keys[i]);
+    row.k1 = by_count ? ~r.counts[i] : 0;
+    row.key.assign(w);
+    if (b.json()) {
+      row.text = dump(ojson{{"word", row.key}, {"count", r.counts[i]}});
+    } else {
+      row.text = row.key + '\t' + std::to_string(r.counts[i]);
+    }
+    rows.push_back(std::move(row));
+  }
+  sort_and_limit(rows, by_count ? ctx.q.top : 0);
+  return rows;
+}
+
+std::vector<OutputRow> inverted_rows(const RecordBatch& r, const ResultContext& ctx) {
+  RowBuilder b(ctx);
+  std::vector<OutputRow> rows;
+  for (size_t i = 0; i < r.size();) {
+    WordId w = r.keys[i * 2];
+    OutputRow row;
+    row.key.assign(b.word(w));
+    ojson docs = ojson::array();
+    std::string list;
+    for (; i < r.size() && r.keys[i * 2] == w; ++i) {
+      DocId d = r.keys[i * 2 + 1];
+      if (b.json()) {
+        docs.push_back(b.doc_json(d));
+      } else {
+        if (!list.empty()) list += ',';
+        list += b.doc_tsv(d);
+      }
+    }
+    row.text = b.json() ? dump(ojson{{"word", row.key}, {"docs", std::move(docs)}})
+                        : row.key + '\t' + list;
+    rows.push_back(std::move(row));
+  }
+  return rows;  // records are sorted by word id, which is byte order of the words
+}
+
+std::vector<OutputRow> term_vector_rows(const RecordBatch& r, const ResultContext& ctx) {
+  RowBuilder b(ctx);
+  std::vector<OutputRow> rows;
+  std::vector<DocId> owned = ctx.owned_docs;
+  std::sort(owned.begin(), owned.end());
+  size_t i = 0;
+  for (DocId d : owned) {
+    while (i < r.size() && r.keys[i * 2] < d) ++i;  // records of docs not listed (none expected)
+    std::vector<std::pair<uint64_t, WordId>> terms;  // (count, word)
+    for (; i < r.size() && r.keys[i * 2] == d; ++i)
+      if (r.counts[i] >= ctx.q.min_count) terms.push_back({r.counts[i], r.keys[i * 2 + 1]});
+    std::sort(terms.begin(), terms.end(), [](const auto& a, const auto& c) {
+      return a.first != c.first ? a.first > c.first : a.second < c.second;
+    });
+    if (ctx.q.top > 0 && terms.size() > ctx.q.top) terms.resize(ctx.q.top);
+    OutputRow row;
+    row.k1 = d;
+    if (b.json()) {
+      ojson arr = ojson::array();
+      for (auto& [c, w] : terms) arr.push_back(ojson{{"word", std::string(b.word(w))}, {"count", c}});
+      row.text = dump(ojson{{"doc", b.doc_json(d)}, {"terms", std::move(arr)}});
+    } else {
+      row.text = b.doc_tsv(d) + '\t';
+      for (size_t t = 0; t < terms.size(); ++t) {
+        if (t) row.text += ' ';
+        row.text += b.word(terms[t].second);
+        row.text += ':';
+        row.text += std::to_string(terms[t].first);
+      }
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+std::vector<OutputRow> sequence_rows(const RecordBatch& r, const ResultContext& ctx) {
+  RowBuilder b(ctx);
+  const uint32_t n = ctx.q.n;
+  const bool per_doc = ctx.q.per_doc;
+  const uint32_t off = per_doc ? 1 : 0;
+  std::vector<OutputRow> rows;
+  auto emit_group = [&](size_t begin, size_t end, DocId doc) {
+    std::vector<OutputRow> group;
+    for (size_t i : top_candidates(r, begin, end, ctx.q.top)) {
+      OutputRow row;
+      row.key = b.joined(&r.keys[i * r.width + off], n);
+      uint64_t c = r.counts[i];
+      if (per_doc) {
+        row.k1 = doc;
+        row.k2 = ~c;
+        row.text = b.json() ? dump(ojson{{"doc", b.doc_json(doc)}, {"sequence", row.key}, {"count", c}})
+                            : b.doc_tsv(doc) + '\t' + row.key + '\t' + std::to_string(c);
+      } else {
+        row.k1 = ~c;
+        row.text = b.json() ? dump(ojson{{"sequence", row.key}, {"count", c}})
+                            : row.key + '\t' + std::to_string(c);
+      }
+      group.push_back(std::move(row));
+    }
+    sort_and_limit(group, ctx.q.top);
+    for (auto& row : group) rows.push_back(std::move(row));
+  };
+  if (!per_doc) {
+    emit_group(0, r.size(), 0);
+    return rows;
+  }
+  for (size_t i = 0; i < r.size();) {
+    DocId d = r.keys[i * r.width];
+    size_t j = i;
+    while (j < r.size() && r.keys[j * r.width] == d) ++j;
+    emit_group(i, j, d);
+    i = j;
+  }
+  return rows;
+}
+
+std::vector<OutputRow> ranked_rows(const RecordBatch& r, const ResultContext& ctx) {
+  RowBuilder b(ctx);
+  const uint32_t n = ctx.q.n;
+  std::vector<OutputRow> rows;
+  for (size_t i = 0; i < r.size();) {
+    const uint32_t* gram = &r.keys[i * r.width];
+    std::vector<std::pair<uint64_t, DocId>> postings;
+    size_t j = i;
+    for (; j < r.size() && std::memcmp(&r.keys[j * r.width], gram, n * sizeof(uint32_t)) == 0; ++j)
+      postings.push_back({r.counts[j], r.keys[j * r.width + n]});
+    std::sort(postings.begin(), postings.end(), [](const auto& a, const auto& c) {
+      return a.first != c.first ? a.first > c.first : a.second < c.second;
+    });
+    OutputRow row;
+    row.key = b.joined(gram, n);
+    if (b.json()) {
+      ojson arr = ojson::array();
+      for (auto& [c, d] : postings) arr.push_back(ojson{{"doc", b.doc_json(d)}, {"count", c}});
+      row.text = dump(ojson{{"sequence", row.key}, {"docs", std::move(arr)}});
+    } else {
+      row.text = row.key + '\t';
+      for (size_t p = 0; p < postings.size(); ++p) {
+        if (p) row.text += ' ';
+        row.text += b.doc_tsv(postings[p].second) + ':' + std::to_string(postings[p].first);
+      }
+    }
+    rows.push_back(std::move(row));
+    i = j;
+  }
+  std::sort(rows.begin(), rows.end());  // joined-string order may differ from id-tuple order
+  return rows;
+}
+
+void put_u64(std::string& out, uint64_t v) { out.append(reinterpret_cast<const char*>(&v), 8); }
+uint64_t get_u64(const std::string& in, size_t& pos) {
+  if (pos + 8 > in.size()) GTADOC_FAIL("truncated row buffer");
+  uint64_t v;
+  std::memcpy(&v, in.data() + pos, 8);
+  pos += 8;
+  return v;
+}
+
+}  // namespace
+
+std::string escape_tsv_name(const std::string& name) {
+  std::string out;
+  out.reserve(name.size());
+  for (char c : name) {
+    if (c == '\t') out += "\\t";
+    else if (c == '\n') out += "\\n";
+    else if (c == '\\') out += "\\\\";
+    else out += c;
+  }
+  return out;
+}
+
+std::vector<OutputRow> build_rows(const RecordBatch& reduced, const ResultContext& ctx) {
+  switch (ctx.q.task) {
+    case Task::kWordCount: return word_rows(reduced, ctx, true);
+    case Task::kSort: return word_rows(reduced, ctx, false);
+    case Task::kInvertedIndex: return inverted_rows(reduced, ctx);
+    case Task::kTermVector: return term_vector_rows(reduced, ctx);
+    case Task::kSequenceCount: return sequence_rows(reduced, ctx);
+    case Task::kRankedInvertedIndex: return ranked_rows(reduced, ctx);
+  }
+  GTADOC_FAIL("unknown task");
+}
+
+std::vector<OutputRow> merge_rows(std::vector<std::vector<OutputRow>> parts,
+                                  const QueryOptions& q) {
+  std::vector<OutputRow> out;
+  if (parts.size() == 1) {
+    out = std::move(parts[0]);
+  } else {
+    using Head = std::pair<size_t, size_t>;  // (part, index)
+    auto greater = [&](const Head& a, const Head& b) {
+      return parts[b.first][b.second] < parts[a.first][a.second];
+    };
+    std::priority_queue<Head, std::vector<Head>, decltype(greater)> heap(greater);
+    size_t total = 0;
+    for (size_t p = 0; p < parts.size(); ++p) {
+      total += parts[p].size();
+      if (!parts[p].empty()) heap.push({p, 0});
+    }
+    out.reserve(total);
+    while (!heap.empty()) {
+      auto [p, i] = heap.top();
+      heap.pop();
+      out.push_back(std::move(parts[p][i]));
+      if (i + 1 < parts[p].size()) heap.push({p, i + 1});
+    }
+  }
+  bool global_top = q.task == Task::kWordCount || (q.task == Task::kSequenceCount && !q.per_doc);
+  if (global_top && q.top > 0 && out.size() > q.top) out.resize(q.top);
+  return out;
+}
+
+std::string render_rows(const std::vector<OutputRow>& rows, OutputFormat format) {
+  size_t bytes = 4;
+  for (const auto& r : rows) bytes += r.text.size() + 2;
+  std::string out;
+  out.reserve(bytes);
+  if (format == OutputFormat::kJson) {
+    out += "[\n";
+    for (size_t i = 0; i < rows.size(); ++i) {
+      out += rows[i].text;
+      out += i + 1 < rows.size() ? ",\n" : "\n";
+    }
+    out += "]\n";
+  } else {
+    for (const auto& r : rows) {
+      out += r.text;
+      out += '\n';
+    }
+  }
+  return out;
+}
+
+std::string serialize_rows(const std::vector<OutputRow>& rows) {
+  std::string out;
+  put_u64(out, rows.size());
+  for (const auto& r : rows) {
+    put_u64(out, r.k1);
+    put_u64(out, r.k2);
+    put_u64(out, r.key.size());
+    out += r.key;
+    put_u64(out, r.text.size());
+    out += r.text;
+  }
+  return out;
+}
+
+std::vector<OutputRow> deserialize_rows(const std::string& bytes) {
+  size_t pos = 0;
+  std::vector<OutputRow> rows(get_u64(bytes, pos));
+  for (auto& r : rows) {
+    r.k1 = get_u64(bytes, pos);
+    r.k2 = get_u64(bytes, pos);
+    uint64_t n = get_u64(bytes, pos);
+    if (pos + n > bytes.size()) GTADOC_FAIL("truncated row buffer");
+    r.key.assign(bytes, pos, n);
+    pos += n;
+    n = get_u64(bytes, pos);
+    if (pos + n > bytes.size()) GTADOC_FAIL("truncated row buffer");
+    r.text.assign(bytes, pos, n);
+    pos += n;
+  }
+  return rows;
+}
+
+}  // namespace gtadoc

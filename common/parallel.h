@@ -1,0 +1,51 @@
+// Minimal fork-join parallelism: run f(i) for i in [0, n) on up to `threads` threads with dynamic
+// scheduling. The first exception thrown by any f is rethrown on the caller after all threads end.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace gtadoc {
+
+/// Hardware threads, at least 1; `requested` > 0 is returned as is.
+inline unsigned resolve_threads(unsigned requested) {
+  if (requested > 0) return requested;
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+template <typename F>
+void parallel_for(size_t n, unsigned threads, F&& f) {
+  threads = static_cast<unsigned>(std::min<size_t>(resolve_threads(threads), n));
+  if (threads <= 1) {
+    for (size_t i = 0; i < n; ++i) f(i);
+    return;
+  }
+  std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+  std::exception_ptr error;
+  std::mutex error_mu;
+  auto worker = [&] {
+    for (;;) {
+      size_t i = next.fetch_add(1);
+      if (i >= n || failed.load()) return;
+      try {
+        f(i);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(error_mu);
+        if (!error) error = std::current_exception();
+        failed = true;
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& th : pool) th.join();
+  if (error) std::rethrow_exception(error);
+}
+
+}  // namespace gtadoc

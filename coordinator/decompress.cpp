@@ -1,0 +1,127 @@
+#include "coordinator/decompress.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+
+#include "common/error.h"
+#include "common/log.h"
+#include "common/parallel.h"
+#include "formats/archive.h"
+#include "formats/atomic_output.h"
+
+namespace gtadoc {
+namespace fs = std::filesystem;
+
+namespace {
+
+/// A stored name becomes a path below the output directory; refuse anything that would escape.
+fs::path safe_relative_path(const std::string& name) {
+  fs::path p(name);
+  bool ok = !name.empty() && p.is_relative();
+  for (const auto& part : p) {
+    if (part == ".." || part == "." || part.empty()) ok = false;
+  }
+  if (!ok) throw InputError("document name '" + name + "' is not a safe relative path");
+  return p;
+}
+
+void write_bytes(const fs::path& file, const std::string& bytes) {
+  int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) throw InputError(file.string() + ": cannot create: " + std::strerror(errno));
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t w = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) {
+      int err = errno;
+      ::close(fd);
+      throw InputError(file.string() + ": cannot write: " + std::strerror(err));
+    }
+    done += static_cast<size_t>(w);
+  }
+  if (::close(fd) != 0) throw InputError(file.string() + ": cannot write: " + std::strerror(errno));
+}
+
+}  // namespace
+
+uint64_t decompress(const fs::path& archive, const fs::path& out_dir,
+                    const DecompressOptions& options) {
+  Manifest m = read_manifest(archive);
+  std::vector<char> wanted(m.docs.size(), options.docs.empty() ? 1 : 0);
+  if (!options.docs.empty()) {
+    std::unordered_map<std::string, DocId> by_name;
+    for (DocId d = 0; d < m.docs.size(); ++d) by_name.emplace(m.docs[d].name, d);
+    for (const std::string& name : options.docs) {
+      auto it = by_name.find(name);
+      if (it == by_name.end())
+        throw InputError(archive.string() + ": no document named '" + name + "'");
+      wanted[it->second] = 1;
+    }
+  }
+  std::vector<fs::path> rel(m.docs.size());
+  uint64_t count = 0;
+  for (DocId d = 0; d < m.docs.size(); ++d)
+    if (wanted[d]) {
+      rel[d] = safe_relative_path(m.docs[d].name);
+      ++count;
+    }
+
+  AtomicOutput output(out_dir, AtomicOutput::Kind::kDirectory, options.force);
+  std::mutex h5_mutex, fs_mutex;
+  Progress progress("decompressing", count, "documents", options.progress);
+  parallel_for(m.shards.size(), resolve_threads(options.threads), [&](size_t s) {
+    const ShardEntry& e = m.shards[s];
+    bool any = false;
+    for (uint32_t i = 0; i < e.num_docs; ++i) any = any || wanted[e.first_doc + i];
+    if (!any) return;
+    ShardGrammar g;
+    ShardLayout layout;
+    {
+      std::lock_guard<std::mutex> lock(h5_mutex);  // the HDF5 library is not thread-safe
+      g = read_shard_grammar(archive, m, static_cast<uint32_t>(s));
+      layout = read_shard_layout(archive, m, static_cast<uint32_t>(s));
+    }
+    uint64_t gap = 0;
+    std::vector<WordId> words;
+    std::string text;
+    for (uint32_t i = 0; i < e.num_docs; ++i) {
+      DocId d = e.first_doc + i;
+      uint64_t n = m.docs[d].words;
+      if (wanted[d]) {
+        words.clear();
+        expand_document(g, i, words);
+        if (words.size() != n || gap + n + 1 > layout.gaps.size())
+          throw InputError(archive.string() + ": shard " + std::to_string(s) +
+                           ": layout does not match the grammar (corrupted archive)");
+        text.clear();
+        text.reserve(m.docs[d].bytes);
+        for (uint64_t k = 0; k < n; ++k) {
+          text += layout.ws_dict.at(layout.gaps[gap + k]);
+          text += m.dict[words[k]];
+        }
+        text += layout.ws_dict.at(layout.gaps[gap + n]);
+        if (text.size() != m.docs[d].bytes)
+          throw InputError(archive.string() + ": document '" + m.docs[d].name +
+                           "' does not have its recorded size (corrupted archive)");
+        fs::path file = output.temp_path() / rel[d];
+        if (file.has_parent_path() && file.parent_path() != output.temp_path()) {
+          std::lock_guard<std::mutex> lock(fs_mutex);
+          fs::create_directories(file.parent_path());
+        }
+        write_bytes(file, text);
+        progress.add(1);
+      }
+      gap += n + 1;
+    }
+  });
+  progress.finish();
+  output.commit();
+  return count;
+}
+
+}  // namespace gtadoc

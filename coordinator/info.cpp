@@ -1,0 +1,75 @@
+#include "coordinator/info.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "formats/archive.h"
+
+namespace gtadoc {
+namespace fs = std::filesystem;
+
+std::string archive_info(const fs::path& archive, bool json) {
+  Manifest m = read_manifest(archive);
+  uint64_t input = 0, words = 0, rules = 0, symbols = 0, shard_bytes = 0;
+  uint32_t depth = 0;
+  for (const auto& s : m.shards) {
+    input += s.input_bytes;
+    words += s.words;
+    rules += s.rules;
+    symbols += s.symbols;
+    shard_bytes += s.file_bytes;
+    depth = std::max(depth, s.depth);
+  }
+  std::error_code ec;
+  uint64_t manifest_bytes = fs::file_size(archive / kManifestFile, ec);
+  uint64_t total = shard_bytes + manifest_bytes;
+  double ratio = total ? static_cast<double>(input) / static_cast<double>(total) : 0.0;
+
+  if (json) {
+    nlohmann::ordered_json j;
+    j["archive"] = archive.string();
+    j["format_version"] = m.format_version;
+    j["documents"] = m.docs.size();
+    j["input_bytes"] = input;
+    j["words"] = words;
+    j["vocabulary"] = m.dict.size();
+    j["shards"] = m.shards.size();
+    j["rules"] = rules;
+    j["symbols"] = symbols;
+    j["dag_depth"] = depth;
+    j["manifest_bytes"] = manifest_bytes;
+    j["shard_bytes"] = shard_bytes;
+    j["archive_bytes"] = total;
+    j["compression_ratio"] = ratio;
+    auto& arr = j["shard_table"] = nlohmann::ordered_json::array();
+    for (size_t i = 0; i < m.shards.size(); ++i) {
+      const auto& s = m.shards[i];
+      arr.push_back({{"shard", i},           {"first_doc", s.first_doc}, {"documents", s.num_docs},
+                     {"input_bytes", s.input_bytes}, {"words", s.words},  {"rules", s.rules},
+                     {"symbols", s.symbols}, {"dag_depth", s.depth},     {"file_bytes", s.file_bytes}});
+    }
+    return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  }
+  std::string out;
+  auto line = [&](const char* key, const std::string& value) {
+    out += fmt::format("{:<18}{}\n", key, value);
+  };
+  line("archive", archive.string());
+  line("format version", std::to_string(m.format_version));
+  line("documents", std::to_string(m.docs.size()));
+  line("input bytes", std::to_string(input));
+  line("words", std::to_string(words));
+  line("vocabulary", std::to_string(m.dict.size()));
+  line("shards", std::to_string(m.shards.size()));
+  line("rules", std::to_string(rules));
+  line("symbols", std::to_string(symbols));
+  line("DAG depth", std::to_string(depth));
+  line("archive bytes", fmt::format("{} (manifest {}, shards {})", total, manifest_bytes,
+                                    shard_bytes));
+  line("ratio", fmt::format("{:.2f}x", ratio));
+  return out;
+}
+
+}  // namespace gtadoc

@@ -1,0 +1,129 @@
+#include "coordinator/inputs.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <string_view>
+#include <unordered_set>
+
+#include "common/error.h"
+
+namespace gtadoc {
+namespace fs = std::filesystem;
+
+namespace {
+
+void add_file(std::vector<InputDocument>& out, const fs::path& path, std::string name) {
+  std::error_code ec;
+  uint64_t size = fs::file_size(path, ec);
+  if (ec) throw InputError(path.string() + ": cannot read: " + ec.message());
+  if (::access(path.c_str(), R_OK) != 0)
+    throw InputError(path.string() + ": cannot read: " + std::strerror(errno));
+  out.push_back({std::move(name), path, size});
+}
+
+}  // namespace
+
+std::vector<InputDocument> collect_inputs(const std::vector<std::string>& inputs) {
+  std::vector<InputDocument> docs;
+  for (const std::string& input : inputs) {
+    fs::path root(input);
+    std::error_code ec;
+    fs::file_status st = fs::status(root, ec);
+    if (ec || !fs::exists(st)) throw InputError(input + ": no such file or directory");
+    if (fs::is_regular_file(st)) {
+      add_file(docs, root, root.filename().string());
+    } else if (fs::is_directory(st)) {
+      fs::recursive_directory_iterator it(root, fs::directory_options::none, ec), end;
+      if (ec) throw InputError(input + ": cannot read directory: " + ec.message());
+      for (; it != end; it.increment(ec)) {
+        if (ec) throw InputError(input + ": cannot read directory: " + ec.message());
+        std::error_code fec;
+        if (!it->is_regular_file(fec)) continue;
+        add_file(docs, it->path(), it->path().lexically_relative(root).string());
+      }
+      if (ec) throw InputError(input + ": cannot read directory: " + ec.message());
+    } else {
+      throw InputError(input + ": not a regular file or directory");
+    }
+  }
+  if (docs.empty()) throw InputError("empty corpus: no documents found in the inputs");
+  std::sort(docs.begin(), docs.end(),
+            [](const InputDocument& a, const InputDocument& b) { return a.name < b.name; });
+  for (size_t i = 1; i < docs.size(); ++i)
+    if (docs[i].name == docs[i - 1].name)
+      throw InputError("duplicate document name '" + docs[i].name + "' (" +
+                       docs[i - 1].path.string() + " and " + docs[i].path.string() + ")");
+  // A name that is also a directory of another name ("a" and "a/b") could not be decompressed.
+  std::unordered_set<std::string_view> dirs;
+  for (const auto& d : docs)
+    for (size_t p = d.name.find('/'); p != std::string::npos; p = d.name.find('/', p + 1))
+      dirs.insert(std::string_view(d.name).substr(0, p));
+  for (const auto& d : docs)
+    if (dirs.count(d.name))
+      throw InputError("document name '" + d.name + "' is also a directory of another document");
+  if (docs.size() >= (kBoundaryBit >> 1))
+    throw InputError("too many documents (" + std::to_string(docs.size()) + ")");
+  return docs;
+}
+
+std::vector<ShardPlan> plan_shards(const std::vector<InputDocument>& docs, uint64_t shard_size,
+                                   uint32_t shards) {
+  GTADOC_EXPECTS(!docs.empty(), "plan_shards needs documents");
+  uint64_t total = 0;
+  for (const auto& d : docs) total += d.bytes;
+  uint64_t n = shards;
+  if (n == 0) n = std::max<uint64_t>(1, (total + shard_size - 1) / std::max<uint64_t>(1, shard_size));
+  n = std::min<uint64_t>(n, docs.size());
+  std::vector<ShardPlan> plan;
+  size_t i = 0;
+  uint64_t before = 0;  // bytes of the documents already assigned
+  for (uint64_t s = 0; s < n; ++s) {
+    ShardPlan p;
+    p.first_doc = static_cast<DocId>(i);
+    uint64_t target = (s + 1 == n) ? total : total * (s + 1) / n;  // cumulative bytes goal
+    size_t must_leave = n - s - 1;  // documents to keep for the remaining shards
+    while (i < docs.size() - must_leave) {
+      bool empty = p.num_docs == 0;
+      uint64_t next = before + docs[i].bytes;
+      // Take the document if the shard is empty, or if that lands closer to the goal.
+      if (!empty && s + 1 != n && next > target && next - target > target - before) break;
+      before = next;
+      p.bytes += docs[i].bytes;
+      ++p.num_docs;
+      ++i;
+      if (s + 1 != n && before >= target) break;
+    }
+    plan.push_back(p);
+  }
+  GTADOC_EXPECTS(i == docs.size(), "shard plan does not cover every document");
+  return plan;
+}
+
+std::string read_whole_file(const fs::path& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw InputError(path.string() + ": cannot read: " + std::strerror(errno));
+  struct stat st{};
+  std::string data;
+  if (::fstat(fd, &st) == 0 && st.st_size > 0) data.reserve(static_cast<size_t>(st.st_size));
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t r = ::read(fd, buf, sizeof buf);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      ::close(fd);
+      throw InputError(path.string() + ": cannot read: " + std::strerror(err));
+    }
+    if (r == 0) break;
+    data.append(buf, static_cast<size_t>(r));
+  }
+  ::close(fd);
+  return data;
+}
+
+}  // namespace gtadoc

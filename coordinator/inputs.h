@@ -1,0 +1,39 @@
+// Turning INPUT arguments into the document table (SPEC §2): directories are walked recursively
+// (every regular file is a document named by its path relative to the directory), plain files are
+// one document named by their base name; names must be unique; documents are sorted by name
+// (byte order), which fixes their ids. Also the shard plan: contiguous, byte-balanced ranges.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "common/types.h"
+
+namespace gtadoc {
+
+struct InputDocument {
+  std::string name;
+  std::filesystem::path path;
+  uint64_t bytes = 0;
+};
+
+/// Throws InputError for a missing/unreadable input, a duplicate name, or an empty corpus.
+std::vector<InputDocument> collect_inputs(const std::vector<std::string>& inputs);
+
+struct ShardPlan {
+  DocId first_doc = 0;
+  uint32_t num_docs = 0;
+  uint64_t bytes = 0;
+};
+
+/// Splits the documents into `shards` contiguous ranges (0 = as many as needed so each holds
+/// about `shard_size` bytes), balanced by bytes, never empty, never splitting a document.
+std::vector<ShardPlan> plan_shards(const std::vector<InputDocument>& docs, uint64_t shard_size,
+                                   uint32_t shards);
+
+/// Reads a whole file; throws InputError naming it on failure.
+std::string read_whole_file(const std::filesystem::path& path);
+
+}  // namespace gtadoc

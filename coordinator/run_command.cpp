@@ -1,0 +1,286 @@
+#include "coordinator/run_command.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <future>
+#include <iostream>
+
+#include "cluster/comm.h"
+#include "cluster/partition.h"
+#include "cluster/reduce.h"
+#include "cluster/results.h"
+#include "cluster/shuffle.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "common/parallel.h"
+#include "common/timer.h"
+#include "formats/archive.h"
+#include "formats/atomic_output.h"
+#include "worker/engine.h"
+
+namespace gtadoc {
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Given {  // which options the user typed (some defaults depend on the task)
+  CLI::Option *n = nullptr, *top = nullptr, *min_count = nullptr;
+};
+Given g_given;
+
+void validate(RunCommand& c) {
+  c.q.task = parse_task(c.task);
+  const Task t = c.q.task;
+  auto given = [](CLI::Option* o) { return o != nullptr && o->count() > 0; };
+  if (given(g_given.n) && !is_sequence_task(t))
+    throw UsageError("--n applies only to sequence-count and ranked-inverted-index");
+  if (c.q.n < 2 || c.q.n > 8)
+    throw UsageError("--n " + std::to_string(c.q.n) + " is out of range (2..8)");
+  if (c.q.per_doc && t != Task::kSequenceCount)
+    throw UsageError("--per-doc applies only to sequence-count");
+  if (given(g_given.min_count) && t != Task::kTermVector)
+    throw UsageError("--min-count applies only to term-vector");
+  if (given(g_given.top) && t != Task::kWordCount && t != Task::kTermVector &&
+      t != Task::kSequenceCount)
+    throw UsageError(std::string("--top does not apply to ") + task_name(t));
+  if (t == Task::kTermVector && !given(g_given.top)) c.q.top = 10;
+  if (c.format == "tsv") {
+  } else if (c.format != "json") {
+    throw UsageError("--format: unknown format '" + c.format + "' (expected tsv or json)");
+  }
+  if (c.traversal == "auto") c.q.traversal = Traversal::kAuto;
+  else if (c.traversal == "top-down") c.q.traversal = Traversal::kTopDown;
+  else if (c.traversal == "bottom-up") c.q.traversal = Traversal::kBottomUp;
+  else
+    throw UsageError("--traversal: unknown traversal '" + c.traversal +
+                     "' (expected auto, top-down or bottom-up)");
+  if (c.engine != "auto" && c.engine != "gpu" && c.engine != "cpu")
+    throw UsageError("--engine: unknown engine '" + c.engine + "' (expected auto, gpu or cpu)");
+  if (c.partitioned && c.output.empty())
+    throw UsageError("--partitioned needs -o DIR (the directory that receives the parts)");
+  if (!c.output.empty() && !c.force) {
+    std::error_code ec;
+    if (fs::exists(fs::symlink_status(c.output, ec)))
+      throw InputError(c.output + ": output exists (use --force to replace it)");
+  }
+}
+
+/// Longest-processing-time assignment of shards to ranks by input bytes (deterministic).
+std::vector<std::vector<uint32_t>> assign_shards(const std::vector<ShardEntry>& shards, int ranks) {
+  std::vector<uint32_t> order(shards.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    return shards[a].input_bytes > shards[b].input_bytes;
+  });
+  std::vector<uint64_t> load(ranks, 0);
+  std::vector<std::vector<uint32_t>> out(ranks);
+  for (uint32_t s : order) {
+    int r = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());
+    load[r] += shards[s].input_bytes + 1;
+    out[r].push_back(s);
+  }
+  for (auto& v : out) std::sort(v.begin(), v.end());
+  return out;
+}
+
+struct Timings {
+  double load = 0, init = 0, traversal = 0, shuffle = 0, merge = 0, write = 0;
+};
+
+/// Loads and queries this rank's shards, reading shard k+1 while shard k is traversed.
+RecordBatch process_shards(const RunCommand& c, Comm& comm, const Manifest& m,
+                           const Normalization& norm, Engine& engine,
+                           const std::vector<uint32_t>& mine, Timings& t) {
+  RecordBatch local;
+  local.width = key_layout(c.q).width;
+  auto read = [&](uint32_t s) {
+    Timer timer;
+    ShardGrammar g = read_shard_grammar(c.archive, m, s);
+    return std::make_pair(std::move(g), timer.seconds());
+  };
+  std::future<std::pair<ShardGrammar, double>> next;
+  if (!mine.empty()) next = std::async(std::launch::async, read, mine[0]);
+  for (size_t i = 0; i < mine.size(); ++i) {
+    uint32_t s = mine[i];
+    try {
+      Timer wait;
+      auto [grammar, read_s] = next.get();
+      double waited = wait.seconds();
+      if (i + 1 < mine.size()) next = std::async(std::launch::async, read, mine[i + 1]);
+      Timer load_timer;
+      std::unique_ptr<LoadedShard> loaded = engine.load(std::move(grammar));
+      t.load += waited + load_timer.seconds();
+      ShardRunStats stats;
+      RecordBatch batch = engine.run(*loaded, c.q, norm, stats);
+      t.init += stats.init_s;
+      t.traversal += stats.traversal_s;
+      spdlog::info("shard {}: {} records, {} traversal ({}), read {:.3f}s init {:.3f}s "
+                   "traversal {:.3f}s",
+                   s, batch.size(), traversal_name(stats.traversal), stats.selector_reason, read_s,
+                   stats.init_s, stats.traversal_s);
+      if (local.size() == 0) local = std::move(batch);
+      else local.append(batch);
+    } catch (const Error& e) {
+      if (next.valid()) next.wait();
+      std::string where = (comm.size() > 1 ? "rank " + std::to_string(comm.rank()) + ": " : "") +
+                          "shard " + std::to_string(s) + " (" + shard_file_name(s) + "): ";
+      throw Error(e.kind(), where + e.what());
+    }
+  }
+  return local;
+}
+
+void write_output(const std::string& path, const std::string& bytes, bool force) {
+  if (path.empty()) {
+    std::cout.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    std::cout.flush();
+    if (!std::cout) throw InputError("cannot write the result to standard output");
+    return;
+  }
+  AtomicOutput out(path, AtomicOutput::Kind::kFile, force);
+  int fd = ::open(out.temp_path().c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) throw InputError(path + ": cannot create: " + std::strerror(errno));
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t w = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) {
+      int err = errno;
+      ::close(fd);
+      throw InputError(path + ": cannot write: " + std::strerror(err));
+    }
+    done += static_cast<size_t>(w);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0)
+    throw InputError(path + ": cannot write: " + std::strerror(errno));
+  out.commit();
+}
+
+}  // namespace
+
+void add_run_options(CLI::App& app, RunCommand& c) {
+  app.add_option("ARCHIVE", c.archive, "Archive directory (OUT.gtd)")->required();
+  app.add_option("TASK", c.task,
+                 "word-count | sort | inverted-index | term-vector | sequence-count | "
+                 "ranked-inverted-index")
+      ->required();
+  g_given.n = app.add_option("--n", c.q.n, "Sequence length, 2..8 (default 3)");
+  g_given.top = app.add_option("--top", c.q.top,
+                               "Limit rows (0 = all; term-vector: words per document, default 10)");
+  g_given.min_count =
+      app.add_option("--min-count", c.q.min_count, "term-vector: only words with count >= M");
+  app.add_flag("--per-doc", c.q.per_doc, "sequence-count: count per document");
+  app.add_flag("--ids", c.q.ids, "Print document ids instead of names");
+  app.add_flag("--lowercase", c.q.lowercase, "Map ASCII A-Z to a-z");
+  app.add_flag("--alnum", c.q.alnum, "Trim non-alphanumeric ASCII at both ends; drop empty words");
+  app.add_option("-o,--output", c.output, "Result file (default: standard output)");
+  app.add_option("--format", c.format, "tsv (default) or json");
+  app.add_flag("--partitioned", c.partitioned,
+               "Write one part per rank plus _SUCCESS into the -o directory");
+  app.add_option("--engine", c.engine, "auto (default), gpu or cpu");
+  app.add_option("--traversal", c.traversal, "auto (default), top-down or bottom-up");
+  app.add_option("--threads", c.q.threads, "CPU threads per rank (default: cores / ranks)");
+  app.add_flag("--force", c.force, "Replace an existing output");
+}
+
+void execute_run(RunCommand& c, Comm& comm) {
+  validate(c);
+  const OutputFormat fmt = c.format == "json" ? OutputFormat::kJson : OutputFormat::kTsv;
+  Timings t;
+  Timer timer;
+  Manifest m = read_manifest(c.archive);
+  Normalization norm = normalize_dictionary(m.dict, c.q.lowercase, c.q.alnum);
+  if (c.q.threads == 0)
+    c.q.threads = std::max(1u, resolve_threads(0) / static_cast<unsigned>(comm.local_size()));
+  std::unique_ptr<Engine> engine = make_engine(c.engine, c.q.threads, comm.local_rank());
+  t.init += timer.seconds();
+  if (comm.rank() == 0)
+    spdlog::info("run {} on {} shards, {} ranks, engine {}", task_name(c.q.task), m.shards.size(),
+                 comm.size(), engine->name());
+
+  auto assignment = assign_shards(m.shards, comm.size());
+  RecordBatch local = process_shards(c, comm, m, norm, *engine, assignment[comm.rank()], t);
+
+  Timer shuffle_timer;
+  const KeyLayout layout = key_layout(c.q);
+  const uint32_t parts = static_cast<uint32_t>(comm.size());
+  std::vector<uint32_t> splitters;
+  if (layout.range_partition) splitters = choose_range_splitters(comm, local, parts);
+  PartitionedRecords partitioned = partition_records(local, layout, parts, splitters);
+  local = RecordBatch{};
+  RecordBatch owned = shuffle_records(comm, partitioned);
+  partitioned = PartitionedRecords{};
+  t.shuffle = shuffle_timer.seconds();
+
+  Timer merge_timer;
+  reduce_records(owned, c.q.threads);
+  ResultContext ctx{c.q, norm, m.docs, fmt, {}};
+  if (c.q.task == Task::kTermVector) {
+    KeyLayout doc_layout{1, 1, false};
+    for (DocId d = 0; d < m.docs.size(); ++d) {
+      uint32_t key = d;
+      if (owner_of({&key, 1}, doc_layout, parts) == static_cast<uint32_t>(comm.rank()))
+        ctx.owned_docs.push_back(d);
+    }
+  }
+  std::vector<OutputRow> rows = build_rows(owned, ctx);
+  owned = RecordBatch{};
+  t.merge = merge_timer.seconds();
+
+  Timer write_timer;
+  if (c.partitioned) {
+    // Rank 0 names a temporary directory; every rank writes its part; _SUCCESS and the rename
+    // happen only after every rank reported success.
+    std::vector<uint8_t> name;
+    std::unique_ptr<AtomicOutput> dir;
+    if (comm.rank() == 0) {
+      dir = std::make_unique<AtomicOutput>(c.output, AtomicOutput::Kind::kDirectory, c.force);
+      std::string p = dir->temp_path().string();
+      name.assign(p.begin(), p.end());
+    }
+    comm.broadcast(name);
+    fs::path tmp(std::string(name.begin(), name.end()));
+    char part[64];
+    std::snprintf(part, sizeof part, "part-%05d.%s", comm.rank(), c.format.c_str());
+    bool ok = true;
+    std::string error;
+    try {
+      write_output((tmp / part).string(), render_rows(rows, fmt), false);
+    } catch (const Error& e) {
+      ok = false;
+      error = e.what();
+    }
+    if (!comm.allreduce_and(ok)) {
+      throw InputError(ok ? "another rank failed to write its part of " + c.output
+                          : "rank " + std::to_string(comm.rank()) + ": " + error);
+    }
+    if (comm.rank() == 0) {
+      write_output((tmp / "_SUCCESS").string(), "", false);
+      dir->commit();
+    }
+    comm.barrier();
+  } else {
+    std::string mine = serialize_rows(rows);
+    rows.clear();
+    auto gathered = comm.gather({reinterpret_cast<const uint8_t*>(mine.data()), mine.size()});
+    mine.clear();
+    if (comm.rank() == 0) {
+      std::vector<std::vector<OutputRow>> parts_rows;
+      for (auto& g : gathered)
+        parts_rows.push_back(deserialize_rows(std::string(g.begin(), g.end())));
+      gathered.clear();
+      write_output(c.output, render_rows(merge_rows(std::move(parts_rows), c.q), fmt), c.force);
+    }
+    comm.barrier();
+  }
+  t.write = write_timer.seconds();
+  spdlog::info("timings: load {:.3f}s init {:.3f}s traversal {:.3f}s shuffle {:.3f}s merge "
+               "{:.3f}s write {:.3f}s",
+               t.load, t.init, t.traversal, t.shuffle, t.merge, t.write);
+}
+
+}  // namespace gtadoc

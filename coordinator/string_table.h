@@ -1,0 +1,90 @@
+// An insert-only hash set of byte strings that hands out dense ids in first-seen order, with
+// the bytes kept in one arena. Used to build per-shard vocabularies fast (the compress hot path).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <string_view>
+#include <vector>
+
+namespace gtadoc {
+
+class StringTable {
+ public:
+  explicit StringTable(size_t expected = 1024) { rehash(capacity_for(expected)); }
+
+  /// Returns the id of `s`, inserting it if new.
+  uint32_t intern(std::string_view s) {
+    uint64_t h = hash(s);
+    size_t mask = slots_.size() - 1;
+    for (size_t i = h & mask;; i = (i + 1) & mask) {
+      Slot& slot = slots_[i];
+      if (slot.id == kEmpty) {
+        uint32_t id = static_cast<uint32_t>(offsets_.size() - 1);
+        arena_.insert(arena_.end(), s.begin(), s.end());
+        offsets_.push_back(arena_.size());
+        slot = {h, id};
+        if (++count_ * 4 > slots_.size() * 3) rehash(slots_.size() * 2);
+        return id;
+      }
+      if (slot.hash == h && get(slot.id) == s) return slot.id;
+    }
+  }
+
+  uint32_t size() const { return static_cast<uint32_t>(offsets_.size() - 1); }
+  std::string_view get(uint32_t id) const {
+    return {arena_.data() + offsets_[id], static_cast<size_t>(offsets_[id + 1] - offsets_[id])};
+  }
+  const std::vector<char>& arena() const { return arena_; }
+
+  /// Well-mixed 64-bit hash of a byte string (8 bytes per step).
+  static uint64_t hash(std::string_view s) {
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ (s.size() * 0xD6E8FEB86659FD93ull);
+    size_t i = 0;
+    for (; i + 8 <= s.size(); i += 8) {
+      uint64_t v;
+      std::memcpy(&v, s.data() + i, 8);
+      h = mix(h ^ v);
+    }
+    uint64_t tail = 0;
+    std::memcpy(&tail, s.data() + i, s.size() - i);
+    return mix(h ^ tail ^ (uint64_t{s.size() - i} << 59));
+  }
+
+ private:
+  struct Slot {
+    uint64_t hash;
+    uint32_t id;
+  };
+  static constexpr uint32_t kEmpty = 0xFFFFFFFFu;
+  static uint64_t mix(uint64_t x) {
+    x ^= x >> 32;
+    x *= 0xD6E8FEB86659FD93ull;
+    x ^= x >> 32;
+    x *= 0xD6E8FEB86659FD93ull;
+    return x ^ (x >> 32);
+  }
+  static size_t capacity_for(size_t n) {
+    size_t c = 16;
+    while (c * 3 < n * 4) c *= 2;
+    return c;
+  }
+  void rehash(size_t capacity) {
+    std::vector<Slot> old(capacity, Slot{0, kEmpty});
+    old.swap(slots_);
+    size_t mask = capacity - 1;
+    for (const Slot& s : old) {
+      if (s.id == kEmpty) continue;
+      size_t i = s.hash & mask;
+      while (slots_[i].id != kEmpty) i = (i + 1) & mask;
+      slots_[i] = s;
+    }
+  }
+
+  std::vector<Slot> slots_;
+  std::vector<char> arena_;
+  std::vector<uint64_t> offsets_{0};
+  size_t count_ = 0;
+};
+
+}  // namespace gtadoc

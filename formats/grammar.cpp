@@ -1,0 +1,290 @@
+// Finalizing, validating and expanding shard grammars. Every pass is linear in the grammar size
+// and iterative (explicit stacks), so deep DAGs cannot overflow the call stack.
+#include "formats/grammar.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "common/error.h"
+
+namespace gtadoc {
+namespace {
+
+constexpr uint32_t kUnknown = 0xFFFFFFFFu;
+constexpr uint32_t kVisiting = 0xFFFFFFFEu;
+
+/// Heights of the rules of a raw grammar (0 = no rule below), by an iterative post-order walk.
+/// Checks on the way that every symbol is a word, a rule other than the root, or a boundary
+/// inside the root, and that the rules form no cycle.
+std::vector<uint32_t> raw_heights(uint32_t num_words, const RawGrammar& raw) {
+  const std::vector<uint64_t>& off = raw.offsets;
+  const std::vector<Symbol>& sym = raw.symbols;
+  const uint32_t num_rules = static_cast<uint32_t>(off.size() - 1);
+  std::vector<uint32_t> height(num_rules, kUnknown);
+  struct Frame {
+    uint32_t rule;
+    uint32_t height;
+    uint64_t pos;
+  };
+  std::vector<Frame> stack;
+  for (uint32_t start = 0; start < num_rules; ++start) {
+    if (height[start] != kUnknown) continue;
+    height[start] = kVisiting;
+    stack.push_back({start, 0, off[start]});
+    while (!stack.empty()) {
+      size_t top = stack.size() - 1;
+      const uint32_t r = stack[top].rule;
+      const uint64_t end = off[r + 1];
+      uint32_t child = kUnknown;
+      while (stack[top].pos < end) {
+        Symbol s = sym[stack[top].pos];
+        if (is_boundary(s)) {
+          GTADOC_EXPECTS(r == 0, "finalize_grammar: boundary symbol outside the root");
+        } else if (s >= num_words) {
+          uint32_t c = rule_of(s, num_words);
+          GTADOC_EXPECTS(c < num_rules && c != 0,
+                         "finalize_grammar: reference to rule " + std::to_string(c));
+          GTADOC_EXPECTS(height[c] != kVisiting, "finalize_grammar: cyclic rules");
+          if (height[c] == kUnknown) {
+            child = c;
+            break;
+          }
+          stack[top].height = std::max(stack[top].height, height[c] + 1);
+        }
+        ++stack[top].pos;
+      }
+      if (child != kUnknown) {
+        height[child] = kVisiting;
+        stack.push_back({child, 0, off[child]});  // the parent re-reads this symbol later
+      } else {
+        height[r] = stack[top].height;
+        stack.pop_back();
+      }
+    }
+  }
+  return height;
+}
+
+[[noreturn]] void corrupt(std::string_view what, const std::string& violation) {
+  throw InputError(std::string(what) + ": corrupt grammar: " + violation);
+}
+
+}  // namespace
+
+ShardGrammar finalize_grammar(uint32_t num_words, DocId first_doc, uint32_t num_docs,
+                              const RawGrammar& raw) {
+  const std::vector<uint64_t>& off = raw.offsets;
+  GTADOC_EXPECTS(off.size() >= 2 && off.front() == 0 && off.back() == raw.symbols.size(),
+                 "finalize_grammar: offsets do not match the symbols");
+  for (size_t i = 1; i < off.size(); ++i)
+    GTADOC_EXPECTS(off[i - 1] <= off[i], "finalize_grammar: offsets not monotone");
+  GTADOC_EXPECTS(num_docs >= 1, "finalize_grammar: a shard holds at least one document");
+  GTADOC_EXPECTS(off.size() - 1 <= static_cast<uint64_t>(kBoundaryBit - num_words),
+                 "finalize_grammar: too many rules for the vocabulary size");
+  const uint32_t num_rules = static_cast<uint32_t>(off.size() - 1);
+
+  std::vector<uint32_t> height = raw_heights(num_words, raw);
+  const uint32_t top = height[0];
+  for (uint32_t r = 1; r < num_rules; ++r)
+    GTADOC_EXPECTS(height[r] < top, "finalize_grammar: rule " + std::to_string(r) +
+                                        " is not below the root");
+
+  ShardGrammar g;
+  g.num_words = num_words;
+  g.first_doc = first_doc;
+  g.num_docs = num_docs;
+
+  // Counting sort by height, stable by old id; the root is alone at the top level.
+  g.level_offsets.assign(static_cast<size_t>(top) + 2, 0);
+  for (uint32_t r = 0; r < num_rules; ++r) ++g.level_offsets[height[r] + 1];
+  for (size_t h = 1; h < g.level_offsets.size(); ++h) g.level_offsets[h] += g.level_offsets[h - 1];
+  std::vector<uint32_t> new_id(num_rules);
+  std::vector<uint32_t> old_id(num_rules);
+  {
+    std::vector<uint32_t> next(g.level_offsets.begin(), g.level_offsets.end() - 1);
+    for (uint32_t r = 0; r < num_rules; ++r) {
+      uint32_t id = next[height[r]]++;
+      new_id[r] = id;
+      old_id[id] = r;
+    }
+  }
+  std::vector<uint32_t>().swap(height);
+
+  // Bodies in the new order, with rule symbols rewritten; lengths and uses bottom-up.
+  g.rule_offsets.resize(num_rules + 1);
+  g.symbols.resize(raw.symbols.size());
+  g.rule_length.assign(num_rules, 0);
+  g.rule_uses.assign(num_rules, 0);
+  uint64_t pos = 0;
+  for (uint32_t id = 0; id < num_rules; ++id) {
+    g.rule_offsets[id] = pos;
+    uint32_t r = old_id[id];
+    uint64_t length = 0;
+    for (uint64_t i = off[r]; i < off[r + 1]; ++i) {
+      Symbol s = raw.symbols[i];
+      if (is_boundary(s)) {
+        g.symbols[pos++] = s;
+        continue;
+      }
+      if (s < num_words) {
+        ++length;
+      } else {
+        uint32_t c = new_id[rule_of(s, num_words)];
+        s = rule_symbol(c, num_words);
+        GTADOC_EXPECTS(!__builtin_add_overflow(length, g.rule_length[c], &length),
+                       "finalize_grammar: rule length overflows 64 bits");
+        ++g.rule_uses[c];
+      }
+      g.symbols[pos++] = s;
+    }
+    g.rule_length[id] = length;
+  }
+  g.rule_offsets[num_rules] = pos;
+
+  // Document segments of the root.
+  const uint64_t root_begin = g.rule_offsets[num_rules - 1];
+  const uint64_t root_len = pos - root_begin;
+  g.doc_root_offsets.reserve(static_cast<size_t>(num_docs) + 1);
+  g.doc_root_offsets.push_back(0);
+  for (uint64_t i = 0; i < root_len; ++i)
+    if (is_boundary(g.symbols[root_begin + i])) g.doc_root_offsets.push_back(i + 1);
+  GTADOC_EXPECTS(g.doc_root_offsets.size() == num_docs,
+                 "finalize_grammar: root holds " + std::to_string(g.doc_root_offsets.size() - 1) +
+                     " boundaries for " + std::to_string(num_docs) + " documents");
+  g.doc_root_offsets.push_back(root_len + 1);
+  return g;
+}
+
+void validate_grammar(const ShardGrammar& g, std::string_view what) {
+  using std::to_string;
+  const uint32_t V = g.num_words;
+  const size_t num_offsets = g.rule_offsets.size();
+  if (num_offsets < 2) corrupt(what, "no rules");
+  if (num_offsets - 1 > static_cast<uint64_t>(kBoundaryBit) - V)
+    corrupt(what, "too many rules for the vocabulary size");
+  const uint32_t R = static_cast<uint32_t>(num_offsets - 1);
+  const RuleId root = R - 1;
+  if (g.rule_offsets[0] != 0) corrupt(what, "rule_offsets[0] is not 0");
+  if (g.rule_offsets[R] != g.symbols.size())
+    corrupt(what, "rule_offsets end at " + to_string(g.rule_offsets[R]) + ", not at the " +
+                      to_string(g.symbols.size()) + " symbols");
+  for (uint32_t r = 0; r < R; ++r) {
+    if (g.rule_offsets[r] > g.rule_offsets[r + 1])
+      corrupt(what, "rule_offsets decrease at rule " + to_string(r));
+    if (r != root && g.rule_offsets[r] == g.rule_offsets[r + 1])
+      corrupt(what, "rule " + to_string(r) + " has an empty body");
+  }
+  if (g.rule_length.size() != R) corrupt(what, "rule_length has the wrong size");
+  if (g.rule_uses.size() != R) corrupt(what, "rule_uses has the wrong size");
+  if (g.num_docs == 0) corrupt(what, "no documents");
+  if (static_cast<uint64_t>(g.first_doc) + g.num_docs > (uint64_t{1} << 32))
+    corrupt(what, "document ids out of range");
+  if (g.doc_root_offsets.size() != static_cast<size_t>(g.num_docs) + 1)
+    corrupt(what, "doc_root_offsets has the wrong size");
+  if (g.level_offsets.size() < 2) corrupt(what, "level_offsets has fewer than 2 entries");
+
+  // Bodies: symbol ranges, heights, lengths and uses, all from smaller ids up.
+  std::vector<uint32_t> height(R, 0);
+  std::vector<uint32_t> uses(R, 0);
+  for (uint32_t r = 0; r < R; ++r) {
+    uint32_t h = 0;
+    uint64_t length = 0;
+    for (uint64_t i = g.rule_offsets[r]; i < g.rule_offsets[r + 1]; ++i) {
+      Symbol s = g.symbols[i];
+      if (is_boundary(s)) {
+        if (r != root)
+          corrupt(what, "boundary symbol in rule " + to_string(r) + " (not the root)");
+      } else if (s < V) {
+        ++length;
+      } else {
+        uint32_t c = rule_of(s, V);
+        if (c >= r)
+          corrupt(what, "rule " + to_string(r) + " references rule " + to_string(c) +
+                            " (not a smaller id)");
+        h = std::max(h, height[c] + 1);
+        if (__builtin_add_overflow(length, g.rule_length[c], &length))
+          corrupt(what, "length of rule " + to_string(r) + " overflows");
+        ++uses[c];
+      }
+    }
+    height[r] = h;
+    if (g.rule_length[r] != length)
+      corrupt(what, "rule_length[" + to_string(r) + "] is " + to_string(g.rule_length[r]) +
+                        ", its body expands to " + to_string(length) + " words");
+  }
+  for (uint32_t r = 0; r < R; ++r)
+    if (g.rule_uses[r] != uses[r])
+      corrupt(what, "rule_uses[" + to_string(r) + "] is " + to_string(g.rule_uses[r]) +
+                        ", counted " + to_string(uses[r]));
+
+  // Levels: monotone, covering every rule, each rule at its height, the root alone on top.
+  const size_t L = g.level_offsets.size() - 1;
+  if (g.level_offsets[0] != 0 || g.level_offsets[L] != R)
+    corrupt(what, "level_offsets do not span the rules");
+  for (size_t h = 0; h < L; ++h) {
+    if (g.level_offsets[h] > g.level_offsets[h + 1] || g.level_offsets[h + 1] > R)
+      corrupt(what, "level_offsets decrease at level " + to_string(h));
+    for (uint32_t r = g.level_offsets[h]; r < g.level_offsets[h + 1]; ++r)
+      if (height[r] != h)
+        corrupt(what, "rule " + to_string(r) + " of height " + to_string(height[r]) +
+                          " is listed at level " + to_string(h));
+  }
+  if (g.level_offsets[L - 1] != root) corrupt(what, "the root is not alone at the top level");
+
+  // Root: boundaries at the recorded document starts, one per document gap, all distinct.
+  const uint64_t root_begin = g.rule_offsets[root];
+  const uint64_t root_len = g.rule_offsets[R] - root_begin;
+  if (g.doc_root_offsets[0] != 0) corrupt(what, "doc_root_offsets[0] is not 0");
+  std::vector<uint32_t> boundary_ids;
+  boundary_ids.reserve(g.num_docs - 1);
+  uint32_t d = 0;
+  for (uint64_t i = 0; i < root_len; ++i) {
+    Symbol s = g.symbols[root_begin + i];
+    if (!is_boundary(s)) continue;
+    if (++d >= g.num_docs)
+      corrupt(what, "root holds more than " + to_string(g.num_docs - 1) + " boundaries");
+    if (g.doc_root_offsets[d] != i + 1)
+      corrupt(what, "doc_root_offsets[" + to_string(d) + "] does not follow its boundary");
+    boundary_ids.push_back(s & ~kBoundaryBit);
+  }
+  if (d + 1 != g.num_docs)
+    corrupt(what, "root holds " + to_string(d) + " boundaries for " + to_string(g.num_docs) +
+                      " documents");
+  if (g.doc_root_offsets[g.num_docs] != root_len + 1)
+    corrupt(what, "doc_root_offsets does not end at the root length + 1");
+  std::sort(boundary_ids.begin(), boundary_ids.end());
+  if (std::adjacent_find(boundary_ids.begin(), boundary_ids.end()) != boundary_ids.end())
+    corrupt(what, "a boundary symbol occurs twice");
+}
+
+void expand_document(const ShardGrammar& g, uint32_t d, std::vector<WordId>& out) {
+  GTADOC_EXPECTS(d < g.num_docs, "expand_document: document " + std::to_string(d) +
+                                     " out of range");
+  auto [begin, end] = g.doc_segment(d);
+  const uint32_t V = g.num_words;
+  uint64_t total = 0;
+  for (uint64_t i = begin; i < end; ++i) {
+    Symbol s = g.symbols[i];
+    total += s < V ? 1 : is_boundary(s) ? 0 : g.rule_length[rule_of(s, V)];
+  }
+  out.reserve(out.size() + total);
+  std::vector<std::pair<uint64_t, uint64_t>> stack;  // [pos, end) still to emit, per open body
+  stack.emplace_back(begin, end);
+  while (!stack.empty()) {
+    auto& [pos, stop] = stack.back();
+    if (pos == stop) {
+      stack.pop_back();
+      continue;
+    }
+    Symbol s = g.symbols[pos++];
+    if (s < V) {
+      out.push_back(s);
+    } else {
+      GTADOC_EXPECTS(!is_boundary(s), "expand_document: boundary inside a document segment");
+      RuleId r = rule_of(s, V);
+      stack.emplace_back(g.body_begin(r), g.body_end(r));
+    }
+  }
+}
+
+}  // namespace gtadoc

@@ -1,0 +1,491 @@
+#include "formats/h5.h"
+
+#include <hdf5.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <limits>
+
+#include "common/error.h"
+
+static_assert(std::is_same_v<hid_t, gtadoc::h5::Id>, "h5::Id must be hid_t (HDF5 >= 1.10)");
+static_assert(H5_VERSION_GE(1, 10, 0), "gtadoc needs HDF5 1.10 or newer");
+
+namespace gtadoc {
+namespace h5 {
+namespace {
+
+namespace fs = std::filesystem;
+
+// One frame of the HDF5 error stack, copied out while walking (no HDF5 call may run inside the
+// walk callback: most API calls clear the stack being walked).
+struct Frame {
+  std::string desc;
+  std::string func;
+  hid_t minor = -1;
+};
+
+herr_t collect_frame(unsigned /*n*/, const H5E_error2_t* err, void* data) {
+  auto* frames = static_cast<std::vector<Frame>*>(data);
+  frames->push_back(
+      {err->desc ? err->desc : "", err->func_name ? err->func_name : "", err->min_num});
+  return 0;
+}
+
+// Replaces control bytes so that a message stays on one line.
+std::string one_line(std::string s) {
+  for (char& c : s)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+  return s;
+}
+
+bool contains_nocase(const std::string& haystack, const char* needle) {
+  std::string h = haystack;
+  std::transform(h.begin(), h.end(), h.begin(), [](unsigned char c) { return std::tolower(c); });
+  return h.find(needle) != std::string::npos;
+}
+
+struct StackSummary {
+  std::string detail;     ///< most specific description ("" when the stack is empty)
+  bool checksum = false;  ///< some frame reports a checksum failure (data or metadata)
+};
+
+// Reads and clears the calling thread's default error stack.
+StackSummary summarize_stack() {
+  std::vector<Frame> frames;
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, collect_frame, &frames);
+  StackSummary s;
+  for (const Frame& f : frames) {
+    if (contains_nocase(f.desc, "checksum")) s.checksum = true;
+    if (s.detail.empty() && !f.desc.empty()) s.detail = f.desc;
+  }
+  if (s.detail.empty() && !frames.empty() && frames.front().minor >= 0) {
+    char buf[256] = {};
+    H5E_type_t type;
+    if (H5Eget_msg(frames.front().minor, &type, buf, sizeof buf) > 0) s.detail = buf;
+  }
+  H5Eclear2(H5E_DEFAULT);
+  s.detail = one_line(s.detail);
+  return s;
+}
+
+// The OS reason inside a file-driver message ("unable to open file: name = '...', errno = 13,
+// error message = 'Permission denied', ...") or "" when there is none.
+std::string os_reason(const std::string& detail) {
+  const std::string key = "error message = '";
+  size_t begin = detail.find(key);
+  if (begin == std::string::npos) return "";
+  begin += key.size();
+  size_t end = detail.find('\'', begin);
+  return end == std::string::npos ? "" : detail.substr(begin, end - begin);
+}
+
+// "H5Dread(ds.id(), ...)" -> "H5Dread".
+std::string call_name(const char* expr) {
+  std::string e = expr ? expr : "HDF5 call";
+  size_t paren = e.find('(');
+  if (paren != std::string::npos) e.resize(paren);
+  size_t colon = e.rfind("::");
+  if (colon != std::string::npos) e.erase(0, colon + 2);
+  return e;
+}
+
+hid_t mem_type(Width w) {
+  switch (w) {
+    case Width::kU8:
+      return H5T_NATIVE_UINT8;
+    case Width::kU16:
+      return H5T_NATIVE_UINT16;
+    case Width::kU32:
+      return H5T_NATIVE_UINT32;
+    case Width::kU64:
+      return H5T_NATIVE_UINT64;
+  }
+  GTADOC_FAIL("bad h5::Width");
+}
+
+hid_t file_type(Width w) {
+  switch (w) {
+    case Width::kU8:
+      return H5T_STD_U8LE;
+    case Width::kU16:
+      return H5T_STD_U16LE;
+    case Width::kU32:
+      return H5T_STD_U32LE;
+    case Width::kU64:
+      return H5T_STD_U64LE;
+  }
+  GTADOC_FAIL("bad h5::Width");
+}
+
+uint64_t max_of_width(Width w) {
+  return w == Width::kU64 ? std::numeric_limits<uint64_t>::max()
+                          : (uint64_t{1} << (8 * static_cast<int>(w))) - 1;
+}
+
+uint64_t load_uint(const void* data, uint64_t i, Width w) {
+  switch (w) {
+    case Width::kU8:
+      return static_cast<const uint8_t*>(data)[i];
+    case Width::kU16:
+      return static_cast<const uint16_t*>(data)[i];
+    case Width::kU32:
+      return static_cast<const uint32_t*>(data)[i];
+    case Width::kU64:
+      return static_cast<const uint64_t*>(data)[i];
+  }
+  GTADOC_FAIL("bad h5::Width");
+}
+
+// "/grammar/symbols" for dataset "symbols" below group "/grammar".
+std::string object_path(Id loc, const std::string& name) {
+  char buf[512] = {};
+  ssize_t len = H5Iget_name(loc, buf, sizeof buf);
+  std::string base = len > 0 ? std::string(buf, std::min<size_t>(len, sizeof buf - 1)) : "";
+  if (base.empty() || base.back() != '/') base += '/';
+  return one_line(base + name);
+}
+
+// Runs `body`, prefixing any InputError's message with `what` + ": ".
+template <class F>
+auto with_context(const std::string& what, F&& body) -> decltype(body()) {
+  try {
+    return body();
+  } catch (const InputError& e) {
+    throw InputError(what + ": " + e.what(), e.file().c_str(), e.line());
+  }
+}
+
+PropList file_access_plist() {
+  PropList fapl(H5_TRY(H5Pcreate(H5P_FILE_ACCESS)));
+  // The 1.10 object format: checksummed object headers and superblock, compact chunk indexes.
+  H5_TRY(H5Pset_libver_bounds(fapl.id(), H5F_LIBVER_LATEST, H5F_LIBVER_LATEST));
+#if H5_VERSION_GE(1, 10, 7)
+  // Archives are written once under a temporary name and then only read: locks buy nothing and
+  // fail on some parallel file systems.
+  H5_TRY(H5Pset_file_locking(fapl.id(), false, true));
+#endif
+  return fapl;
+}
+
+// Opens attribute `name` of `loc`, or returns an empty handle when there is none.
+Attribute open_attr(Id loc, const std::string& name) {
+  if (H5_TRY(H5Aexists(loc, name.c_str())) <= 0) return Attribute();
+  return Attribute(H5_TRY(H5Aopen(loc, name.c_str(), H5P_DEFAULT)));
+}
+
+bool is_scalar(const Attribute& a) {
+  Dataspace space(H5_TRY(H5Aget_space(a.id())));
+  return H5_TRY(H5Sget_simple_extent_type(space.id())) == H5S_SCALAR;
+}
+
+std::recursive_mutex& global_mutex() {
+  static std::recursive_mutex m;
+  return m;
+}
+
+// Silence the main thread as soon as the library is loaded; other threads call init() first.
+[[maybe_unused]] const bool kInitialized = (init(), true);
+
+}  // namespace
+
+void init() {
+  thread_local bool done = false;
+  if (done) return;
+  H5open();
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  done = true;
+}
+
+Lock::Lock() : lock_(global_mutex()) {
+  init();
+}
+Lock::~Lock() = default;
+
+bool close_id(Kind kind, Id id) noexcept {
+  herr_t rc = -1;
+  switch (kind) {
+    case Kind::kFile:
+      rc = H5Fclose(id);
+      break;
+    case Kind::kGroup:
+      rc = H5Gclose(id);
+      break;
+    case Kind::kDataset:
+      rc = H5Dclose(id);
+      break;
+    case Kind::kDataspace:
+      rc = H5Sclose(id);
+      break;
+    case Kind::kDatatype:
+      rc = H5Tclose(id);
+      break;
+    case Kind::kPropList:
+      rc = H5Pclose(id);
+      break;
+    case Kind::kAttribute:
+      rc = H5Aclose(id);
+      break;
+  }
+  return rc >= 0;
+}
+
+template <Kind K>
+void Handle<K>::close() {
+  if (id_ < 0) return;
+  Id id = release();
+  if (!close_id(K, id)) detail::throw_h5_error("H5*close", __FILE__, __LINE__);
+}
+
+template class Handle<Kind::kFile>;
+template class Handle<Kind::kGroup>;
+template class Handle<Kind::kDataset>;
+template class Handle<Kind::kDataspace>;
+template class Handle<Kind::kDatatype>;
+template class Handle<Kind::kPropList>;
+template class Handle<Kind::kAttribute>;
+
+File create_file(const fs::path& file) {
+  init();
+  PropList fapl = file_access_plist();
+  hid_t id = H5Fcreate(file.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, fapl.id());
+  if (id < 0) {
+    StackSummary s = summarize_stack();
+    std::string reason = os_reason(s.detail);
+    throw InputError("cannot create: " + (reason.empty() ? s.detail : reason), __FILE__, __LINE__);
+  }
+  return File(id);
+}
+
+File open_file(const fs::path& file, bool writable) {
+  init();
+  std::error_code ec;
+  auto status = fs::status(file, ec);
+  if (!fs::exists(status)) throw InputError("cannot open: no such file");
+  if (!fs::is_regular_file(status)) throw InputError("cannot open: not a regular file");
+  PropList fapl = file_access_plist();
+  hid_t id = H5Fopen(file.c_str(), writable ? H5F_ACC_RDWR : H5F_ACC_RDONLY, fapl.id());
+  if (id < 0) {
+    StackSummary s = summarize_stack();
+    std::string reason = os_reason(s.detail);
+    if (!reason.empty()) throw InputError("cannot open: " + reason, __FILE__, __LINE__);
+    std::string msg = "cannot open (not an HDF5 file, truncated or unreadable)";
+    if (s.checksum)
+      msg += ": checksum mismatch (corrupted data)";
+    else if (!s.detail.empty())
+      msg += ": " + s.detail;
+    throw InputError(msg, __FILE__, __LINE__);
+  }
+  return File(id);
+}
+
+Group create_group(Id loc, const std::string& name) {
+  return with_context("group " + object_path(loc, name), [&] {
+    return Group(H5_TRY(H5Gcreate2(loc, name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)));
+  });
+}
+
+Group open_group(Id loc, const std::string& name) {
+  return with_context("group " + object_path(loc, name), [&] {
+    if (!has_link(loc, name)) throw InputError("missing");
+    return Group(H5_TRY(H5Gopen2(loc, name.c_str(), H5P_DEFAULT)));
+  });
+}
+
+bool has_link(Id loc, const std::string& name) {
+  return H5_TRY(H5Lexists(loc, name.c_str(), H5P_DEFAULT)) > 0;
+}
+
+Width min_width(uint64_t max_value) {
+  if (max_value <= 0xffu) return Width::kU8;
+  if (max_value <= 0xffffu) return Width::kU16;
+  if (max_value <= 0xffffffffu) return Width::kU32;
+  return Width::kU64;
+}
+
+void write_raw(Id loc, const std::string& name, const void* data, uint64_t n, Width mem,
+               Width store, const WriteOptions& options) {
+  GTADOC_EXPECTS(options.deflate_level >= 0 && options.deflate_level <= 9,
+                 "deflate level must be 0..9");
+  if (store < mem) {
+    uint64_t limit = max_of_width(store);
+    for (uint64_t i = 0; i < n; ++i)
+      GTADOC_EXPECTS(load_uint(data, i, mem) <= limit, "value too wide for dataset " + name);
+  }
+  with_context("dataset " + object_path(loc, name), [&] {
+    const uint64_t elem = static_cast<uint64_t>(store);
+    hsize_t dims[1] = {n};
+    hsize_t maxdims[1] = {n == 0 ? H5S_UNLIMITED : n};
+    Dataspace space(H5_TRY(H5Screate_simple(1, dims, maxdims)));
+    PropList dcpl(H5_TRY(H5Pcreate(H5P_DATASET_CREATE)));
+    hsize_t chunk[1] = {std::clamp<uint64_t>(n, 1, kMaxChunkBytes / elem)};
+    H5_TRY(H5Pset_chunk(dcpl.id(), 1, chunk));
+    if (options.deflate_level > 0) {
+      if (options.shuffle && elem > 1) H5_TRY(H5Pset_shuffle(dcpl.id()));
+      H5_TRY(H5Pset_deflate(dcpl.id(), static_cast<unsigned>(options.deflate_level)));
+    }
+    // Last in the pipeline: the checksum covers the bytes as stored, so it is verified first
+    // on read, before any decompression.
+    H5_TRY(H5Pset_fletcher32(dcpl.id()));
+    Dataset ds(H5_TRY(H5Dcreate2(loc, name.c_str(), file_type(store), space.id(), H5P_DEFAULT,
+                                 dcpl.id(), H5P_DEFAULT)));
+    if (n > 0) H5_TRY(H5Dwrite(ds.id(), mem_type(mem), H5S_ALL, H5S_ALL, H5P_DEFAULT, data));
+    ds.close();
+  });
+}
+
+uint64_t dataset_size(Id loc, const std::string& name) {
+  return with_context("dataset " + object_path(loc, name), [&] {
+    if (!has_link(loc, name)) throw InputError("missing");
+    Dataset ds(H5_TRY(H5Dopen2(loc, name.c_str(), H5P_DEFAULT)));
+    Dataspace space(H5_TRY(H5Dget_space(ds.id())));
+    if (H5_TRY(H5Sget_simple_extent_ndims(space.id())) != 1)
+      throw InputError("not a one-dimensional array");
+    hsize_t dims[1] = {0};
+    H5_TRY(H5Sget_simple_extent_dims(space.id(), dims, nullptr));
+    return static_cast<uint64_t>(dims[0]);
+  });
+}
+
+void read_raw(Id loc, const std::string& name, void* out, uint64_t n, Width mem) {
+  with_context("dataset " + object_path(loc, name), [&] {
+    if (!has_link(loc, name)) throw InputError("missing");
+    Dataset ds(H5_TRY(H5Dopen2(loc, name.c_str(), H5P_DEFAULT)));
+    Dataspace space(H5_TRY(H5Dget_space(ds.id())));
+    if (H5_TRY(H5Sget_simple_extent_ndims(space.id())) != 1)
+      throw InputError("not a one-dimensional array");
+    hsize_t dims[1] = {0};
+    H5_TRY(H5Sget_simple_extent_dims(space.id(), dims, nullptr));
+    if (dims[0] != n) throw InputError("size changed while reading");
+    Datatype type(H5_TRY(H5Dget_type(ds.id())));
+    if (H5_TRY(H5Tget_class(type.id())) != H5T_INTEGER ||
+        H5_TRY(H5Tget_sign(type.id())) != H5T_SGN_NONE ||
+        H5Tget_size(type.id()) > static_cast<size_t>(mem))
+      throw InputError("unexpected element type (expected unsigned integers of at most " +
+                       std::to_string(static_cast<int>(mem)) + " bytes)");
+    if (n > 0) H5_TRY(H5Dread(ds.id(), mem_type(mem), H5S_ALL, H5S_ALL, H5P_DEFAULT, out));
+  });
+}
+
+DatasetInfo dataset_info(Id loc, const std::string& name) {
+  return with_context("dataset " + object_path(loc, name), [&] {
+    DatasetInfo info;
+    info.size = dataset_size(loc, name);
+    Dataset ds(H5_TRY(H5Dopen2(loc, name.c_str(), H5P_DEFAULT)));
+    Datatype type(H5_TRY(H5Dget_type(ds.id())));
+    info.element_bytes = static_cast<uint32_t>(H5Tget_size(type.id()));
+    info.is_unsigned_integer = H5_TRY(H5Tget_class(type.id())) == H5T_INTEGER &&
+                               H5_TRY(H5Tget_sign(type.id())) == H5T_SGN_NONE;
+    PropList dcpl(H5_TRY(H5Dget_create_plist(ds.id())));
+    if (H5_TRY(H5Pget_layout(dcpl.id())) == H5D_CHUNKED) {
+      hsize_t chunk[1] = {0};
+      H5_TRY(H5Pget_chunk(dcpl.id(), 1, chunk));
+      info.chunk = chunk[0];
+    }
+    int filters = H5_TRY(H5Pget_nfilters(dcpl.id()));
+    for (int i = 0; i < filters; ++i) {
+      unsigned flags = 0;
+      size_t nvalues = 0;
+      H5Z_filter_t f = H5_TRY(H5Pget_filter2(dcpl.id(), static_cast<unsigned>(i), &flags, &nvalues,
+                                             nullptr, 0, nullptr, nullptr));
+      info.fletcher32 |= f == H5Z_FILTER_FLETCHER32;
+      info.shuffle |= f == H5Z_FILTER_SHUFFLE;
+      info.deflate |= f == H5Z_FILTER_DEFLATE;
+    }
+    return info;
+  });
+}
+
+namespace {
+herr_t collect_dataset(hid_t /*obj*/, const char* name, const H5O_info_t* info, void* data) {
+  if (info->type == H5O_TYPE_DATASET)
+    static_cast<std::vector<std::string>*>(data)->push_back(std::string("/") + name);
+  return 0;
+}
+}  // namespace
+
+std::vector<std::string> list_datasets(Id file) {
+  std::vector<std::string> out;
+  H5_TRY(H5Ovisit2(file, H5_INDEX_NAME, H5_ITER_INC, collect_dataset, &out, H5O_INFO_BASIC));
+  return out;
+}
+
+void write_string_attr(Id loc, const std::string& name, const std::string& value) {
+  with_context("attribute " + name, [&] {
+    Datatype type(H5_TRY(H5Tcopy(H5T_C_S1)));
+    H5_TRY(H5Tset_size(type.id(), std::max<size_t>(1, value.size())));
+    H5_TRY(H5Tset_strpad(type.id(), H5T_STR_NULLPAD));
+    Dataspace space(H5_TRY(H5Screate(H5S_SCALAR)));
+    Attribute attr(
+        H5_TRY(H5Acreate2(loc, name.c_str(), type.id(), space.id(), H5P_DEFAULT, H5P_DEFAULT)));
+    std::string buf = value.empty() ? std::string(1, '\0') : value;
+    H5_TRY(H5Awrite(attr.id(), type.id(), buf.data()));
+    attr.close();
+  });
+}
+
+void write_uint_attr(Id loc, const std::string& name, uint64_t value, Width store) {
+  GTADOC_EXPECTS(value <= max_of_width(store), "value too wide for attribute " + name);
+  with_context("attribute " + name, [&] {
+    Dataspace space(H5_TRY(H5Screate(H5S_SCALAR)));
+    Attribute attr(H5_TRY(
+        H5Acreate2(loc, name.c_str(), file_type(store), space.id(), H5P_DEFAULT, H5P_DEFAULT)));
+    H5_TRY(H5Awrite(attr.id(), H5T_NATIVE_UINT64, &value));
+    attr.close();
+  });
+}
+
+void overwrite_uint_attr(Id loc, const std::string& name, uint64_t value) {
+  with_context("attribute " + name, [&] {
+    Attribute attr = open_attr(loc, name);
+    if (!attr) throw InputError("missing");
+    H5_TRY(H5Awrite(attr.id(), H5T_NATIVE_UINT64, &value));
+    attr.close();
+  });
+}
+
+std::optional<std::string> read_string_attr(Id loc, const std::string& name) {
+  return with_context("attribute " + name, [&]() -> std::optional<std::string> {
+    Attribute attr = open_attr(loc, name);
+    if (!attr || !is_scalar(attr)) return std::nullopt;
+    Datatype type(H5_TRY(H5Aget_type(attr.id())));
+    if (H5_TRY(H5Tget_class(type.id())) != H5T_STRING || H5_TRY(H5Tis_variable_str(type.id())))
+      return std::nullopt;
+    size_t size = H5Tget_size(type.id());
+    if (size == 0 || size > (1u << 20)) return std::nullopt;
+    std::string value(size, '\0');
+    H5_TRY(H5Aread(attr.id(), type.id(), value.data()));
+    value.resize(std::strlen(value.c_str()));  // null-padded or null-terminated
+    return value;
+  });
+}
+
+std::optional<uint64_t> read_uint_attr(Id loc, const std::string& name) {
+  return with_context("attribute " + name, [&]() -> std::optional<uint64_t> {
+    Attribute attr = open_attr(loc, name);
+    if (!attr || !is_scalar(attr)) return std::nullopt;
+    Datatype type(H5_TRY(H5Aget_type(attr.id())));
+    if (H5_TRY(H5Tget_class(type.id())) != H5T_INTEGER ||
+        H5_TRY(H5Tget_sign(type.id())) != H5T_SGN_NONE || H5Tget_size(type.id()) > 8)
+      return std::nullopt;
+    uint64_t value = 0;
+    H5_TRY(H5Aread(attr.id(), H5T_NATIVE_UINT64, &value));
+    return value;
+  });
+}
+
+}  // namespace h5
+
+namespace detail {
+
+void throw_h5_error(const char* expr, const char* file, int line) {
+  h5::StackSummary s = h5::summarize_stack();
+  if (s.checksum) throw InputError("checksum mismatch (corrupted data)", file, line);
+  std::string msg = "HDF5 " + h5::call_name(expr) + " failed";
+  if (!s.detail.empty()) msg += ": " + s.detail;
+  throw InputError(msg, file, line);
+}
+
+}  // namespace detail
+}  // namespace gtadoc

@@ -1,0 +1,187 @@
+// Thin RAII layer over the HDF5 C API for the archive code: move-only handles that close on
+// destruction, and checked helpers for 1-D integer/byte datasets and scalar attributes. Every
+// failure throws InputError with a one-line message (never printed by HDF5 itself).
+#pragma once
+
+// This header deliberately does not include <hdf5.h> (HDF5 is a private dependency of the
+// formats layer); `Id` is HDF5's hid_t, checked by a static_assert in h5.cpp.
+
+#include <cstdint>
+#include <filesystem>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace gtadoc::h5 {
+
+using Id = int64_t;  ///< hid_t
+inline constexpr Id kInvalidId = -1;
+
+/// Turns off HDF5's automatic error printing for the calling thread (idempotent, cheap).
+/// Every helper below calls it; call it yourself before raw HDF5 calls wrapped in H5_TRY.
+void init();
+
+/// Serializes HDF5 use inside the process (a non-thread-safe HDF5 build must not be entered
+/// concurrently; a thread-safe one serializes anyway). Hold it around any sequence of calls.
+class Lock {
+ public:
+  Lock();
+  ~Lock();
+  Lock(const Lock&) = delete;
+  Lock& operator=(const Lock&) = delete;
+
+ private:
+  std::unique_lock<std::recursive_mutex> lock_;
+};
+
+enum class Kind { kFile, kGroup, kDataset, kDataspace, kDatatype, kPropList, kAttribute };
+
+/// Closes `id` with the H5*close call of `kind`; returns false on failure (the error is kept on
+/// the HDF5 error stack).
+bool close_id(Kind kind, Id id) noexcept;
+
+/// Move-only owner of one HDF5 id of kind K. Destruction closes it and ignores errors; `close()`
+/// closes it and throws on failure (use it for files being written: closing flushes them).
+template <Kind K>
+class Handle {
+ public:
+  Handle() = default;
+  explicit Handle(Id id) : id_(id) {}
+  Handle(Handle&& o) noexcept : id_(o.release()) {}
+  Handle& operator=(Handle&& o) noexcept {
+    if (this != &o) {
+      reset();
+      id_ = o.release();
+    }
+    return *this;
+  }
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+  ~Handle() { reset(); }
+
+  Id id() const { return id_; }
+  explicit operator bool() const { return id_ >= 0; }
+  Id release() {
+    Id id = id_;
+    id_ = kInvalidId;
+    return id;
+  }
+  void reset() {
+    if (id_ >= 0) close_id(K, release());
+  }
+  void close();  // defined in h5.cpp for every K
+
+ private:
+  Id id_ = kInvalidId;
+};
+
+using File = Handle<Kind::kFile>;
+using Group = Handle<Kind::kGroup>;
+using Dataset = Handle<Kind::kDataset>;
+using Dataspace = Handle<Kind::kDataspace>;
+using Datatype = Handle<Kind::kDatatype>;
+using PropList = Handle<Kind::kPropList>;
+using Attribute = Handle<Kind::kAttribute>;
+
+// ------------------------------------------------------------------------------------ files
+// Messages of the helpers below name the object inside the file ("dataset /a/b: ...") but never
+// the file itself: callers prefix the file path.
+
+/// Creates `file`, which must not exist (H5F_ACC_EXCL; else "cannot create: File exists").
+/// Files use the HDF5 1.10 object format (checksummed metadata, compact chunk indexes) and no
+/// file locking.
+File create_file(const std::filesystem::path& file);
+/// Opens an existing file read-only (or read-write). Throws InputError "cannot open: no such
+/// file" / "cannot open: Permission denied" / "cannot open (not an HDF5 file, truncated or
+/// unreadable): <HDF5's reason>".
+File open_file(const std::filesystem::path& file, bool writable = false);
+
+Group create_group(Id loc, const std::string& name);
+Group open_group(Id loc, const std::string& name);
+/// Whether a link `name` exists directly below `loc`.
+bool has_link(Id loc, const std::string& name);
+
+// ------------------------------------------------------------------------------------ datasets
+/// Storage type of an integer dataset; memory types are always the native C++ type.
+enum class Width { kU8 = 1, kU16 = 2, kU32 = 4, kU64 = 8 };
+/// The smallest unsigned width that holds `max_value`.
+Width min_width(uint64_t max_value);
+template <class T>
+constexpr Width width_of() {
+  static_assert(std::is_unsigned_v<T> || std::is_same_v<T, char>);
+  return static_cast<Width>(sizeof(T));
+}
+
+struct WriteOptions {
+  int deflate_level = 0;  ///< 0: no deflate; 1..9: shuffle + deflate at that level
+  bool shuffle = true;    ///< with deflate: byte shuffle first (useless for 1-byte elements)
+};
+
+/// Largest chunk, in bytes, of the datasets written here.
+inline constexpr uint64_t kMaxChunkBytes = uint64_t{1} << 20;
+
+/// Writes a 1-D chunked dataset with a Fletcher32 checksum on every chunk (plus shuffle and
+/// deflate per `options`). `data` holds `n` elements of `mem` width; they are stored as `store`
+/// (HDF5 converts; values must fit). An empty dataset gets an unlimited maximum size.
+void write_raw(Id loc, const std::string& name, const void* data, uint64_t n, Width mem,
+               Width store, const WriteOptions& options);
+
+template <class T>
+void write_array(Id loc, const std::string& name, std::span<const T> data, Width store,
+                 const WriteOptions& options) {
+  write_raw(loc, name, data.data(), data.size(), width_of<T>(), store, options);
+}
+/// Stores the values with the smallest width that holds their maximum.
+template <class T>
+void write_array_min_width(Id loc, const std::string& name, std::span<const T> data,
+                           const WriteOptions& options) {
+  T max = 0;
+  for (T v : data) max = v > max ? v : max;
+  write_array(loc, name, data, min_width(max), options);
+}
+
+/// Number of elements of a 1-D dataset (throws if the dataset is missing or not 1-D).
+uint64_t dataset_size(Id loc, const std::string& name);
+/// Reads a whole 1-D unsigned integer dataset whose stored width is at most `mem` into `out`
+/// (`n` elements of room). A checksum failure throws "dataset NAME: checksum mismatch
+/// (corrupted data)".
+void read_raw(Id loc, const std::string& name, void* out, uint64_t n, Width mem);
+
+template <class T>
+std::vector<T> read_array(Id loc, const std::string& name) {
+  std::vector<T> out(dataset_size(loc, name));
+  read_raw(loc, name, out.data(), out.size(), width_of<T>());
+  return out;
+}
+
+/// How a dataset is stored (for tests, `gtadoc info` and format checks).
+struct DatasetInfo {
+  uint64_t size = 0;           ///< elements (1-D)
+  uint32_t element_bytes = 0;  ///< stored element size
+  bool is_unsigned_integer = false;
+  uint64_t chunk = 0;  ///< chunk length in elements (0 when not chunked)
+  bool fletcher32 = false, shuffle = false, deflate = false;
+};
+DatasetInfo dataset_info(Id loc, const std::string& name);
+/// Absolute paths of every dataset in the file ("/grammar/symbols", ...), in name order.
+std::vector<std::string> list_datasets(Id file);
+
+// ------------------------------------------------------------------------------------ attributes
+/// Scalar fixed-length string attribute (ASCII, null-padded, no terminator stored).
+void write_string_attr(Id loc, const std::string& name, const std::string& value);
+/// Scalar unsigned integer attribute stored with width `store`.
+void write_uint_attr(Id loc, const std::string& name, uint64_t value, Width store);
+/// Overwrites the value of an existing scalar integer attribute (keeps its type).
+void overwrite_uint_attr(Id loc, const std::string& name, uint64_t value);
+
+/// The value of a scalar fixed-length string attribute (trailing NULs stripped); nullopt when
+/// the attribute is missing or is not a scalar fixed-length string.
+std::optional<std::string> read_string_attr(Id loc, const std::string& name);
+/// The value of a scalar unsigned integer attribute; nullopt when missing or not an unsigned
+/// integer of at most 8 bytes.
+std::optional<uint64_t> read_uint_attr(Id loc, const std::string& name);
+
+}  // namespace gtadoc::h5

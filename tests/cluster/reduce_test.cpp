@@ -1,0 +1,128 @@
+// reduce_records against a std::map reference on seeded random inputs.
+#include "cluster/reduce.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <random>
+#include <vector>
+
+namespace gtadoc {
+namespace {
+
+// `key_range` small -> many duplicates; `high_bits` spreads values over all 32 bits.
+RecordBatch random_batch(uint64_t seed, size_t n, uint32_t width, uint32_t key_range,
+                         bool high_bits) {
+  std::mt19937_64 rng(seed);
+  RecordBatch b;
+  b.width = width;
+  for (size_t i = 0; i < n; ++i) {
+    for (uint32_t c = 0; c < width; ++c) {
+      uint32_t v = static_cast<uint32_t>(rng() % key_range);
+      if (high_bits) v = v * 0x9e3779b1u;  // bijective scramble over u32
+      b.keys.push_back(v);
+    }
+    b.counts.push_back(rng() % 1000000 + 1);
+  }
+  return b;
+}
+
+RecordBatch reference(const RecordBatch& in) {
+  std::map<std::vector<uint32_t>, uint64_t> sums;
+  for (size_t i = 0; i < in.size(); ++i) {
+    auto k = in.key(i);
+    sums[std::vector<uint32_t>(k.begin(), k.end())] += in.counts[i];
+  }
+  RecordBatch out;
+  out.width = in.width;
+  for (const auto& [k, c] : sums) out.push(k, c);
+  return out;
+}
+
+void expect_same(const RecordBatch& got, const RecordBatch& want) {
+  ASSERT_EQ(got.width, want.width);
+  ASSERT_EQ(got.size(), want.size());
+  ASSERT_EQ(got.keys, want.keys);
+  ASSERT_EQ(got.counts, want.counts);
+}
+
+TEST(Reduce, MatchesMapOnRandomInputsOfWidths1To9) {
+  uint64_t seed = 1;
+  for (uint32_t width = 1; width <= 9; ++width) {
+    for (size_t n : {0u, 1u, 2u, 31u, 33u, 1000u, 20000u}) {
+      for (uint32_t key_range : {3u, 50u, 1u << 20}) {
+        for (bool high : {false, true}) {
+          SCOPED_TRACE(testing::Message() << "width=" << width << " n=" << n
+                                          << " range=" << key_range << " high=" << high);
+          const RecordBatch in = random_batch(seed++, n, width, key_range, high);
+          const RecordBatch want = reference(in);
+          RecordBatch got = in;
+          reduce_records(got, 1);
+          expect_same(got, want);
+        }
+      }
+    }
+  }
+}
+
+TEST(Reduce, ParallelPathMatchesReference) {
+  uint64_t seed = 1000;
+  for (uint32_t width : {1u, 2u, 3u, 9u}) {
+    for (uint32_t key_range : {7u, 1u << 30}) {
+      SCOPED_TRACE(testing::Message() << "width=" << width << " range=" << key_range);
+      const RecordBatch in = random_batch(seed++, 100000, width, key_range, key_range > 1000);
+      const RecordBatch want = reference(in);
+      for (unsigned threads : {0u, 2u, 4u, 7u}) {
+        RecordBatch got = in;
+        reduce_records(got, threads);
+        expect_same(got, want);
+      }
+    }
+  }
+}
+
+TEST(Reduce, OneHugeGroupAndSortedInputs) {
+  RecordBatch in = random_batch(5, 1000, 3, 100, false);
+  for (int i = 0; i < 200000; ++i) in.push(std::vector<uint32_t>{4, 4, 4}, 2);
+  const RecordBatch want = reference(in);
+  RecordBatch got = in;
+  reduce_records(got, 4);
+  expect_same(got, want);
+
+  RecordBatch sorted = want;  // already reduced: reducing again changes nothing
+  reduce_records(sorted, 3);
+  expect_same(sorted, want);
+
+  RecordBatch reversed;
+  reversed.width = want.width;
+  for (size_t i = want.size(); i-- > 0;) reversed.push(want.key(i), want.counts[i]);
+  reduce_records(reversed, 2);
+  expect_same(reversed, want);
+}
+
+TEST(Reduce, UnsignedOrderAndExtremeValues) {
+  RecordBatch in;
+  in.width = 2;
+  in.push(std::vector<uint32_t>{0xFFFFFFFFu, 0}, 1);
+  in.push(std::vector<uint32_t>{0x80000000u, 5}, 2);
+  in.push(std::vector<uint32_t>{0, 0xFFFFFFFFu}, 3);
+  in.push(std::vector<uint32_t>{0xFFFFFFFFu, 0}, 4);
+  in.push(std::vector<uint32_t>{0, 0}, 5);
+  reduce_records(in, 1);
+  EXPECT_EQ(in.keys, (std::vector<uint32_t>{0, 0, 0, 0xFFFFFFFFu, 0x80000000u, 5, 0xFFFFFFFFu, 0}));
+  EXPECT_EQ(in.counts, (std::vector<uint64_t>{5, 3, 2, 5}));
+}
+
+TEST(Reduce, CountsAreExact64Bit) {
+  RecordBatch in;
+  in.push(std::vector<uint32_t>{1}, uint64_t{1} << 62);
+  in.push(std::vector<uint32_t>{1}, uint64_t{1} << 62);
+  in.push(std::vector<uint32_t>{1}, 7);
+  reduce_records(in, 1);
+  ASSERT_EQ(in.size(), 1u);
+  EXPECT_EQ(in.counts[0], (uint64_t{1} << 63) + 7);
+}
+
+}  // namespace
+}  // namespace gtadoc

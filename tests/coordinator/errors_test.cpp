@@ -1,0 +1,170 @@
+// SPEC §9 at the command line: every bad input ends with one line on stderr naming the problem,
+// a non-zero exit (2 for usage errors), and nothing half-written next to the output.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <algorithm>
+#include <string>
+
+#include "tests/testutil/corpus.h"
+
+namespace gtadoc {
+namespace {
+
+namespace fs = std::filesystem;
+using testutil::CommandResult;
+using testutil::run_gtadoc;
+using testutil::TempDir;
+using testutil::write_file;
+
+size_t lines(const std::string& s) { return std::count(s.begin(), s.end(), '\n'); }
+
+/// One line on stderr containing `needle`, exit code `code`, and no leftovers in `dir`
+/// other than the entries listed in `keep`.
+void expect_clean_failure(const CommandResult& r, int code, const std::string& needle,
+                          const fs::path& dir, std::set<std::string> keep) {
+  EXPECT_EQ(r.exit_code, code) << r.err;
+  EXPECT_EQ(lines(r.err), 1u) << r.err;
+  EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
+  for (const auto& e : fs::directory_iterator(dir))
+    EXPECT_TRUE(keep.count(e.path().filename().string())) << "left behind: " << e.path();
+}
+
+struct Archive {
+  TempDir tmp;
+  fs::path path;
+  Archive() {
+    for (int i = 0; i < 6; ++i)
+      write_file(tmp / ("in/doc" + std::to_string(i)),
+                 std::string(3000, 'a') + " some words repeated some words repeated " +
+                     std::to_string(i));
+    path = tmp / "a.gtd";
+    auto r = run_gtadoc({"compress", (tmp / "in").string(), "-o", path.string(), "--shards", "2"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+  }
+};
+
+TEST(CompressErrors, MissingInput) {
+  TempDir tmp;
+  auto r = run_gtadoc({"compress", (tmp / "nope").string(), "-o", (tmp / "a.gtd").string()});
+  expect_clean_failure(r, 1, "nope: no such file or directory", tmp.path(), {});
+}
+
+TEST(CompressErrors, EmptyCorpus) {
+  TempDir tmp;
+  fs::create_directory(tmp / "empty");
+  auto r = run_gtadoc({"compress", (tmp / "empty").string(), "-o", (tmp / "a.gtd").string()});
+  expect_clean_failure(r, 1, "empty corpus", tmp.path(), {"empty"});
+}
+
+TEST(CompressErrors, DuplicateNames) {
+  TempDir tmp;
+  write_file(tmp / "x/same", "1");
+  write_file(tmp / "y/same", "2");
+  auto r = run_gtadoc({"compress", (tmp / "x/same").string(), (tmp / "y/same").string(), "-o",
+                       (tmp / "a.gtd").string()});
+  expect_clean_failure(r, 1, "duplicate document name 'same'", tmp.path(), {"x", "y"});
+}
+
+TEST(CompressErrors, OutputExistsAndForce) {
+  TempDir tmp;
+  write_file(tmp / "in/a", "text");
+  fs::create_directory(tmp / "a.gtd");
+  write_file(tmp / "a.gtd/marker", "old");
+  auto r = run_gtadoc({"compress", (tmp / "in").string(), "-o", (tmp / "a.gtd").string()});
+  expect_clean_failure(r, 1, "output exists", tmp.path(), {"in", "a.gtd"});
+  EXPECT_TRUE(fs::exists(tmp / "a.gtd/marker"));
+  auto f = run_gtadoc({"compress", (tmp / "in").string(), "-o", (tmp / "a.gtd").string(), "--force"});
+  EXPECT_EQ(f.exit_code, 0) << f.err;
+  EXPECT_FALSE(fs::exists(tmp / "a.gtd/marker"));
+  EXPECT_TRUE(fs::exists(tmp / "a.gtd/manifest.h5"));
+}
+
+TEST(CompressErrors, UsageErrorsExitTwo) {
+  TempDir tmp;
+  write_file(tmp / "in/a", "text");
+  auto r = run_gtadoc({"compress", (tmp / "in").string()});
+  expect_clean_failure(r, 2, "--output", tmp.path(), {"in"});
+  auto u = run_gtadoc({"compress", (tmp / "in").string(), "-o", (tmp / "o.gtd").string(),
+                       "--bogus"});
+  expect_clean_failure(u, 2, "bogus", tmp.path(), {"in"});
+  auto s = run_gtadoc({"compress", (tmp / "in").string(), "-o", (tmp / "o.gtd").string(),
+                       "--shard-size", "lots"});
+  expect_clean_failure(s, 2, "--shard-size", tmp.path(), {"in"});
+  auto n = run_gtadoc({"frobnicate"});
+  EXPECT_EQ(n.exit_code, 2);
+}
+
+TEST(ArchiveErrors, FlippedByteInEveryShardDatasetIsDetected) {
+  Archive a;
+  fs::path shard = a.path / "shard-00000.h5";
+  std::string original = testutil::read_file(shard);
+  // Flip bytes at many positions across the file; every run must fail cleanly or (when the byte
+  // was in unused space) succeed with identical output. At least one must be detected.
+  int detected = 0;
+  for (size_t pos = 0; pos < original.size(); pos += std::max<size_t>(1, original.size() / 64)) {
+    std::string bad = original;
+    bad[pos] = static_cast<char>(bad[pos] ^ 0x5A);
+    testutil::write_file(shard, bad);
+    TempDir out;
+    auto r = run_gtadoc({"decompress", a.path.string(), "-o", (out / "docs").string()});
+    if (r.exit_code != 0) {
+      ++detected;
+      EXPECT_EQ(lines(r.err), 1u) << r.err;
+      EXPECT_NE(r.err.find("shard-00000.h5"), std::string::npos) << r.err;
+      EXPECT_FALSE(fs::exists(out / "docs"));
+    } else {
+      for (int i = 0; i < 6; ++i)
+        EXPECT_EQ(testutil::read_file(out / ("docs/doc" + std::to_string(i))),
+                  testutil::read_file(a.tmp / ("in/doc" + std::to_string(i))));
+    }
+  }
+  testutil::write_file(shard, original);
+  EXPECT_GT(detected, 0);
+}
+
+TEST(ArchiveErrors, TruncatedShardAndManifest) {
+  Archive a;
+  for (const char* file : {"shard-00001.h5", "manifest.h5"}) {
+    fs::path p = a.path / file;
+    std::string original = testutil::read_file(p);
+    testutil::write_file(p, original.substr(0, original.size() / 2));
+    TempDir out;
+    auto r = run_gtadoc({"decompress", a.path.string(), "-o", (out / "docs").string()});
+    expect_clean_failure(r, 1, file, out.path(), {});
+    testutil::write_file(p, original);
+  }
+}
+
+TEST(ArchiveErrors, NotAnArchive) {
+  TempDir tmp;
+  write_file(tmp / "fake.gtd/manifest.h5", "this is not HDF5 at all");
+  auto r = run_gtadoc({"info", (tmp / "fake.gtd").string()});
+  expect_clean_failure(r, 1, "manifest.h5", tmp.path(), {"fake.gtd"});
+  auto m = run_gtadoc({"info", (tmp / "missing.gtd").string()});
+  expect_clean_failure(m, 1, "missing.gtd", tmp.path(), {"fake.gtd"});
+}
+
+TEST(ArchiveErrors, MissingShardFile) {
+  Archive a;
+  fs::remove(a.path / "shard-00001.h5");
+  TempDir out;
+  auto r = run_gtadoc({"decompress", a.path.string(), "-o", (out / "docs").string()});
+  expect_clean_failure(r, 1, "shard-00001.h5", out.path(), {});
+}
+
+TEST(DecompressErrors, UnknownDocumentAndExistingOutput) {
+  Archive a;
+  TempDir out;
+  auto r = run_gtadoc({"decompress", a.path.string(), "-o", (out / "docs").string(), "--doc",
+                       "nonexistent"});
+  expect_clean_failure(r, 1, "no document named 'nonexistent'", out.path(), {});
+  fs::create_directory(out / "docs");
+  auto e = run_gtadoc({"decompress", a.path.string(), "-o", (out / "docs").string()});
+  expect_clean_failure(e, 1, "output exists", out.path(), {"docs"});
+}
+
+}  // namespace
+}  // namespace gtadoc

@@ -1,0 +1,582 @@
+// Tests of the HDF5 archive files (formats/archive.h, formats/h5.h): exact round trips of the
+// manifest and of shard files, and one-line InputErrors for corrupted, truncated, foreign,
+// mixed and future-version files.
+#include "formats/archive.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <initializer_list>
+#include <iostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "formats/h5.h"
+#include "tests/testutil/corpus.h"
+
+namespace gtadoc {
+namespace {
+
+namespace fs = std::filesystem;
+using testutil::read_file;
+using testutil::TempDir;
+using testutil::write_file;
+
+// ------------------------------------------------------------------------------------ helpers
+
+// A random acyclic grammar in Sequitur's raw form: rule i >= 1 references only words and rules
+// with larger ids, every rule is used at least twice, the root holds `num_docs` segments
+// separated by boundary symbols. `empty_doc` (if < num_docs) gets an empty segment.
+RawGrammar random_raw_grammar(uint32_t num_words, uint32_t num_docs, uint32_t num_rules,
+                              uint32_t max_segment, uint64_t seed, uint32_t empty_doc = ~0u) {
+  std::mt19937_64 rng(seed);
+  auto pick = [&](uint32_t n) { return static_cast<uint32_t>(rng() % n); };
+  std::vector<std::vector<Symbol>> bodies(num_rules + 1);
+  std::vector<uint32_t> uses(num_rules + 1, 0);
+  auto random_symbol = [&](uint32_t min_rule) -> Symbol {
+    // One symbol in four is a rule: bodies average 0.75 rules, so expansions stay short.
+    if (min_rule <= num_rules && pick(4) == 0) {
+      uint32_t r = min_rule + pick(num_rules - min_rule + 1);
+      ++uses[r];
+      return num_words + r;
+    }
+    return pick(num_words);
+  };
+  for (uint32_t i = num_rules; i >= 1; --i) {
+    uint32_t len = 2 + pick(3);
+    for (uint32_t k = 0; k < len; ++k) bodies[i].push_back(random_symbol(i + 1));
+  }
+  std::vector<std::vector<Symbol>> segments(num_docs);
+  for (uint32_t d = 0; d < num_docs; ++d) {
+    if (d == empty_doc) continue;
+    uint32_t len = pick(max_segment + 1);
+    for (uint32_t k = 0; k < len; ++k) segments[d].push_back(random_symbol(1));
+  }
+  uint32_t last = num_docs - 1 == empty_doc ? 0 : num_docs - 1;
+  for (uint32_t r = 1; r <= num_rules; ++r)
+    while (uses[r] < 2) {
+      segments[last].push_back(num_words + r);
+      ++uses[r];
+    }
+  for (uint32_t d = 0; d < num_docs; ++d) {
+    bodies[0].insert(bodies[0].end(), segments[d].begin(), segments[d].end());
+    if (d + 1 < num_docs) bodies[0].push_back(boundary_symbol(d));
+  }
+  RawGrammar raw;
+  for (const auto& b : bodies) {
+    raw.symbols.insert(raw.symbols.end(), b.begin(), b.end());
+    raw.offsets.push_back(raw.symbols.size());
+  }
+  return raw;
+}
+
+ShardGrammar random_grammar(uint32_t num_words, DocId first_doc, uint32_t num_docs,
+                            uint32_t num_rules, uint32_t max_segment, uint64_t seed,
+                            uint32_t empty_doc = ~0u) {
+  return finalize_grammar(
+      num_words, first_doc, num_docs,
+      random_raw_grammar(num_words, num_docs, num_rules, max_segment, seed, empty_doc));
+}
+
+ShardLayout random_layout(const ShardGrammar& g, uint32_t ws_entries, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  ShardLayout layout;
+  layout.ws_dict = {"", " ", "\n", "\r\n", std::string("\t \0\xff", 4)};
+  for (uint32_t i = static_cast<uint32_t>(layout.ws_dict.size()); i < ws_entries; ++i)
+    layout.ws_dict.push_back(std::string(1 + i % 7, ' ') + std::string(i / 7, '\t'));
+  layout.ws_dict.resize(ws_entries);
+  const uint64_t gaps = g.rule_length[g.root()] + g.num_docs;
+  for (uint64_t i = 0; i < gaps; ++i)
+    layout.gaps.push_back(static_cast<uint32_t>(rng() % layout.ws_dict.size()));
+  return layout;
+}
+
+ShardEntry entry_of(const ShardGrammar& g) {
+  ShardEntry e;
+  e.first_doc = g.first_doc;
+  e.num_docs = g.num_docs;
+  e.words = g.rule_length[g.root()];
+  e.input_bytes = e.words * 3;
+  e.rules = g.num_rules();
+  e.symbols = g.symbols.size();
+  e.depth = dag_depth(g);
+  return e;
+}
+
+Dictionary numbered_dictionary(uint32_t size) {
+  Dictionary dict;
+  char buf[32];
+  for (uint32_t w = 0; w < size; ++w) {
+    std::snprintf(buf, sizeof buf, "w%07u", w);
+    dict.push_back(buf);
+  }
+  return dict;
+}
+
+// A manifest consistent with `shards` (documents "doc-0000000", ... spread evenly over words).
+Manifest manifest_for(uint64_t archive_id, uint32_t num_words,
+                      const std::vector<ShardGrammar>& shards) {
+  Manifest m;
+  m.archive_id = archive_id;
+  m.dict = numbered_dictionary(num_words);
+  char buf[32];
+  for (uint32_t s = 0; s < shards.size(); ++s) {
+    ShardEntry e = entry_of(shards[s]);
+    for (uint32_t d = 0; d < e.num_docs; ++d) {
+      std::snprintf(buf, sizeof buf, "doc-%07zu", m.docs.size());
+      DocEntry doc{buf, 0, 0, s};
+      if (d == 0) doc = DocEntry{buf, e.input_bytes, e.words, s};
+      m.docs.push_back(doc);
+    }
+    m.shards.push_back(e);
+  }
+  return m;
+}
+
+void expect_same_grammar(const ShardGrammar& a, const ShardGrammar& b) {
+  EXPECT_EQ(a.num_words, b.num_words);
+  EXPECT_EQ(a.first_doc, b.first_doc);
+  EXPECT_EQ(a.num_docs, b.num_docs);
+  EXPECT_EQ(a.rule_offsets, b.rule_offsets);
+  EXPECT_EQ(a.symbols, b.symbols);
+  EXPECT_EQ(a.level_offsets, b.level_offsets);
+  EXPECT_EQ(a.rule_length, b.rule_length);
+  EXPECT_EQ(a.rule_uses, b.rule_uses);
+  EXPECT_EQ(a.doc_root_offsets, b.doc_root_offsets);
+}
+
+void expect_same_manifest(const Manifest& a, const Manifest& b) {
+  EXPECT_EQ(a.format_version, b.format_version);
+  EXPECT_EQ(a.archive_id, b.archive_id);
+  EXPECT_EQ(a.dict.bytes(), b.dict.bytes());
+  EXPECT_EQ(a.dict.offsets(), b.dict.offsets());
+  ASSERT_EQ(a.docs.size(), b.docs.size());
+  for (size_t d = 0; d < a.docs.size(); ++d) {
+    EXPECT_EQ(a.docs[d].name, b.docs[d].name) << d;
+    EXPECT_EQ(a.docs[d].bytes, b.docs[d].bytes) << d;
+    EXPECT_EQ(a.docs[d].words, b.docs[d].words) << d;
+    EXPECT_EQ(a.docs[d].shard, b.docs[d].shard) << d;
+  }
+  ASSERT_EQ(a.shards.size(), b.shards.size());
+  for (size_t s = 0; s < a.shards.size(); ++s) {
+    const ShardEntry &x = a.shards[s], &y = b.shards[s];
+    EXPECT_EQ(x.first_doc, y.first_doc);
+    EXPECT_EQ(x.num_docs, y.num_docs);
+    EXPECT_EQ(x.input_bytes, y.input_bytes);
+    EXPECT_EQ(x.words, y.words);
+    EXPECT_EQ(x.rules, y.rules);
+    EXPECT_EQ(x.symbols, y.symbols);
+    EXPECT_EQ(x.depth, y.depth);
+    EXPECT_EQ(x.file_bytes, y.file_bytes);
+  }
+}
+
+// Runs `body`, which must throw an InputError whose one-line message contains every `parts`.
+void expect_input_error(const std::function<void()>& body,
+                        std::initializer_list<std::string> parts) {
+  try {
+    body();
+    ADD_FAILURE() << "no exception thrown";
+  } catch (const InputError& e) {
+    std::string what = e.what();
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+    for (const std::string& p : parts) EXPECT_NE(what.find(p), std::string::npos) << what;
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "unexpected exception: " << e.what();
+  }
+}
+
+// Writes a small valid one-shard archive (manifest + shard 0) into `dir`.
+struct SmallArchive {
+  ShardGrammar grammar;
+  ShardLayout layout;
+  Manifest manifest;
+  explicit SmallArchive(uint64_t archive_id, uint64_t seed = 7) {
+    grammar = random_grammar(500, 0, 4, 300, 400, seed);
+    layout = random_layout(grammar, 5, seed);
+    manifest = manifest_for(archive_id, 500, {grammar});
+  }
+  SmallArchive(const fs::path& dir, uint64_t archive_id, int deflate, uint64_t seed = 7)
+      : SmallArchive(archive_id, seed) {
+    write_shard_file(dir / shard_file_name(0), archive_id, 0, grammar, layout, {deflate});
+    manifest.shards[0].file_bytes = fs::file_size(dir / shard_file_name(0));
+    write_manifest_file(dir / kManifestFile, manifest, {deflate});
+  }
+};
+
+void flip_byte(const fs::path& file, size_t pos) {
+  std::string bytes = read_file(file);
+  ASSERT_LT(pos, bytes.size());
+  bytes[pos] = static_cast<char>(bytes[pos] ^ 0x5a);
+  write_file(file, bytes);
+}
+
+// ------------------------------------------------------------------------------------ round trips
+
+TEST(Archive, ShardFileNames) {
+  EXPECT_EQ(shard_file_name(0), "shard-00000.h5");
+  EXPECT_EQ(shard_file_name(42), "shard-00042.h5");
+  EXPECT_EQ(shard_file_name(123456), "shard-123456.h5");
+}
+
+class ArchiveDeflate : public testing::TestWithParam<int> {};
+INSTANTIATE_TEST_SUITE_P(Levels, ArchiveDeflate, testing::Values(0, 6));
+
+TEST_P(ArchiveDeflate, ManifestRoundTripWithOddBytes) {
+  TempDir dir;
+  Manifest m;
+  m.archive_id = 0xfedcba9876543210ull;
+  for (std::string w :
+       {std::string(""), std::string("\0a", 2), std::string("A"), std::string("a\tb"),
+        std::string("line\nbreak"), std::string("z"), std::string("\xff\xfe invalid utf8", 16)})
+    m.dict.push_back(w);
+  ASSERT_TRUE(m.dict.is_sorted_unique());
+  m.docs = {{"", 0, 0, 0},
+            {std::string("a\0b", 3), 10, 3, 0},
+            {"dir/file\twith tab", 5, 1, 1},
+            {"new\nline", 0, 0, 1},
+            {std::string("\xff\xff", 2), 7, 2, 1}};
+  m.shards = {{0, 2, 10, 3, 4, 9, 1, 1234}, {2, 3, 12, 3, 2, 5, 0, 999}};
+  write_manifest_file(dir / kManifestFile, m, {GetParam()});
+  Manifest back = read_manifest(dir.path());
+  expect_same_manifest(m, back);
+
+  // Root attributes: totals, and archive_bytes = shard files + the manifest itself.
+  h5::File f = h5::open_file(dir / kManifestFile);
+  EXPECT_EQ(h5::read_string_attr(f.id(), "format"), "gtadoc-archive");
+  EXPECT_EQ(h5::read_uint_attr(f.id(), "format_version"), kFormatVersion);
+  EXPECT_EQ(h5::read_uint_attr(f.id(), "archive_id"), m.archive_id);
+  EXPECT_EQ(h5::read_uint_attr(f.id(), "documents"), 5u);
+  EXPECT_EQ(h5::read_uint_attr(f.id(), "words"), 6u);
+  EXPECT_EQ(h5::read_uint_attr(f.id(), "input_bytes"), 22u);
+  EXPECT_EQ(h5::read_uint_attr(f.id(), "vocabulary"), 7u);
+  EXPECT_EQ(h5::read_uint_attr(f.id(), "shards"), 2u);
+  EXPECT_EQ(h5::read_uint_attr(f.id(), "rules"), 6u);
+  EXPECT_EQ(h5::read_uint_attr(f.id(), "symbols"), 14u);
+  EXPECT_EQ(h5::read_uint_attr(f.id(), "max_depth"), 1u);
+  EXPECT_EQ(h5::read_uint_attr(f.id(), "archive_bytes"),
+            1234u + 999u + fs::file_size(dir / kManifestFile));
+}
+
+TEST_P(ArchiveDeflate, EmptyManifestTables) {
+  TempDir dir;
+  Manifest m;
+  m.archive_id = 1;
+  write_manifest_file(dir / kManifestFile, m, {GetParam()});
+  Manifest back = read_manifest(dir.path());
+  expect_same_manifest(m, back);
+  EXPECT_EQ(back.dict.size(), 0u);
+}
+
+TEST_P(ArchiveDeflate, ShardRoundTrip) {
+  TempDir dir;
+  // Document 1 is empty; 300 whitespace entries need 16-bit gap ids.
+  ShardGrammar g = random_grammar(1000, 17, 5, 200, 500, 11, /*empty_doc=*/1);
+  ShardLayout layout = random_layout(g, 300, 12);
+  Manifest m;  // the shard readers use the dictionary size and the shard table only
+  m.archive_id = 99;
+  m.dict = numbered_dictionary(1000);
+  m.shards = {ShardEntry{0, 17, 0, 0, 1, 0, 0, 0}, entry_of(g)};  // shard 0 is not read here
+  write_shard_file(dir / shard_file_name(1), 99, 1, g, layout, {GetParam()});
+  ShardGrammar back = read_shard_grammar(dir.path(), m, 1);
+  expect_same_grammar(g, back);
+  ShardLayout lb = read_shard_layout(dir.path(), m, 1);
+  EXPECT_EQ(lb.ws_dict, layout.ws_dict);
+  EXPECT_EQ(lb.gaps, layout.gaps);
+
+  // Every dataset is chunked and checksummed; integers are shuffled and deflated on request.
+  h5::File f = h5::open_file(dir / shard_file_name(1));
+  std::vector<std::string> names = h5::list_datasets(f.id());
+  EXPECT_EQ(names.size(), 9u);
+  for (const std::string& name : names) {
+    h5::DatasetInfo info = h5::dataset_info(f.id(), name);
+    EXPECT_TRUE(info.is_unsigned_integer) << name;
+    EXPECT_GT(info.chunk, 0u) << name;
+    EXPECT_LE(info.chunk * info.element_bytes, h5::kMaxChunkBytes) << name;
+    EXPECT_TRUE(info.fletcher32) << name;
+    EXPECT_EQ(info.deflate, GetParam() > 0) << name;
+    EXPECT_EQ(info.shuffle, GetParam() > 0 && info.element_bytes > 1) << name;
+  }
+  EXPECT_EQ(h5::dataset_info(f.id(), "/layout/gaps").element_bytes, 2u);
+  EXPECT_EQ(h5::dataset_info(f.id(), "/grammar/symbols").element_bytes, 4u);
+  EXPECT_EQ(h5::read_uint_attr(f.id(), "shard"), 1u);
+  EXPECT_EQ(h5::read_uint_attr(f.id(), "first_doc"), 17u);
+  EXPECT_EQ(h5::read_uint_attr(f.id(), "num_docs"), 5u);
+  EXPECT_EQ(h5::read_uint_attr(f.id(), "num_words"), 1000u);
+}
+
+TEST_P(ArchiveDeflate, ShardWithoutWords) {
+  TempDir dir;
+  // One empty document: the root is empty, as are symbols, segments' contents and the layout
+  // holds a single gap.
+  RawGrammar raw;
+  raw.offsets = {0, 0};
+  ShardGrammar g = finalize_grammar(0, 0, 1, raw);
+  ASSERT_EQ(g.symbols.size(), 0u);
+  ShardLayout layout;
+  layout.ws_dict = {""};
+  layout.gaps = {0};
+  Manifest m = manifest_for(5, 0, {g});
+  write_shard_file(dir / shard_file_name(0), 5, 0, g, layout, {GetParam()});
+  expect_same_grammar(g, read_shard_grammar(dir.path(), m, 0));
+  ShardLayout lb = read_shard_layout(dir.path(), m, 0);
+  EXPECT_EQ(lb.ws_dict, layout.ws_dict);
+  EXPECT_EQ(lb.gaps, layout.gaps);
+  h5::File f = h5::open_file(dir / shard_file_name(0));
+  h5::DatasetInfo info = h5::dataset_info(f.id(), "/grammar/symbols");
+  EXPECT_EQ(info.size, 0u);
+  EXPECT_TRUE(info.fletcher32);
+}
+
+TEST_P(ArchiveDeflate, LargeShardSpansSeveralChunks) {
+  TempDir dir;
+  ShardGrammar g = random_grammar(50000, 0, 3, 120000, 200000, 21);
+  ASSERT_GT(g.symbols.size() * sizeof(Symbol), 2 * h5::kMaxChunkBytes);
+  ShardLayout layout = random_layout(g, 40, 22);
+  Manifest m = manifest_for(77, 50000, {g});
+  const fs::path file = dir / shard_file_name(0);
+  write_shard_file(file, 77, 0, g, layout, {GetParam()});
+  expect_same_grammar(g, read_shard_grammar(dir.path(), m, 0));
+  EXPECT_EQ(read_shard_layout(dir.path(), m, 0).gaps, layout.gaps);
+  {
+    h5::File f = h5::open_file(file);
+    h5::DatasetInfo info = h5::dataset_info(f.id(), "/grammar/symbols");
+    EXPECT_EQ(info.chunk, h5::kMaxChunkBytes / 4);
+    EXPECT_EQ(h5::dataset_info(f.id(), "/layout/gaps").element_bytes, 1u);
+  }
+  // Size characteristics (informational): random symbols are close to incompressible.
+  std::cout << "[ size     ] deflate " << GetParam() << ": " << g.symbols.size() << " symbols, "
+            << g.num_rules() << " rules, " << layout.gaps.size() << " gaps -> "
+            << fs::file_size(file) << " bytes\n";
+}
+
+// ------------------------------------------------------------------------------------ failures
+
+TEST(ArchiveErrors, FletcherChecksumDetectsFlippedSymbol) {
+  TempDir dir;
+  SmallArchive a(dir.path(), 3, /*deflate=*/0);
+  // Find 16 bytes of symbol values in the file (stored raw with deflate off) and flip one.
+  const fs::path file = dir / shard_file_name(0);
+  std::string bytes = read_file(file);
+  const auto& sym = a.grammar.symbols;
+  ASSERT_GE(sym.size(), 8u);
+  std::string pattern(reinterpret_cast<const char*>(sym.data() + sym.size() / 2), 16);
+  size_t pos = bytes.find(pattern);
+  ASSERT_NE(pos, std::string::npos);
+  ASSERT_EQ(bytes.find(pattern, pos + 1), std::string::npos);
+  flip_byte(file, pos + 9);
+  expect_input_error([&] { read_shard_grammar(dir.path(), a.manifest, 0); },
+                     {file.string() + ": ", "/grammar/symbols", "checksum mismatch", "corrupted"});
+  // The layout lives in other datasets of the same file and still reads.
+  EXPECT_EQ(read_shard_layout(dir.path(), a.manifest, 0).gaps, a.layout.gaps);
+}
+
+TEST(ArchiveErrors, FletcherChecksumDetectsFlippedDictionaryByte) {
+  TempDir dir;
+  SmallArchive a(dir.path(), 3, /*deflate=*/0);
+  const fs::path file = dir / kManifestFile;
+  std::string bytes = read_file(file);
+  size_t pos = bytes.find("w0000250w0000251");
+  ASSERT_NE(pos, std::string::npos);
+  flip_byte(file, pos + 3);
+  expect_input_error([&] { read_manifest(dir.path()); },
+                     {file.string() + ": ", "/dictionary/word_bytes", "checksum mismatch"});
+}
+
+// Flipping any byte of a shard file must either be detected (InputError) or leave what is read
+// unchanged (the byte was unused): never a crash or silently different data.
+TEST(ArchiveErrors, EverySingleByteCorruptionIsDetectedOrHarmless) {
+  TempDir dir;
+  SmallArchive a(dir.path(), 3, /*deflate=*/6);
+  const fs::path file = dir / shard_file_name(0);
+  const std::string original = read_file(file);
+  a.manifest.shards[0].file_bytes = 0;  // do not let the size check hide anything
+  size_t detected = 0, harmless = 0;
+  for (size_t pos = 0; pos < original.size(); pos += 7) {
+    std::string bytes = original;
+    bytes[pos] = static_cast<char>(bytes[pos] ^ 0x10);
+    write_file(file, bytes);
+    try {
+      ShardGrammar g = read_shard_grammar(dir.path(), a.manifest, 0);
+      ShardLayout l = read_shard_layout(dir.path(), a.manifest, 0);
+      ASSERT_EQ(g.symbols, a.grammar.symbols) << "byte " << pos;
+      ASSERT_EQ(g.rule_offsets, a.grammar.rule_offsets) << "byte " << pos;
+      ASSERT_EQ(g.rule_length, a.grammar.rule_length) << "byte " << pos;
+      ASSERT_EQ(l.gaps, a.layout.gaps) << "byte " << pos;
+      ASSERT_EQ(l.ws_dict, a.layout.ws_dict) << "byte " << pos;
+      ++harmless;
+    } catch (const InputError& e) {
+      ASSERT_NE(std::string(e.what()).find(file.string()), std::string::npos) << e.what();
+      ++detected;
+    }
+  }
+  EXPECT_GT(detected, harmless);
+  std::cout << "[ corrupt  ] " << original.size() << "-byte shard: " << detected
+            << " flips detected, " << harmless << " harmless\n";
+}
+
+TEST(ArchiveErrors, TruncatedFiles) {
+  TempDir dir;
+  SmallArchive a(dir.path(), 3, 6);
+  for (const fs::path& file : {dir / shard_file_name(0), dir / kManifestFile}) {
+    std::string bytes = read_file(file);
+    write_file(file, bytes.substr(0, bytes.size() / 2));
+  }
+  expect_input_error([&] { read_manifest(dir.path()); },
+                     {(dir / kManifestFile).string() + ": ", "cannot open"});
+  expect_input_error([&] { read_shard_grammar(dir.path(), a.manifest, 0); },
+                     {(dir / shard_file_name(0)).string() + ": ", "cannot open"});
+  expect_input_error([&] { read_shard_layout(dir.path(), a.manifest, 0); },
+                     {(dir / shard_file_name(0)).string() + ": ", "cannot open"});
+}
+
+TEST(ArchiveErrors, GarbageAndMissingFiles) {
+  TempDir dir;
+  expect_input_error([&] { read_manifest(dir.path()); },
+                     {(dir / kManifestFile).string() + ": cannot open", "no such file"});
+  write_file(dir / kManifestFile, "this is not an HDF5 file, just some text\n");
+  testing::internal::CaptureStderr();
+  expect_input_error([&] { read_manifest(dir.path()); },
+                     {(dir / kManifestFile).string() + ": cannot open (not an HDF5 file"});
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");  // HDF5 prints nothing
+  write_file(dir / kManifestFile, "");
+  expect_input_error([&] { read_manifest(dir.path()); }, {"cannot open"});
+}
+
+TEST(ArchiveErrors, ForeignHdf5File) {
+  TempDir dir;
+  const fs::path file = dir / kManifestFile;
+  {
+    h5::File f = h5::create_file(file);
+    std::vector<uint32_t> data = {1, 2, 3};
+    h5::write_array(f.id(), "data", std::span<const uint32_t>(data), h5::Width::kU32, {});
+    f.close();
+  }
+  expect_input_error([&] { read_manifest(dir.path()); },
+                     {file.string() + ": not a gtadoc archive file"});
+  {
+    h5::File f = h5::open_file(file, true);
+    h5::write_string_attr(f.id(), "format", "some-other-format");
+    f.close();
+  }
+  expect_input_error([&] { read_manifest(dir.path()); },
+                     {file.string() + ": not a gtadoc archive file"});
+}
+
+TEST(ArchiveErrors, FutureFormatVersion) {
+  TempDir dir;
+  SmallArchive a(dir.path(), 3, 6);
+  for (const fs::path& file : {dir / shard_file_name(0), dir / kManifestFile}) {
+    h5::File f = h5::open_file(file, true);
+    h5::overwrite_uint_attr(f.id(), "format_version", 2);
+    f.close();
+  }
+  expect_input_error(
+      [&] { read_manifest(dir.path()); },
+      {(dir / kManifestFile).string() + ": ", "unsupported format version 2 (this build reads 1)"});
+  a.manifest.shards[0].file_bytes = 0;
+  expect_input_error([&] { read_shard_grammar(dir.path(), a.manifest, 0); },
+                     {(dir / shard_file_name(0)).string() + ": ", "unsupported format version 2"});
+}
+
+TEST(ArchiveErrors, ShardFromAnotherArchive) {
+  TempDir one, two;
+  SmallArchive a(one.path(), 1111, 6);
+  SmallArchive b(two.path(), 2222, 6);
+  fs::copy_file(two / shard_file_name(0), one / shard_file_name(0),
+                fs::copy_options::overwrite_existing);
+  Manifest m = read_manifest(one.path());
+  m.shards[0].file_bytes = 0;
+  expect_input_error(
+      [&] { read_shard_grammar(one.path(), m, 0); },
+      {(one / shard_file_name(0)).string() + ": ", "another archive", "2222", "1111"});
+  expect_input_error([&] { read_shard_layout(one.path(), m, 0); }, {"another archive"});
+}
+
+TEST(ArchiveErrors, MixedUpFiles) {
+  TempDir dir;
+  SmallArchive a(dir.path(), 5, 6);
+  Manifest m = read_manifest(dir.path());
+  // A shard file where the manifest is expected, and the other way round.
+  TempDir swapped;
+  fs::copy_file(dir / shard_file_name(0), swapped / kManifestFile);
+  fs::copy_file(dir / kManifestFile, swapped / shard_file_name(0));
+  expect_input_error([&] { read_manifest(swapped.path()); }, {"not a gtadoc manifest file"});
+  m.shards[0].file_bytes = 0;
+  expect_input_error([&] { read_shard_grammar(swapped.path(), m, 0); },
+                     {"not a gtadoc shard file"});
+  // Shard index out of range.
+  expect_input_error([&] { read_shard_grammar(dir.path(), m, 1); }, {"no shard 1"});
+  // The manifest's statistics disagree with the shard.
+  Manifest wrong = read_manifest(dir.path());
+  wrong.shards[0].rules += 1;
+  expect_input_error([&] { read_shard_grammar(dir.path(), wrong, 0); }, {"number of rules"});
+  wrong = read_manifest(dir.path());
+  wrong.shards[0].words += 1;
+  expect_input_error([&] { read_shard_layout(dir.path(), wrong, 0); }, {"number of gaps"});
+  wrong = read_manifest(dir.path());
+  wrong.shards[0].file_bytes += 1;
+  expect_input_error([&] { read_shard_layout(dir.path(), wrong, 0); }, {"file size"});
+  wrong = read_manifest(dir.path());
+  wrong.dict.push_back("zzz");
+  expect_input_error([&] { read_shard_grammar(dir.path(), wrong, 0); }, {"num_words"});
+}
+
+TEST(ArchiveErrors, InconsistentManifestTables) {
+  TempDir dir;
+  Manifest m = manifest_for(8, 10, {random_grammar(10, 0, 2, 5, 20, 1)});
+  std::swap(m.docs[0].name, m.docs[1].name);
+  write_manifest_file(dir / kManifestFile, m, {});
+  expect_input_error([&] { read_manifest(dir.path()); },
+                     {(dir / kManifestFile).string() + ": ", "not sorted"});
+
+  TempDir dir2;
+  m = manifest_for(8, 10, {random_grammar(10, 0, 2, 5, 20, 1)});
+  m.shards[0].words += 1;
+  write_manifest_file(dir2 / kManifestFile, m, {});
+  expect_input_error([&] { read_manifest(dir2.path()); }, {"shard 0 words"});
+}
+
+TEST(ArchiveErrors, WritersNeverOverwrite) {
+  TempDir dir;
+  write_file(dir / kManifestFile, "keep me");
+  write_file(dir / shard_file_name(0), "keep me too");
+  SmallArchive a(1);  // not written
+  expect_input_error([&] { write_manifest_file(dir / kManifestFile, a.manifest, {}); },
+                     {(dir / kManifestFile).string() + ": "});
+  expect_input_error(
+      [&] { write_shard_file(dir / shard_file_name(0), 1, 0, a.grammar, a.layout, {}); },
+      {(dir / shard_file_name(0)).string() + ": "});
+  EXPECT_EQ(read_file(dir / kManifestFile), "keep me");
+  EXPECT_EQ(read_file(dir / shard_file_name(0)), "keep me too");
+}
+
+TEST(H5, HelpersNameTheObject) {
+  TempDir dir;
+  h5::File f = h5::create_file(dir / "x.h5");
+  h5::Group g = h5::create_group(f.id(), "grp");
+  std::vector<uint64_t> v = {1, 70000};
+  h5::write_array_min_width(g.id(), "vals", std::span<const uint64_t>(v), {});
+  EXPECT_EQ(h5::dataset_info(g.id(), "vals").element_bytes, 4u);
+  EXPECT_EQ(h5::read_array<uint64_t>(g.id(), "vals"), v);
+  // Stored width wider than the memory type: refused rather than truncated.
+  expect_input_error([&] { h5::read_array<uint16_t>(g.id(), "vals"); },
+                     {"dataset /grp/vals", "unexpected element type"});
+  expect_input_error([&] { h5::read_array<uint32_t>(g.id(), "nope"); },
+                     {"dataset /grp/nope: missing"});
+  expect_input_error([&] { h5::open_group(f.id(), "nogroup"); }, {"group /nogroup: missing"});
+  // A raw failure goes through throw_h5_error: one line naming the HDF5 call.
+  expect_input_error([&] { h5::create_group(f.id(), "grp"); }, {"group /grp", "HDF5 H5Gcreate2"});
+  EXPECT_EQ(h5::read_uint_attr(f.id(), "absent"), std::nullopt);
+  EXPECT_EQ(h5::read_string_attr(f.id(), "absent"), std::nullopt);
+  h5::write_string_attr(f.id(), "s", "text");
+  EXPECT_EQ(h5::read_uint_attr(f.id(), "s"), std::nullopt);
+  EXPECT_EQ(h5::read_string_attr(f.id(), "s"), "text");
+}
+
+}  // namespace
+}  // namespace gtadoc

@@ -1,0 +1,108 @@
+// Unit tests of the CPU engine's building blocks: NgramIndex, the accumulators and the pool.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <map>
+#include <random>
+#include <stdexcept>
+
+#include "worker/cpu/hash_tables.h"
+#include "worker/cpu/thread_pool.h"
+
+namespace gtadoc::cpu {
+namespace {
+
+TEST(NgramIndexTest, InternsLikeAMap) {
+  for (uint32_t width : {1u, 3u, 9u}) {
+    std::mt19937_64 rng(width);
+    NgramIndex idx(width);
+    std::map<std::vector<uint32_t>, uint32_t> ref;
+    for (int i = 0; i < 200000; ++i) {
+      std::vector<uint32_t> key(width);
+      for (auto& k : key) k = static_cast<uint32_t>(rng() % 40);
+      uint32_t id = idx.insert(key.data());
+      auto [it, fresh] = ref.emplace(key, static_cast<uint32_t>(ref.size()));
+      ASSERT_EQ(id, it->second);
+      ASSERT_EQ(std::vector<uint32_t>(idx.key(id), idx.key(id) + width), key);
+      ASSERT_EQ(idx.hash(id), hash_key(key.data(), width));
+    }
+    EXPECT_EQ(idx.size(), ref.size());
+  }
+}
+
+TEST(NgramIndexTest, PartitionsCoverEveryOwner) {
+  std::vector<int> seen(7, 0);
+  for (uint32_t i = 0; i < 100000; ++i) ++seen[hash_partition(hash_key(&i, 1), 7)];
+  for (int c : seen) EXPECT_GT(c, 100000 / 7 - 1500);
+}
+
+template <class Acc>
+void check_accumulator() {
+  std::mt19937_64 rng(1);
+  Acc acc(5000);
+  for (int round = 0; round < 5; ++round) {
+    std::map<uint32_t, uint64_t> ref;
+    for (int i = 0; i < 20000 * (round + 1); ++i) {
+      uint32_t item = static_cast<uint32_t>(rng() % 5000);
+      uint64_t c = 1 + rng() % 1000;
+      acc.add(item, c);
+      ref[item] += c;
+    }
+    std::map<uint32_t, uint64_t> got;
+    acc.drain([&](uint32_t item, uint64_t c) { EXPECT_TRUE(got.emplace(item, c).second); });
+    EXPECT_EQ(got, ref);
+    EXPECT_TRUE(acc.empty());
+  }
+}
+
+TEST(AccumulatorTest, DenseAndHash) {
+  check_accumulator<DenseAccumulator>();
+  check_accumulator<HashAccumulator>();
+}
+
+TEST(ThreadPoolTest, ParallelForCoversRangeOnce) {
+  ThreadPool pool(4);
+  Exec ex{&pool, 4};
+  for (uint64_t grain : {1u, 7u, 1000u}) {
+    std::vector<std::atomic<int>> hits(10007);
+    std::atomic<unsigned> max_tid{0};
+    ex.parallel_for(3, 10007, grain, [&](unsigned tid, uint64_t lo, uint64_t hi) {
+      unsigned m = max_tid.load();
+      while (tid > m && !max_tid.compare_exchange_weak(m, tid)) {
+      }
+      for (uint64_t i = lo; i < hi; ++i) ++hits[i];
+    });
+    for (uint64_t i = 0; i < hits.size(); ++i) EXPECT_EQ(hits[i].load(), i < 3 ? 0 : 1);
+    EXPECT_LT(max_tid.load(), 4u);
+  }
+  std::atomic<int> calls{0};
+  ex.on_all([&](unsigned) { ++calls; });
+  EXPECT_EQ(calls.load(), 4);
+}
+
+TEST(ThreadPoolTest, RethrowsWorkerExceptions) {
+  ThreadPool pool(3);
+  Exec ex{&pool, 3};
+  EXPECT_THROW(ex.on_all([](unsigned tid) {
+    if (tid == 2) throw std::runtime_error("boom");
+  }),
+               std::runtime_error);
+  std::atomic<int> calls{0};
+  ex.on_all([&](unsigned) { ++calls; });  // still usable afterwards
+  EXPECT_EQ(calls.load(), 3);
+}
+
+TEST(ThreadPoolTest, SingleThreadIsADirectCall) {
+  Exec ex;
+  int calls = 0;
+  ex.parallel_for(0, 100, 1, [&](unsigned tid, uint64_t lo, uint64_t hi) {
+    EXPECT_EQ(tid, 0u);
+    EXPECT_EQ(lo, 0u);
+    EXPECT_EQ(hi, 100u);
+    ++calls;
+  });
+  EXPECT_EQ(calls, 1);
+}
+
+}  // namespace
+}  // namespace gtadoc::cpu

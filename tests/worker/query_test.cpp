@@ -1,0 +1,167 @@
+// Tests of worker/query.cpp: task names, key layouts, and normalize_dictionary against a plain
+// std::map re-implementation of SPEC §3.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "worker/query.h"
+
+namespace gtadoc {
+namespace {
+
+Dictionary make_dict(std::vector<std::string> words) {
+  std::sort(words.begin(), words.end());
+  words.erase(std::unique(words.begin(), words.end()), words.end());
+  Dictionary d;
+  for (const auto& w : words) d.push_back(w);
+  return d;
+}
+
+/// SPEC §3 normalization of one word, written independently of the engine.
+std::string norm_word(const std::string& w, bool lower, bool alnum) {
+  std::string s = w;
+  if (alnum) {
+    auto keep = [](unsigned char c) {
+      return c >= 0x80 || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+    };
+    size_t b = 0, e = s.size();
+    while (b < e && !keep(s[b])) ++b;
+    while (e > b && !keep(s[e - 1])) --e;
+    s = s.substr(b, e - b);
+  }
+  if (lower)
+    for (char& c : s)
+      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + 32);
+  return s;
+}
+
+void check_normalization(const Dictionary& dict, bool lower, bool alnum) {
+  SCOPED_TRACE(::testing::Message() << "lowercase=" << lower << " alnum=" << alnum);
+  Normalization n = normalize_dictionary(dict, lower, alnum);
+  std::map<std::string, WordId> expected;  // std::string orders by unsigned bytes
+  for (uint32_t w = 0; w < dict.size(); ++w) {
+    std::string s = norm_word(std::string(dict[w]), lower, alnum);
+    if (!s.empty()) expected.emplace(s, 0);
+  }
+  WordId id = 0;
+  for (auto& [s, v] : expected) v = id++;
+  ASSERT_EQ(n.dict.size(), expected.size());
+  ASSERT_TRUE(n.dict.is_sorted_unique());
+  ASSERT_EQ(n.remap.size(), dict.size());
+  EXPECT_EQ(n.identity, !lower && !alnum);
+  for (uint32_t w = 0; w < dict.size(); ++w) {
+    std::string s = norm_word(std::string(dict[w]), lower, alnum);
+    if (s.empty()) {
+      EXPECT_EQ(n.remap[w], kDroppedWord) << "word " << w;
+    } else {
+      ASSERT_EQ(n.remap[w], expected.at(s)) << "word " << w;
+      EXPECT_EQ(n.dict[n.remap[w]], s);
+    }
+  }
+}
+
+TEST(QueryTest, ParseTaskRoundTrips) {
+  for (Task t : {Task::kWordCount, Task::kSort, Task::kInvertedIndex, Task::kTermVector,
+                 Task::kSequenceCount, Task::kRankedInvertedIndex})
+    EXPECT_EQ(parse_task(task_name(t)), t);
+  EXPECT_EQ(parse_task("word-count"), Task::kWordCount);
+  EXPECT_EQ(parse_task("ranked-inverted-index"), Task::kRankedInvertedIndex);
+  EXPECT_STREQ(traversal_name(Traversal::kAuto), "auto");
+  EXPECT_STREQ(traversal_name(Traversal::kTopDown), "top-down");
+  EXPECT_STREQ(traversal_name(Traversal::kBottomUp), "bottom-up");
+}
+
+TEST(QueryTest, UnknownTaskIsUsageError) {
+  try {
+    parse_task("wordcount");
+    FAIL() << "no exception";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(e.exit_code(), 2);
+    EXPECT_EQ(std::string(e.what()),
+              "unknown task 'wordcount' (expected one of: word-count, sort, inverted-index, "
+              "term-vector, sequence-count, ranked-inverted-index)");
+  }
+  EXPECT_THROW(parse_task(""), UsageError);
+  EXPECT_THROW(parse_task("Word-Count"), UsageError);
+}
+
+TEST(QueryTest, KeyLayouts) {
+  QueryOptions q;
+  auto layout = [&](Task t, uint32_t n = 3, bool per_doc = false) {
+    q.task = t;
+    q.n = n;
+    q.per_doc = per_doc;
+    KeyLayout k = key_layout(q);
+    return std::make_tuple(k.width, k.partition_width, k.range_partition);
+  };
+  EXPECT_EQ(layout(Task::kWordCount), std::make_tuple(1u, 1u, false));
+  EXPECT_EQ(layout(Task::kSort), std::make_tuple(1u, 1u, true));
+  EXPECT_EQ(layout(Task::kInvertedIndex), std::make_tuple(2u, 1u, false));
+  EXPECT_EQ(layout(Task::kTermVector), std::make_tuple(2u, 1u, false));
+  EXPECT_EQ(layout(Task::kSequenceCount, 3), std::make_tuple(3u, 3u, false));
+  EXPECT_EQ(layout(Task::kSequenceCount, 5, true), std::make_tuple(6u, 1u, false));
+  EXPECT_EQ(layout(Task::kRankedInvertedIndex, 2), std::make_tuple(3u, 2u, false));
+  EXPECT_EQ(layout(Task::kRankedInvertedIndex, 8), std::make_tuple(9u, 8u, false));
+}
+
+TEST(QueryTest, NormalizationSmall) {
+  Dictionary d = make_dict({"The", "the", "THE", "the.", "(the)", "--", "...", "!", "a1", "A1",
+                            "1a!", "caf\xc3\xa9", "CAF\xc3\xa9!", "\xff", "\xff\xfe!", "x-y",
+                            "'quote'", "Zebra", "zebra", "a\x01", "\x01", "A", "B", "a", "b",
+                            "A\x01\x01", "[]"});
+  for (bool lower : {false, true})
+    for (bool alnum : {false, true}) check_normalization(d, lower, alnum);
+
+  Normalization both = normalize_dictionary(d, true, true);
+  EXPECT_EQ(both.remap[d.find("(the)")], both.remap[d.find("The")]);
+  EXPECT_EQ(both.remap[d.find("--")], kDroppedWord);
+  EXPECT_EQ(both.remap[d.find("\x01")], kDroppedWord);
+  EXPECT_NE(both.remap[d.find("\xff")], kDroppedWord);  // bytes >= 0x80 are kept
+  EXPECT_EQ(both.dict[both.remap[d.find("CAF\xc3\xa9!")]], "caf\xc3\xa9");
+  EXPECT_EQ(both.dict[both.remap[d.find("x-y")]], "x-y");  // inner punctuation stays
+
+  Normalization id = normalize_dictionary(d, false, false);
+  EXPECT_TRUE(id.identity);
+  for (uint32_t w = 0; w < d.size(); ++w) EXPECT_EQ(id.remap[w], w);
+  EXPECT_EQ(id.dict.bytes(), d.bytes());
+}
+
+TEST(QueryTest, NormalizationEmptyAndAllDropped) {
+  Dictionary empty;
+  for (bool lower : {false, true})
+    for (bool alnum : {false, true}) {
+      Normalization n = normalize_dictionary(empty, lower, alnum);
+      EXPECT_EQ(n.dict.size(), 0u);
+      EXPECT_TRUE(n.remap.empty());
+    }
+  Dictionary punct = make_dict({"!", "--", "...", "?!"});
+  Normalization n = normalize_dictionary(punct, false, true);
+  EXPECT_EQ(n.dict.size(), 0u);
+  for (WordId r : n.remap) EXPECT_EQ(r, kDroppedWord);
+}
+
+TEST(QueryTest, NormalizationLargeRandomDictionary) {
+  // Large enough for the parallel sort path (> 2^20 surviving words), with many collisions.
+  std::mt19937_64 rng(7);
+  const char alphabet[] = "aAbBzZ09.,!-'\x80\xff";
+  std::set<std::string> words;
+  while (words.size() < 1'300'000) {
+    std::string w;
+    size_t len = 1 + rng() % 12;
+    for (size_t i = 0; i < len; ++i) w.push_back(alphabet[rng() % (sizeof(alphabet) - 1)]);
+    words.insert(w);
+  }
+  Dictionary d = make_dict(std::vector<std::string>(words.begin(), words.end()));
+  check_normalization(d, true, false);
+  check_normalization(d, false, true);
+  check_normalization(d, true, true);
+}
+
+}  // namespace
+}  // namespace gtadoc

@@ -1,0 +1,106 @@
+// The CPU engine: loads shards (CpuShard), and runs a query as init (vocabulary, own items or
+// head/tail buffers, selector) followed by the chosen traversal.
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "common/error.h"
+#include "worker/cpu/cpu_internal.h"
+#include "worker/engine.h"
+
+namespace gtadoc {
+namespace cpu {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+class CpuEngine final : public Engine {
+ public:
+  explicit CpuEngine(unsigned threads) : threads_(threads) {}
+
+  std::string name() const override { return "cpu"; }
+
+  std::unique_ptr<LoadedShard> load(ShardGrammar grammar) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return std::make_unique<CpuShard>(std::move(grammar), exec_for(0));
+  }
+
+  RecordBatch run(LoadedShard& shard, const QueryOptions& q, const Normalization& norm,
+                  ShardRunStats& stats) override {
+    auto* s = dynamic_cast<CpuShard*>(&shard);
+    GTADOC_EXPECTS(s != nullptr, "cpu engine: the shard was loaded by another engine");
+    const bool seq = is_sequence_task(q.task);
+    if (seq && (q.n < 2 || q.n > 8))
+      throw UsageError("--n must be between 2 and 8 (got " + std::to_string(q.n) + ")");
+
+    std::lock_guard<std::mutex> lock(mu_);  // one query at a time shares the pool
+    const auto t0 = std::chrono::steady_clock::now();
+    Query Q{*s, q, exec_for(q.threads), {}, {}, {}};
+    Q.vocab = build_vocab(*s, norm, Q.ex);
+    if (seq) {
+      build_seq_info(Q);
+    } else {
+      build_word_items(Q);
+    }
+    TraversalChoice choice;
+    if (q.traversal == Traversal::kAuto) {
+      choice = select_traversal(Q);
+      spdlog::info("cpu engine: {} on shard of docs {}..{}: {} ({})", task_name(q.task),
+                   s->g.first_doc, s->g.first_doc + s->num_docs, traversal_name(choice.traversal),
+                   choice.reason);
+    } else {
+      choice.traversal = q.traversal;
+    }
+    stats.traversal = choice.traversal;
+    stats.selector_reason = choice.reason;
+    stats.init_s = seconds_since(t0);
+
+    const auto t1 = std::chrono::steady_clock::now();
+    RecordBatch out;
+    const bool top_down = choice.traversal != Traversal::kBottomUp;
+    if (seq && !Q.per_doc() && top_down) {
+      out = sequence_count_topdown(Q, rule_weights(*s, Q.ex));
+    } else {
+      if (seq) intern_ngrams(Q);
+      if (top_down) {
+        out = Q.per_doc() ? topdown_per_doc(Q) : topdown_global(Q, rule_weights(*s, Q.ex));
+      } else {
+        RuleTables tables = build_rule_tables(Q);
+        out = Q.per_doc() ? bottomup_per_doc(Q, tables) : bottomup_global(Q, tables);
+      }
+    }
+    out.width = Q.key_width();
+    stats.traversal_s = seconds_since(t1);
+    spdlog::debug("cpu engine: {} {} records, init {:.3f}s, traversal {:.3f}s ({} threads)",
+                  task_name(q.task), out.size(), stats.init_s, stats.traversal_s, Q.ex.threads);
+    return out;
+  }
+
+ private:
+  /// Threads for a query: the query's own setting, else the engine's, else the hardware's.
+  Exec exec_for(unsigned requested) {
+    unsigned n = requested != 0 ? requested : threads_;
+    if (n == 0) n = std::max(1u, std::thread::hardware_concurrency());
+    if (n <= 1) return Exec{nullptr, 1};
+    if (!pool_ || pool_->size() != n) pool_ = std::make_unique<ThreadPool>(n);
+    return Exec{pool_.get(), n};
+  }
+
+  unsigned threads_;
+  std::mutex mu_;
+  std::unique_ptr<ThreadPool> pool_;
+};
+
+}  // namespace
+}  // namespace cpu
+
+std::unique_ptr<Engine> make_cpu_engine(unsigned threads) {
+  return std::make_unique<cpu::CpuEngine>(threads);
+}
+
+}  // namespace gtadoc

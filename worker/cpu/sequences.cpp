@@ -1,0 +1,344 @@
+// Sequence support (G-TADOC §IV-D on the CPU): per-rule head/tail buffers and normalized lengths
+// computed once per query by levels, then each unit's LOCAL n-gram windows (those not inside one
+// child) read from a short stream built of words and the children's heads/tails.
+#include <algorithm>
+
+#include "common/error.h"
+#include "worker/cpu/cpu_internal.h"
+#include "worker/cpu/hash_tables.h"
+
+namespace gtadoc::cpu {
+namespace {
+
+constexpr uint32_t kBreak = 0xFFFFFFFFu;
+/// Bodies longer than this many symbols are split into chunks scanned independently.
+constexpr uint64_t kChunk = 4096;
+
+/// Builds a unit's local stream and reports its local windows.
+class WindowScanner {
+ public:
+  explicit WindowScanner(const Query& Q)
+      : body_(Q.s.body.data()),
+        lnorm_(Q.vocab.lnorm.data()),
+        seq_(Q.seq),
+        n_(Q.seq.n),
+        k_(Q.seq.k) {}
+
+  /// f(window) for every local window of the body [ub, ue) whose first word comes from a
+  /// symbol in [ca, cb): n consecutive words of the expansion, not all from one symbol.
+  template <class F>
+  void scan(uint64_t ca, uint64_t cb, uint64_t ue, F&& f) {
+    words_.clear();
+    tags_.clear();
+    for (uint64_t p = ca; p < cb; ++p) append(p, static_cast<uint32_t>(p - ca));
+    const size_t base = words_.size();
+    for (uint64_t p = cb; p < ue && words_.size() - base < k_; ++p)
+      append(p, static_cast<uint32_t>(p - ca));
+    const uint32_t end_tag = static_cast<uint32_t>(cb - ca);
+    const size_t m = words_.size();
+    for (size_t i = 0; i < m;) {
+      size_t j = i;
+      while (j < m && words_[j] != kBreak) ++j;
+      for (size_t w = i; w + n_ <= j; ++w) {
+        if (tags_[w] >= end_tag) return;
+        if (tags_[w] != tags_[w + n_ - 1]) f(words_.data() + w);
+      }
+      i = j + 1;
+    }
+  }
+
+ private:
+  void push(uint32_t word, uint32_t tag) {
+    words_.push_back(word);
+    tags_.push_back(tag);
+  }
+  void append(uint64_t p, uint32_t tag) {
+    const uint32_t x = body_[p];
+    if ((x & kRuleFlag) == 0) {
+      const uint32_t it = lnorm_[x];
+      if (it != kNoItem) push(it, tag);
+      return;
+    }
+    const uint32_t c = x & ~kRuleFlag;
+    const uint64_t len = seq_.len[c];
+    if (len == 0) return;
+    const uint32_t* head = seq_.head.data() + static_cast<size_t>(c) * k_;
+    const uint32_t* tail = seq_.tail.data() + static_cast<size_t>(c) * k_;
+    const uint32_t hn = static_cast<uint32_t>(std::min<uint64_t>(len, k_));
+    for (uint32_t i = 0; i < hn; ++i) push(head[i], tag);
+    if (len <= 2ull * k_) {  // whole expansion: head, then the tail's words not in the head
+      for (uint32_t i = static_cast<uint32_t>(2 * hn - len); i < hn; ++i) push(tail[i], tag);
+    } else {  // windows cannot span the middle of the child
+      push(kBreak, tag);
+      for (uint32_t i = 0; i < k_; ++i) push(tail[i], tag);
+    }
+  }
+
+  const uint32_t* body_;
+  const uint32_t* lnorm_;
+  const SeqInfo& seq_;
+  uint32_t n_, k_;
+  std::vector<uint32_t> words_, tags_;
+};
+
+struct WorkItem {
+  uint64_t unit, ca, cb, ue;
+};
+
+/// Chunks of every unit that has local windows (and, with weights, a non-zero weight).
+std::vector<WorkItem> work_items(const Query& Q, const std::vector<uint64_t>* weights) {
+  std::vector<WorkItem> out;
+  const CpuShard& s = Q.s;
+  for (uint64_t u = 0; u < s.num_units(); ++u) {
+    if (Q.seq.local_windows(u) == 0) continue;
+    if (weights && u < s.num_inner && (*weights)[u] == 0) continue;
+    auto [b, e] = s.unit_body(u);
+    for (uint64_t a = b; a < e; a += kChunk) out.push_back({u, a, std::min(e, a + kChunk), e});
+  }
+  return out;
+}
+
+}  // namespace
+
+void build_seq_info(Query& Q) {
+  const CpuShard& s = Q.s;
+  SeqInfo& sq = Q.seq;
+  sq.n = Q.q.n;
+  sq.k = sq.n - 1;
+  const uint32_t k = sq.k;
+  sq.len.assign(s.num_inner, 0);
+  sq.head.assign(static_cast<size_t>(s.num_inner) * k, 0);
+  sq.tail.assign(static_cast<size_t>(s.num_inner) * k, 0);
+  sq.stream_len.assign(s.num_units(), 0);
+  Q.items.width = sq.n;
+  const uint32_t* body = s.body.data();
+  const uint32_t* lnorm = Q.vocab.lnorm.data();
+
+  // Stream length (window bound) of a body, and its normalized length.
+  auto measure = [&](uint64_t b, uint64_t e, uint64_t& len) {
+    uint64_t sl = 0;
+    len = 0;
+    for (uint64_t p = b; p < e; ++p) {
+      const uint32_t x = body[p];
+      if (x & kRuleFlag) {
+        const uint64_t lc = sq.len[x & ~kRuleFlag];
+        len += lc;
+        sl += std::min<uint64_t>(lc, 2ull * k);
+      } else if (lnorm[x] != kNoItem) {
+        ++len;
+        ++sl;
+      }
+    }
+    return sl;
+  };
+
+  for (uint32_t h = 0; h < s.num_inner_levels(); ++h) {
+    Q.ex.parallel_for(s.level_begin(h), s.level_end(h), 1024,
+                      [&](unsigned, uint64_t lo, uint64_t hi) {
+      for (uint64_t r = lo; r < hi; ++r) {
+        const uint64_t b = s.g.rule_offsets[r], e = s.g.rule_offsets[r + 1];
+        uint64_t len;
+        sq.stream_len[r] = measure(b, e, len);
+        sq.len[r] = len;
+        const uint32_t want = static_cast<uint32_t>(std::min<uint64_t>(len, k));
+        // Head: the first `want` words, left to right.
+        uint32_t* head = sq.head.data() + r * k;
+        uint32_t got = 0;
+        for (uint64_t p = b; p < e && got < want; ++p) {
+          const uint32_t x = body[p];
+          if (x & kRuleFlag) {
+            const uint32_t c = x & ~kRuleFlag;
+            const uint32_t take = static_cast<uint32_t>(
+                std::min<uint64_t>(std::min<uint64_t>(sq.len[c], k), want - got));
+            std::copy_n(sq.head.data() + static_cast<size_t>(c) * k, take, head + got);
+            got += take;
+          } else if (lnorm[x] != kNoItem) {
+            head[got++] = lnorm[x];
+          }
+        }
+        // Tail: the last `want` words, filled right to left.
+        uint32_t* tail = sq.tail.data() + r * k;
+        uint32_t pos = want;
+        for (uint64_t p = e; p > b && pos > 0; --p) {
+          const uint32_t x = body[p - 1];
+          if (x & kRuleFlag) {
+            const uint32_t c = x & ~kRuleFlag;
+            const uint32_t cn = static_cast<uint32_t>(std::min<uint64_t>(sq.len[c], k));
+            const uint32_t take = std::min(cn, pos);
+            std::copy_n(sq.tail.data() + static_cast<size_t>(c) * k + (cn - take), take,
+                        tail + pos - take);
+            pos -= take;
+          } else if (lnorm[x] != kNoItem) {
+            tail[--pos] = lnorm[x];
+          }
+        }
+      }
+    });
+  }
+  Q.ex.parallel_for(s.num_inner, s.num_units(), 64, [&](unsigned, uint64_t lo, uint64_t hi) {
+    for (uint64_t u = lo; u < hi; ++u) {
+      auto [b, e] = s.unit_body(u);
+      uint64_t len;
+      sq.stream_len[u] = measure(b, e, len);
+    }
+  });
+}
+
+RecordBatch sequence_count_topdown(Query& Q, const std::vector<uint64_t>& weights) {
+  const unsigned T = Q.ex.threads;
+  const uint32_t n = Q.seq.n;
+  const std::vector<WorkItem> work = work_items(Q, &weights);
+  std::vector<NgramIndex> index(T, NgramIndex(n));
+  std::vector<std::vector<uint64_t>> counts(T);
+  std::vector<std::unique_ptr<WindowScanner>> scanners(T);
+  Q.ex.parallel_for(0, work.size(), 16, [&](unsigned tid, uint64_t lo, uint64_t hi) {
+    if (!scanners[tid]) scanners[tid] = std::make_unique<WindowScanner>(Q);
+    NgramIndex& idx = index[tid];
+    std::vector<uint64_t>& cnt = counts[tid];
+    for (uint64_t i = lo; i < hi; ++i) {
+      const WorkItem& wi = work[i];
+      const uint64_t w = wi.unit < Q.s.num_inner ? weights[wi.unit] : 1;
+      scanners[tid]->scan(wi.ca, wi.cb, wi.ue, [&](const uint32_t* win) {
+        const uint32_t id = idx.insert(win);
+        if (id == cnt.size()) {
+          cnt.push_back(w);
+        } else {
+          cnt[id] += w;
+        }
+      });
+    }
+  });
+
+  // Emit: one partition per thread (by hash), each merging its keys from every thread's table.
+  std::vector<RecordBatch> out(T);
+  auto emit = [&](RecordBatch& b, const uint32_t* key, uint64_t c) {
+    const size_t at = b.keys.size();
+    b.keys.resize(at + n);
+    for (uint32_t j = 0; j < n; ++j) b.keys[at + j] = Q.vocab.item_word[key[j]];
+    b.counts.push_back(c);
+  };
+  if (T == 1) {
+    for (uint32_t id = 0; id < index[0].size(); ++id) emit(out[0], index[0].key(id), counts[0][id]);
+  } else {
+    Q.ex.on_all([&](unsigned p) {
+      NgramIndex part(n);
+      std::vector<uint64_t> pc;
+      for (unsigned t = 0; t < T; ++t) {
+        const NgramIndex& idx = index[t];
+        for (uint32_t id = 0; id < idx.size(); ++id) {
+          if (hash_partition(idx.hash(id), T) != p) continue;
+          const uint32_t pid = part.insert(idx.key(id), idx.hash(id));
+          if (pid == pc.size()) {
+            pc.push_back(counts[t][id]);
+          } else {
+            pc[pid] += counts[t][id];
+          }
+        }
+      }
+      for (uint32_t id = 0; id < part.size(); ++id) emit(out[p], part.key(id), pc[id]);
+    });
+  }
+  return concat_batches(out, n);
+}
+
+void intern_ngrams(Query& Q) {
+  const CpuShard& s = Q.s;
+  const unsigned T = Q.ex.threads;
+  const uint32_t n = Q.seq.n;
+  const std::vector<WorkItem> work = work_items(Q, nullptr);
+
+  // 1. Every thread interns the windows of the chunks it claims into its own index; a chunk's
+  //    result is its sorted (local id, count) list in that thread's buffer.
+  struct ThreadOut {
+    std::vector<uint32_t> ids, cnts;
+    std::vector<uint32_t> tmp;
+  };
+  std::vector<NgramIndex> index(T, NgramIndex(n));
+  std::vector<ThreadOut> tout(T);
+  std::vector<uint32_t> wi_thread(work.size());
+  std::vector<uint64_t> wi_start(work.size() + 1), wi_len(work.size());
+  std::vector<std::unique_ptr<WindowScanner>> scanners(T);
+  Q.ex.parallel_for(0, work.size(), 16, [&](unsigned tid, uint64_t lo, uint64_t hi) {
+    if (!scanners[tid]) scanners[tid] = std::make_unique<WindowScanner>(Q);
+    NgramIndex& idx = index[tid];
+    ThreadOut& o = tout[tid];
+    for (uint64_t i = lo; i < hi; ++i) {
+      const WorkItem& wi = work[i];
+      o.tmp.clear();
+      scanners[tid]->scan(wi.ca, wi.cb, wi.ue,
+                          [&](const uint32_t* win) { o.tmp.push_back(idx.insert(win)); });
+      std::sort(o.tmp.begin(), o.tmp.end());
+      wi_thread[i] = tid;
+      wi_start[i] = o.ids.size();
+      for (size_t a = 0; a < o.tmp.size();) {
+        size_t b = a + 1;
+        while (b < o.tmp.size() && o.tmp[b] == o.tmp[a]) ++b;
+        o.ids.push_back(o.tmp[a]);
+        o.cnts.push_back(static_cast<uint32_t>(b - a));
+        a = b;
+      }
+      wi_len[i] = o.ids.size() - wi_start[i];
+    }
+  });
+
+  // 2. Global ids: partition the distinct keys by hash; partition p numbers its keys from
+  //    base[p]. trans[t][local id] = global id.
+  std::vector<std::vector<uint32_t>> trans(T);
+  ItemSpace& items = Q.items;
+  items.width = n;
+  if (T == 1) {
+    items.count = index[0].size();
+    items.keys = index[0].keys();
+  } else {
+    std::vector<NgramIndex> part(T, NgramIndex(n));
+    for (unsigned t = 0; t < T; ++t) trans[t].resize(index[t].size());
+    Q.ex.on_all([&](unsigned p) {
+      for (unsigned t = 0; t < T; ++t) {
+        const NgramIndex& idx = index[t];
+        for (uint32_t id = 0; id < idx.size(); ++id)
+          if (hash_partition(idx.hash(id), T) == p)
+            trans[t][id] = part[p].insert(idx.key(id), idx.hash(id));
+      }
+    });
+    std::vector<uint64_t> base(T + 1, 0);
+    for (unsigned p = 0; p < T; ++p) base[p + 1] = base[p] + part[p].size();
+    GTADOC_EXPECTS(base[T] < kNoItem, "cpu engine: more than 2^32 distinct n-grams in a shard");
+    items.count = base[T];
+    items.keys.resize(base[T] * n);
+    Q.ex.on_all([&](unsigned t) {
+      std::copy(part[t].keys().begin(), part[t].keys().end(), items.keys.begin() + base[t] * n);
+      const NgramIndex& idx = index[t];
+      for (uint32_t id = 0; id < idx.size(); ++id)
+        trans[t][id] += static_cast<uint32_t>(base[hash_partition(idx.hash(id), T)]);
+    });
+  }
+
+  // 3. Own items per unit: its chunks' lists translated to global ids, sorted, summed.
+  std::vector<uint64_t> unit_first(s.num_units() + 1, 0);
+  for (const WorkItem& wi : work) ++unit_first[wi.unit + 1];
+  for (uint64_t u = 0; u < s.num_units(); ++u) unit_first[u + 1] += unit_first[u];
+  std::vector<std::vector<std::pair<uint32_t, uint32_t>>> scratch(T);
+  items.own_store = build_csr<uint32_t>(
+      Q.ex, s.num_units(), 512, [&](unsigned tid, uint64_t u, auto& out_items, auto& out_cnts) {
+        auto& sc = scratch[tid];
+        sc.clear();
+        for (uint64_t i = unit_first[u]; i < unit_first[u + 1]; ++i) {
+          const ThreadOut& o = tout[wi_thread[i]];
+          const auto* tr = T == 1 ? nullptr : trans[wi_thread[i]].data();
+          for (uint64_t j = wi_start[i]; j < wi_start[i] + wi_len[i]; ++j)
+            sc.emplace_back(tr ? tr[o.ids[j]] : o.ids[j], o.cnts[j]);
+        }
+        if (sc.size() > 1) std::sort(sc.begin(), sc.end());
+        for (size_t a = 0; a < sc.size();) {
+          uint64_t c = 0;
+          size_t b = a;
+          for (; b < sc.size() && sc[b].first == sc[a].first; ++b) c += sc[b].second;
+          out_items.push_back(sc[a].first);
+          out_cnts.push_back(static_cast<uint32_t>(c));
+          a = b;
+        }
+      });
+  items.own = CsrView<uint32_t>::of(items.own_store);
+}
+
+}  // namespace gtadoc::cpu

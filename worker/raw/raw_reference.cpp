@@ -1,0 +1,420 @@
+// Raw-text reference implementation of the six tasks, written from SPEC §3-§4 alone.
+//
+// The plan is the same for every task: sort the documents by name, turn each document into its
+// normalized word stream (a vector of std::string), count with hash maps, then sort the rows
+// with an explicit comparator that spells out the order of the spec, and print them.
+// Sequences are kept as their joined strings ("w1 w2 w3"): words never contain a space, so the
+// joined string identifies the sequence, and the spec orders sequences by exactly that string.
+#include "worker/raw/raw_reference.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+
+namespace gtadoc {
+namespace rawref {
+
+namespace {
+
+bool is_ascii_whitespace(unsigned char c) {
+  return c == 0x20 || c == 0x09 || c == 0x0A || c == 0x0B || c == 0x0C || c == 0x0D;
+}
+
+/// Bytes that --alnum keeps at the ends of a word: ASCII letters, ASCII digits, and >= 0x80.
+bool is_alnum_kept(unsigned char c) {
+  return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c >= 0x80;
+}
+
+}  // namespace
+
+std::vector<std::string> split_words(std::string_view text) {
+  std::vector<std::string> words;
+  size_t i = 0;
+  while (i < text.size()) {
+    if (is_ascii_whitespace(static_cast<unsigned char>(text[i]))) {
+      ++i;
+      continue;
+    }
+    size_t start = i;
+    while (i < text.size() && !is_ascii_whitespace(static_cast<unsigned char>(text[i]))) ++i;
+    words.emplace_back(text.substr(start, i - start));
+  }
+  return words;
+}
+
+std::string normalize_word(std::string word, bool lowercase, bool alnum) {
+  if (lowercase) {
+    for (char& ch : word) {
+      if (ch >= 'A' && ch <= 'Z') ch = static_cast<char>(ch - 'A' + 'a');
+    }
+  }
+  if (alnum) {
+    size_t begin = 0;
+    size_t end = word.size();
+    while (begin < end && !is_alnum_kept(static_cast<unsigned char>(word[begin]))) ++begin;
+    while (end > begin && !is_alnum_kept(static_cast<unsigned char>(word[end - 1]))) --end;
+    word = word.substr(begin, end - begin);
+  }
+  return word;
+}
+
+std::string escape_tsv_name(std::string_view name) {
+  std::string out;
+  for (char ch : name) {
+    if (ch == '\t') {
+      out += "\\t";
+    } else if (ch == '\n') {
+      out += "\\n";
+    } else if (ch == '\\') {
+      out += "\\\\";
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
+bool bytes_less(std::string_view a, std::string_view b) {
+  // memcmp compares bytes as unsigned char; on a tie of the common part the shorter sorts first.
+  size_t common = std::min(a.size(), b.size());
+  int c = common == 0 ? 0 : std::memcmp(a.data(), b.data(), common);
+  if (c != 0) return c < 0;
+  return a.size() < b.size();
+}
+
+}  // namespace rawref
+
+namespace {
+
+using rawref::bytes_less;
+using Json = nlohmann::ordered_json;
+
+/// (key, count) with the order "count desc, key asc (bytes)".
+bool count_desc_key_asc(const std::pair<std::string, Count>& a,
+                        const std::pair<std::string, Count>& b) {
+  if (a.second != b.second) return a.second > b.second;
+  return bytes_less(a.first, b.first);
+}
+
+/// Pointers to the entries of a hash map, in byte order of their keys.
+template <typename Map>
+std::vector<typename Map::value_type*> entries_by_key(Map& map) {
+  std::vector<typename Map::value_type*> entries;
+  entries.reserve(map.size());
+  for (auto& entry : map) entries.push_back(&entry);
+  std::sort(entries.begin(), entries.end(),
+            [](const auto* a, const auto* b) { return bytes_less(a->first, b->first); });
+  return entries;
+}
+
+/// A hash map's (key, count) pairs in "count desc, key asc" order, cut to `top` rows (0 = all).
+std::vector<std::pair<std::string, Count>> ranked_rows(
+    const std::unordered_map<std::string, Count>& counts, uint64_t top) {
+  // Sort pointers to the entries (cheap to swap), then copy out the rows that are kept.
+  std::vector<const std::pair<const std::string, Count>*> order;
+  order.reserve(counts.size());
+  for (const auto& entry : counts) order.push_back(&entry);
+  std::sort(order.begin(), order.end(), [](const auto* a, const auto* b) {
+    if (a->second != b->second) return a->second > b->second;  // count desc
+    return bytes_less(a->first, b->first);                      // key asc
+  });
+  if (top != 0 && order.size() > top) order.resize(top);
+  std::vector<std::pair<std::string, Count>> rows;
+  rows.reserve(order.size());
+  for (const auto* entry : order) rows.emplace_back(entry->first, entry->second);
+  return rows;
+}
+
+/// Collects the rows and frames them: TSV rows each end with '\n'; JSON is "[\n", the row
+/// objects separated by ",\n", then "\n]\n" (or "[\n]\n" with no rows).
+class Output {
+ public:
+  Output(OutputFormat fmt, const std::vector<RawDocument>& docs, bool ids)
+      : json_(fmt == OutputFormat::kJson), docs_(docs), ids_(ids) {}
+
+  bool json() const { return json_; }
+
+  void tsv_row(const std::string& row) {
+    text_ += row;
+    text_ += '\n';
+  }
+  void json_row(const Json& row) {
+    if (rows_ > 0) text_ += ",\n";
+    text_ += row.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    ++rows_;
+  }
+
+  /// A document as a TSV field: its escaped name, or its decimal id with --ids.
+  std::string doc_tsv(DocId d) const {
+    return ids_ ? std::to_string(d) : rawref::escape_tsv_name(docs_[d].name);
+  }
+  /// A document as a JSON value: its name as a string, or its id as a number with --ids.
+  Json doc_json(DocId d) const { return ids_ ? Json(d) : Json(docs_[d].name); }
+
+  std::string finish() {
+    if (!json_) return std::move(text_);
+    if (rows_ == 0) return "[\n]\n";
+    return "[\n" + text_ + "\n]\n";
+  }
+
+ private:
+  bool json_;
+  const std::vector<RawDocument>& docs_;
+  bool ids_;
+  std::string text_;
+  uint64_t rows_ = 0;
+};
+
+/// Every document's normalized word stream (dropped words removed), in document id order.
+std::vector<std::vector<std::string>> word_streams(const std::vector<RawDocument>& docs,
+                                                   const QueryOptions& q) {
+  std::vector<std::vector<std::string>> streams(docs.size());
+  for (size_t d = 0; d < docs.size(); ++d) {
+    for (std::string& word : rawref::split_words(docs[d].text)) {
+      std::string normalized = rawref::normalize_word(std::move(word), q.lowercase, q.alnum);
+      if (!normalized.empty()) streams[d].push_back(std::move(normalized));
+    }
+  }
+  return streams;
+}
+
+/// The n-word sequences of one document in order, each as its words joined by one space.
+/// Calls visit(joined) for each; `joined` is reused between calls.
+template <typename Visit>
+void for_each_sequence(const std::vector<std::string>& words, uint32_t n, Visit&& visit) {
+  std::string joined;
+  for (size_t i = 0; i + n <= words.size(); ++i) {
+    joined = words[i];
+    for (size_t k = 1; k < n; ++k) {
+      joined += ' ';
+      joined += words[i + k];
+    }
+    visit(joined);
+  }
+}
+
+/// Occurrences of each n-word sequence of one document, keyed by the joined sequence.
+std::unordered_map<std::string, Count> count_sequences(const std::vector<std::string>& words,
+                                                       uint32_t n) {
+  std::unordered_map<std::string, Count> counts;
+  for_each_sequence(words, n, [&](const std::string& seq) { ++counts[seq]; });
+  return counts;
+}
+
+std::unordered_map<std::string, Count> count_words(const std::vector<std::string>& words) {
+  std::unordered_map<std::string, Count> counts;
+  for (const std::string& w : words) ++counts[w];
+  return counts;
+}
+
+// ------------------------------------------------------------------------------- the tasks
+
+void word_count(const std::vector<std::vector<std::string>>& streams, const QueryOptions& q,
+                Output& out) {
+  std::unordered_map<std::string, Count> counts;
+  for (const auto& words : streams) {
+    for (const std::string& w : words) ++counts[w];
+  }
+  for (const auto& [word, count] : ranked_rows(counts, q.top)) {
+    if (out.json()) {
+      Json row;
+      row["word"] = word;
+      row["count"] = count;
+      out.json_row(row);
+    } else {
+      out.tsv_row(word + '\t' + std::to_string(count));
+    }
+  }
+}
+
+void sort_task(const std::vector<std::vector<std::string>>& streams, Output& out) {
+  std::unordered_map<std::string, Count> counts;
+  for (const auto& words : streams) {
+    for (const std::string& w : words) ++counts[w];
+  }
+  for (const auto* entry : entries_by_key(counts)) {
+    const std::string& word = entry->first;
+    const Count count = entry->second;
+    if (out.json()) {
+      Json row;
+      row["word"] = word;
+      row["count"] = count;
+      out.json_row(row);
+    } else {
+      out.tsv_row(word + '\t' + std::to_string(count));
+    }
+  }
+}
+
+void inverted_index(const std::vector<std::vector<std::string>>& streams, Output& out) {
+  // Documents are visited in id order, so each posting list is built ascending, each id once.
+  std::unordered_map<std::string, std::vector<DocId>> postings;
+  for (DocId d = 0; d < streams.size(); ++d) {
+    std::unordered_set<std::string> seen(streams[d].begin(), streams[d].end());
+    for (const std::string& w : seen) postings[w].push_back(d);
+  }
+  for (const auto* entry : entries_by_key(postings)) {
+    const std::string& word = entry->first;
+    const std::vector<DocId>& docs = entry->second;
+    if (out.json()) {
+      Json list = Json::array();
+      for (DocId d : docs) list.push_back(out.doc_json(d));
+      Json row;
+      row["word"] = word;
+      row["docs"] = std::move(list);
+      out.json_row(row);
+    } else {
+      std::string line = word + '\t';
+      for (size_t i = 0; i < docs.size(); ++i) {
+        if (i > 0) line += ',';
+        line += out.doc_tsv(docs[i]);
+      }
+      out.tsv_row(line);
+    }
+  }
+}
+
+void term_vector(const std::vector<std::vector<std::string>>& streams, const QueryOptions& q,
+                 Output& out) {
+  for (DocId d = 0; d < streams.size(); ++d) {
+    std::vector<std::pair<std::string, Count>> terms;
+    for (const auto& [word, count] : count_words(streams[d])) {
+      if (count >= q.min_count) terms.emplace_back(word, count);
+    }
+    std::sort(terms.begin(), terms.end(), count_desc_key_asc);
+    if (q.top != 0 && terms.size() > q.top) terms.resize(q.top);
+
+    if (out.json()) {
+      Json list = Json::array();
+      for (const auto& [word, count] : terms) {
+        Json term;
+        term["word"] = word;
+        term["count"] = count;
+        list.push_back(std::move(term));
+      }
+      Json row;
+      row["doc"] = out.doc_json(d);
+      row["terms"] = std::move(list);
+      out.json_row(row);
+    } else {
+      std::string line = out.doc_tsv(d) + '\t';
+      for (size_t i = 0; i < terms.size(); ++i) {
+        if (i > 0) line += ' ';
+        line += terms[i].first + ':' + std::to_string(terms[i].second);
+      }
+      out.tsv_row(line);
+    }
+  }
+}
+
+void sequence_count(const std::vector<std::vector<std::string>>& streams, const QueryOptions& q,
+                    Output& out) {
+  if (q.per_doc) {
+    for (DocId d = 0; d < streams.size(); ++d) {
+      for (const auto& [seq, count] : ranked_rows(count_sequences(streams[d], q.n), q.top)) {
+        if (out.json()) {
+          Json row;
+          row["doc"] = out.doc_json(d);
+          row["sequence"] = seq;
+          row["count"] = count;
+          out.json_row(row);
+        } else {
+          out.tsv_row(out.doc_tsv(d) + '\t' + seq + '\t' + std::to_string(count));
+        }
+      }
+    }
+    return;
+  }
+  std::unordered_map<std::string, Count> counts;
+  for (const auto& words : streams) {
+    for_each_sequence(words, q.n, [&](const std::string& seq) { ++counts[seq]; });
+  }
+  for (const auto& [seq, count] : ranked_rows(counts, q.top)) {
+    if (out.json()) {
+      Json row;
+      row["sequence"] = seq;
+      row["count"] = count;
+      out.json_row(row);
+    } else {
+      out.tsv_row(seq + '\t' + std::to_string(count));
+    }
+  }
+}
+
+void ranked_inverted_index(const std::vector<std::vector<std::string>>& streams,
+                           const QueryOptions& q, Output& out) {
+  // Documents are visited in id order, so a sequence's (doc, count) list gets one entry per
+  // document, ascending by id: a new document appends, a repeat bumps the last entry.
+  std::unordered_map<std::string, std::vector<std::pair<DocId, Count>>> postings;
+  for (DocId d = 0; d < streams.size(); ++d) {
+    for_each_sequence(streams[d], q.n, [&](const std::string& seq) {
+      std::vector<std::pair<DocId, Count>>& list = postings[seq];
+      if (list.empty() || list.back().first != d) list.emplace_back(d, 0);
+      ++list.back().second;
+    });
+  }
+  for (auto* entry : entries_by_key(postings)) {
+    const std::string& seq = entry->first;
+    std::vector<std::pair<DocId, Count>>& docs = entry->second;
+    std::sort(docs.begin(), docs.end(), [](const auto& a, const auto& b) {
+      if (a.second != b.second) return a.second > b.second;  // count desc
+      return a.first < b.first;                              // doc id asc
+    });
+    if (out.json()) {
+      Json list = Json::array();
+      for (const auto& [d, count] : docs) {
+        Json entry;
+        entry["doc"] = out.doc_json(d);
+        entry["count"] = count;
+        list.push_back(std::move(entry));
+      }
+      Json row;
+      row["sequence"] = seq;
+      row["docs"] = std::move(list);
+      out.json_row(row);
+    } else {
+      std::string line = seq + '\t';
+      for (size_t i = 0; i < docs.size(); ++i) {
+        if (i > 0) line += ' ';
+        line += out.doc_tsv(docs[i].first) + ':' + std::to_string(docs[i].second);
+      }
+      out.tsv_row(line);
+    }
+  }
+}
+
+}  // namespace
+
+std::string raw_reference_output(std::vector<RawDocument> docs, const QueryOptions& q,
+                                 OutputFormat fmt) {
+  const bool sequences = q.task == Task::kSequenceCount || q.task == Task::kRankedInvertedIndex;
+  if (sequences && (q.n < 2 || q.n > 8)) {
+    throw UsageError("--n must be between 2 and 8, got " + std::to_string(q.n));
+  }
+  std::stable_sort(docs.begin(), docs.end(), [](const RawDocument& a, const RawDocument& b) {
+    return bytes_less(a.name, b.name);
+  });
+  const std::vector<std::vector<std::string>> streams = word_streams(docs, q);
+
+  Output out(fmt, docs, q.ids);
+  switch (q.task) {
+    case Task::kWordCount: word_count(streams, q, out); break;
+    case Task::kSort: sort_task(streams, out); break;
+    case Task::kInvertedIndex: inverted_index(streams, out); break;
+    case Task::kTermVector: term_vector(streams, q, out); break;
+    case Task::kSequenceCount: sequence_count(streams, q, out); break;
+    case Task::kRankedInvertedIndex: ranked_inverted_index(streams, q, out); break;
+  }
+  return out.finish();
+}
+
+}  // namespace gtadoc
