@@ -6,6 +6,7 @@
 #include <iostream>
 #include <new>
 
+#include "cluster/collective_error.h"
 #include "cluster/comm.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -133,6 +134,11 @@ int cli_main(int argc, char** argv) {
       run_cmd.progress = progress;
       execute_run(run_cmd, *comm);
     }
+  } catch (const CollectiveError& e) {  // every rank knows: rank 0 speaks, nobody aborts
+    code = e.exit_code();
+    if (comm == nullptr || comm->rank() == 0) print_error(e.what(), code);
+    if (comm != nullptr) comm->finalize();
+    return code;
   } catch (const Error& e) {
     code = print_error(e.what(), e.exit_code());
   } catch (const std::bad_alloc&) {

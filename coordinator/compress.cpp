@@ -1,11 +1,15 @@
 #include "coordinator/compress.h"
 
 #include <algorithm>
+#include <cstring>
+#include <span>
 #include <mutex>
 #include <numeric>
 #include <queue>
 #include <random>
 
+#include "cluster/assignment.h"
+#include "cluster/collective_error.h"
 #include "cluster/comm.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -138,62 +142,197 @@ uint64_t directory_bytes(const fs::path& dir) {
 
 }  // namespace
 
+namespace {
+
+// Byte serialization for the few small messages compression exchanges between ranks.
+void put(std::string& out, uint64_t v) { out.append(reinterpret_cast<const char*>(&v), 8); }
+uint64_t take(const std::vector<uint8_t>& in, size_t& pos) {
+  GTADOC_EXPECTS(pos + 8 <= in.size(), "truncated message");
+  uint64_t v;
+  std::memcpy(&v, in.data() + pos, 8);
+  pos += 8;
+  return v;
+}
+std::span<const uint8_t> bytes_of(const std::string& s) {
+  return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
+}
+
+std::string serialize_dictionary(const Dictionary& d) {
+  std::string out;
+  put(out, d.size());
+  for (uint32_t i = 0; i < d.size(); ++i) put(out, d[i].size());
+  out.append(d.bytes().begin(), d.bytes().end());
+  return out;
+}
+
+Dictionary deserialize_dictionary(const std::vector<uint8_t>& in) {
+  size_t pos = 0;
+  uint64_t n = take(in, pos);
+  std::vector<uint64_t> offsets{0};
+  for (uint64_t i = 0; i < n; ++i) offsets.push_back(offsets.back() + take(in, pos));
+  GTADOC_EXPECTS(pos + offsets.back() == in.size(), "bad dictionary message");
+  return Dictionary(std::vector<char>(in.begin() + pos, in.end()), std::move(offsets));
+}
+
+/// Union of sorted dictionaries, in byte order.
+Dictionary merge_dictionaries(const std::vector<Dictionary>& parts) {
+  using Head = std::pair<std::string_view, uint32_t>;
+  auto greater = [](const Head& a, const Head& b) { return a > b; };
+  std::priority_queue<Head, std::vector<Head>, decltype(greater)> heap(greater);
+  std::vector<uint32_t> pos(parts.size(), 0);
+  for (uint32_t p = 0; p < parts.size(); ++p)
+    if (parts[p].size()) heap.push({parts[p][0], p});
+  Dictionary out;
+  while (!heap.empty()) {
+    auto [word, p] = heap.top();
+    heap.pop();
+    if (out.size() == 0 || out[out.size() - 1] != word) out.push_back(word);
+    if (++pos[p] < parts[p].size()) heap.push({parts[p][pos[p]], p});
+  }
+  return out;
+}
+
+}  // namespace
+
 CompressStats compress(const std::vector<std::string>& inputs, const fs::path& out,
                        const CompressOptions& options, Comm& comm) {
   Timer timer;
-  if (comm.size() > 1) GTADOC_FAIL("distributed compression is wired in compress_mpi");
-  std::vector<InputDocument> docs = collect_inputs(inputs);
-  std::vector<ShardPlan> plan = plan_shards(docs, options.shard_size, options.shards);
-  AtomicOutput output(out, AtomicOutput::Kind::kDirectory, options.force);
+  const bool root = comm.rank() == 0;
+  std::vector<InputDocument> docs;
+  std::vector<ShardPlan> plan;
+  std::unique_ptr<AtomicOutput> output;
+  std::vector<uint8_t> header;  // root -> all: archive id, temporary directory
+  run_collectively(comm, [&] {
+    docs = collect_inputs(inputs);
+    plan = plan_shards(docs, options.shard_size, options.shards);
+    if (!root) return;
+    output = std::make_unique<AtomicOutput>(out, AtomicOutput::Kind::kDirectory, options.force);
+    std::random_device rd;
+    std::string h;
+    put(h, (uint64_t{rd()} << 32) ^ rd());
+    h += output->temp_path().string();
+    header.assign(h.begin(), h.end());
+  });
+  comm.broadcast(header);
+  size_t hp = 0;
+  const uint64_t archive_id = take(header, hp);
+  const fs::path dir(std::string(header.begin() + hp, header.end()));
+
   unsigned threads = resolve_threads(options.threads);
   uint64_t total_bytes = 0;
+  std::vector<uint64_t> sizes;
   for (const auto& d : docs) total_bytes += d.bytes;
-  spdlog::info("compress: {} documents, {} bytes, {} shards, {} threads", docs.size(),
-               total_bytes, plan.size(), threads);
+  for (const auto& p : plan) sizes.push_back(p.bytes);
+  const std::vector<uint32_t> mine = assign_by_size(sizes, comm.size())[comm.rank()];
+  if (root)
+    spdlog::info("compress: {} documents, {} bytes, {} shards, {} ranks x {} threads", docs.size(),
+                 total_bytes, plan.size(), comm.size(), threads);
 
-  std::vector<ShardWork> work(plan.size());
-  for (uint32_t s = 0; s < plan.size(); ++s) {
-    work[s].index = s;
-    work[s].plan = plan[s];
+  std::vector<ShardWork> work(mine.size());
+  for (size_t k = 0; k < mine.size(); ++k) {
+    work[k].index = mine[k];
+    work[k].plan = plan[mine[k]];
   }
-  {
-    Progress progress("reading", total_bytes, "bytes", options.progress);
-    parallel_for(work.size(), threads, [&](size_t s) { tokenize_shard(work[s], docs, progress); });
+  Dictionary dict;
+  run_collectively(comm, [&] {
+    uint64_t my_bytes = 0;
+    for (auto& w : work) my_bytes += w.plan.bytes;
+    Progress progress("reading", my_bytes, "bytes", options.progress);
+    parallel_for(work.size(), threads, [&](size_t k) { tokenize_shard(work[k], docs, progress); });
+    dict = merge_vocabularies(work);  // this rank's words; local_to_global points into it
+  });
+  if (comm.size() > 1) {
+    // Rank 0 merges every rank's sorted vocabulary into the global dictionary and sends it back;
+    // each rank then maps its own word ids to global ones by binary search.
+    auto gathered = comm.gather(bytes_of(serialize_dictionary(dict)));
+    std::vector<uint8_t> global_bytes;
+    if (root) {
+      std::vector<Dictionary> parts;
+      for (auto& g : gathered) parts.push_back(deserialize_dictionary(g));
+      gathered.clear();
+      std::string s = serialize_dictionary(merge_dictionaries(parts));
+      global_bytes.assign(s.begin(), s.end());
+    }
+    comm.broadcast(global_bytes);
+    Dictionary global = deserialize_dictionary(global_bytes);
+    std::vector<WordId> to_global(dict.size());
+    parallel_for(dict.size(), threads, [&](size_t i) {
+      to_global[i] = global.find(dict[static_cast<WordId>(i)]);
+    });
+    for (auto& w : work)
+      for (WordId& id : w.local_to_global) id = to_global[id];
+    dict = std::move(global);
   }
-  Manifest manifest;
-  manifest.dict = merge_vocabularies(work);
+  if (dict.size() >= kBoundaryBit / 2) throw InputError("vocabulary too large");
   for (auto& w : work) {  // local vocabularies are no longer needed
     w.vocab = StringTable(1);
     std::vector<uint32_t>().swap(w.vocab_order);
   }
-  std::random_device rd;
-  manifest.archive_id = (uint64_t{rd()} << 32) ^ rd();
-  std::mutex h5_mutex;
-  {
+
+  run_collectively(comm, [&] {
+    std::mutex h5_mutex;
     Progress progress("compressing", work.size(), "shards", options.progress);
-    parallel_for(work.size(), threads, [&](size_t s) {
-      encode_shard(work[s], manifest.dict.size(), output.temp_path(), manifest.archive_id,
-                   options, h5_mutex);
+    parallel_for(work.size(), threads, [&](size_t k) {
+      encode_shard(work[k], dict.size(), dir, archive_id, options, h5_mutex);
       progress.add(1);
     });
+  });
+
+  // Shard tables to rank 0, which writes the manifest and moves the archive into place.
+  std::string table;
+  for (const auto& w : work) {
+    put(table, w.index);
+    const ShardEntry& e = w.entry;
+    for (uint64_t v : {uint64_t{e.first_doc}, uint64_t{e.num_docs}, e.input_bytes, e.words, e.rules,
+                       e.symbols, uint64_t{e.depth}, e.file_bytes})
+      put(table, v);
+    for (uint32_t i = 0; i < w.plan.num_docs; ++i) {
+      put(table, w.doc_bytes[i]);
+      put(table, w.doc_words[i]);
+    }
   }
+  auto tables = comm.gather(bytes_of(table));
   CompressStats stats;
-  for (auto& w : work) {
-    for (uint32_t i = 0; i < w.plan.num_docs; ++i)
-      manifest.docs.push_back({docs[w.plan.first_doc + i].name, w.doc_bytes[i], w.doc_words[i],
-                               w.index});
-    manifest.shards.push_back(w.entry);
-    stats.words += w.entry.words;
-    stats.input_bytes += w.entry.input_bytes;
-    stats.rules += w.entry.rules;
-    stats.symbols += w.entry.symbols;
-  }
-  write_manifest_file(output.temp_path() / kManifestFile, manifest, {options.deflate_level});
-  stats.archive_bytes = directory_bytes(output.temp_path());
-  output.commit();
-  stats.documents = manifest.docs.size();
-  stats.vocabulary = manifest.dict.size();
-  stats.shards = manifest.shards.size();
+  run_collectively(comm, [&] {
+    if (!root) return;
+    Manifest manifest;
+    manifest.archive_id = archive_id;
+    manifest.docs.resize(docs.size());
+    manifest.shards.resize(plan.size());
+    for (const auto& t : tables) {
+      size_t pos = 0;
+      while (pos < t.size()) {
+        uint32_t s = static_cast<uint32_t>(take(t, pos));
+        ShardEntry& e = manifest.shards.at(s);
+        e.first_doc = static_cast<DocId>(take(t, pos));
+        e.num_docs = static_cast<uint32_t>(take(t, pos));
+        e.input_bytes = take(t, pos);
+        e.words = take(t, pos);
+        e.rules = take(t, pos);
+        e.symbols = take(t, pos);
+        e.depth = static_cast<uint32_t>(take(t, pos));
+        e.file_bytes = take(t, pos);
+        for (uint32_t i = 0; i < e.num_docs; ++i) {
+          DocEntry& d = manifest.docs.at(e.first_doc + i);
+          d.name = docs[e.first_doc + i].name;
+          d.bytes = take(t, pos);
+          d.words = take(t, pos);
+          d.shard = s;
+        }
+        stats.words += e.words;
+        stats.input_bytes += e.input_bytes;
+        stats.rules += e.rules;
+        stats.symbols += e.symbols;
+      }
+    }
+    manifest.dict = std::move(dict);
+    stats.vocabulary = manifest.dict.size();
+    write_manifest_file(dir / kManifestFile, manifest, {options.deflate_level});
+    stats.archive_bytes = directory_bytes(dir);
+    output->commit();
+  });
+  stats.documents = docs.size();
+  stats.shards = plan.size();
   stats.seconds = timer.seconds();
   return stats;
 }

@@ -9,6 +9,8 @@
 #include <future>
 #include <iostream>
 
+#include "cluster/assignment.h"
+#include "cluster/collective_error.h"
 #include "cluster/comm.h"
 #include "cluster/partition.h"
 #include "cluster/reduce.h"
@@ -67,24 +69,6 @@ void validate(RunCommand& c) {
     if (fs::exists(fs::symlink_status(c.output, ec)))
       throw InputError(c.output + ": output exists (use --force to replace it)");
   }
-}
-
-/// Longest-processing-time assignment of shards to ranks by input bytes (deterministic).
-std::vector<std::vector<uint32_t>> assign_shards(const std::vector<ShardEntry>& shards, int ranks) {
-  std::vector<uint32_t> order(shards.size());
-  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-    return shards[a].input_bytes > shards[b].input_bytes;
-  });
-  std::vector<uint64_t> load(ranks, 0);
-  std::vector<std::vector<uint32_t>> out(ranks);
-  for (uint32_t s : order) {
-    int r = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());
-    load[r] += shards[s].input_bytes + 1;
-    out[r].push_back(s);
-  }
-  for (auto& v : out) std::sort(v.begin(), v.end());
-  return out;
 }
 
 struct Timings {
@@ -188,22 +172,32 @@ void add_run_options(CLI::App& app, RunCommand& c) {
 }
 
 void execute_run(RunCommand& c, Comm& comm) {
-  validate(c);
-  const OutputFormat fmt = c.format == "json" ? OutputFormat::kJson : OutputFormat::kTsv;
   Timings t;
   Timer timer;
-  Manifest m = read_manifest(c.archive);
-  Normalization norm = normalize_dictionary(m.dict, c.q.lowercase, c.q.alnum);
-  if (c.q.threads == 0)
-    c.q.threads = std::max(1u, resolve_threads(0) / static_cast<unsigned>(comm.local_size()));
-  std::unique_ptr<Engine> engine = make_engine(c.engine, c.q.threads, comm.local_rank());
+  Manifest m;
+  Normalization norm;
+  std::unique_ptr<Engine> engine;
+  run_collectively(comm, [&] {
+    validate(c);
+    m = read_manifest(c.archive);
+    norm = normalize_dictionary(m.dict, c.q.lowercase, c.q.alnum);
+    if (c.q.threads == 0)
+      c.q.threads = std::max(1u, resolve_threads(0) / static_cast<unsigned>(comm.local_size()));
+    engine = make_engine(c.engine, c.q.threads, comm.local_rank());
+  });
+  const OutputFormat fmt = c.format == "json" ? OutputFormat::kJson : OutputFormat::kTsv;
   t.init += timer.seconds();
   if (comm.rank() == 0)
     spdlog::info("run {} on {} shards, {} ranks, engine {}", task_name(c.q.task), m.shards.size(),
                  comm.size(), engine->name());
 
-  auto assignment = assign_shards(m.shards, comm.size());
-  RecordBatch local = process_shards(c, comm, m, norm, *engine, assignment[comm.rank()], t);
+  std::vector<uint64_t> sizes;
+  for (const auto& s : m.shards) sizes.push_back(s.input_bytes);
+  auto assignment = assign_by_size(sizes, comm.size());
+  RecordBatch local;
+  run_collectively(comm, [&] {
+    local = process_shards(c, comm, m, norm, *engine, assignment[comm.rank()], t);
+  });
 
   Timer shuffle_timer;
   const KeyLayout layout = key_layout(c.q);
@@ -237,45 +231,37 @@ void execute_run(RunCommand& c, Comm& comm) {
     // happen only after every rank reported success.
     std::vector<uint8_t> name;
     std::unique_ptr<AtomicOutput> dir;
-    if (comm.rank() == 0) {
+    run_collectively(comm, [&] {
+      if (comm.rank() != 0) return;
       dir = std::make_unique<AtomicOutput>(c.output, AtomicOutput::Kind::kDirectory, c.force);
       std::string p = dir->temp_path().string();
       name.assign(p.begin(), p.end());
-    }
+    });
     comm.broadcast(name);
     fs::path tmp(std::string(name.begin(), name.end()));
     char part[64];
     std::snprintf(part, sizeof part, "part-%05d.%s", comm.rank(), c.format.c_str());
-    bool ok = true;
-    std::string error;
-    try {
+    run_collectively(comm, [&] {
       write_output((tmp / part).string(), render_rows(rows, fmt), false);
-    } catch (const Error& e) {
-      ok = false;
-      error = e.what();
-    }
-    if (!comm.allreduce_and(ok)) {
-      throw InputError(ok ? "another rank failed to write its part of " + c.output
-                          : "rank " + std::to_string(comm.rank()) + ": " + error);
-    }
-    if (comm.rank() == 0) {
+    });
+    run_collectively(comm, [&] {
+      if (comm.rank() != 0) return;
       write_output((tmp / "_SUCCESS").string(), "", false);
       dir->commit();
-    }
-    comm.barrier();
+    });
   } else {
     std::string mine = serialize_rows(rows);
     rows.clear();
     auto gathered = comm.gather({reinterpret_cast<const uint8_t*>(mine.data()), mine.size()});
     mine.clear();
-    if (comm.rank() == 0) {
+    run_collectively(comm, [&] {
+      if (comm.rank() != 0) return;
       std::vector<std::vector<OutputRow>> parts_rows;
       for (auto& g : gathered)
         parts_rows.push_back(deserialize_rows(std::string(g.begin(), g.end())));
       gathered.clear();
       write_output(c.output, render_rows(merge_rows(std::move(parts_rows), c.q), fmt), c.force);
-    }
-    comm.barrier();
+    });
   }
   t.write = write_timer.seconds();
   spdlog::info("timings: load {:.3f}s init {:.3f}s traversal {:.3f}s shuffle {:.3f}s merge "

@@ -1,20 +1,64 @@
 // Word-level Sequitur over flat arrays. Every symbol and every rule guard is a 12-byte node in one
 // vector (value, prev, next as 32-bit indexes, freed nodes reused through a free list); digrams
 // live in an open-addressing table of 8-byte slots; newly formed digrams are checked from an
-// explicit work stack, so no call chain grows with the input.
+// explicit work stack, so no call chain grows with the input. The run time is dominated by cache
+// misses on the table and on old nodes, hence huge pages, prefetches ahead of each lookup, and a
+// bit per node saying whether it is the indexed occurrence of its digram.
 #include "coordinator/sequitur.h"
 
 #include <algorithm>
 #include <bit>
+#include <cstdlib>
+#include <new>
 #include <string>
 #include <vector>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #include "common/error.h"
 
 namespace gtadoc {
 namespace {
 
+/// Allocator for the big arrays: blocks of 4 MiB and more are 2 MiB aligned and, on Linux,
+/// marked for transparent huge pages (random access over hundreds of MiB is TLB bound).
+template <typename T>
+struct HugePageAllocator {
+  using value_type = T;
+  static constexpr size_t kHuge = size_t{2} << 20;
+
+  HugePageAllocator() = default;
+  template <typename U>
+  HugePageAllocator(const HugePageAllocator<U>&) {}
+
+  T* allocate(size_t n) {
+    size_t bytes = n * sizeof(T);
+    void* p;
+    if (bytes < 2 * kHuge) {
+      p = std::malloc(bytes);
+    } else {
+      bytes = (bytes + kHuge - 1) / kHuge * kHuge;
+      p = std::aligned_alloc(kHuge, bytes);
+#if defined(MADV_HUGEPAGE)
+      if (p) madvise(p, bytes, MADV_HUGEPAGE);  // a hint: failure only costs speed
+#endif
+    }
+    if (!p) throw std::bad_alloc();
+    return static_cast<T*>(p);
+  }
+  void deallocate(T* p, size_t) { std::free(p); }
+  template <typename U>
+  bool operator==(const HugePageAllocator<U>&) const {
+    return true;
+  }
+};
+template <typename T>
+using BigVector = std::vector<T, HugePageAllocator<T>>;
+
 constexpr uint32_t kNil = 0xFFFFFFFFu;
+constexpr uint64_t kMaxNodes = 0xFFFFFF00ull;
 /// Internal node values: words (< V) and boundaries keep their meaning, rule r is V + r, and a
 /// guard node of rule r holds kGuardBit | r. Guards never compare equal to a symbol value, and
 /// every boundary is the single value kBoundaryMark (the real values are kept in input order).
@@ -61,6 +105,8 @@ class DigramTable {
     }
   }
 
+  void prefetch(uint32_t fp) const { __builtin_prefetch(&slots_[fp & mask_]); }
+
   /// Removes the entry for node `x` (fingerprint `fp`) if `x` is the one indexed.
   bool erase(uint32_t fp, uint32_t x) {
     uint64_t i = fp & mask_;
@@ -87,7 +133,7 @@ class DigramTable {
     return true;
   }
 
-  void release() { std::vector<uint64_t>().swap(slots_); }
+  void release() { BigVector<uint64_t>().swap(slots_); }
 
  private:
   static constexpr uint64_t kEmpty = ~uint64_t{0};
@@ -98,7 +144,7 @@ class DigramTable {
 
   void rehash(size_t capacity) {
     GTADOC_EXPECTS(capacity - 1 <= 0xFFFFFFFFull, "sequitur: digram table too large");
-    std::vector<uint64_t> old(capacity, kEmpty);
+    BigVector<uint64_t> old(capacity, kEmpty);
     old.swap(slots_);
     mask_ = capacity - 1;
     grow_at_ = capacity / 10 * 7;
@@ -110,7 +156,7 @@ class DigramTable {
     }
   }
 
-  std::vector<uint64_t> slots_;
+  BigVector<uint64_t> slots_;
   uint64_t mask_ = 0;
   size_t size_ = 0;
   size_t grow_at_ = 0;
@@ -123,9 +169,10 @@ class SequiturBuilder {
     GTADOC_EXPECTS(num_words < kBoundaryMark, "sequitur: vocabulary too large");
     // Live symbols never exceed the tokens appended and every rule but the root holds >= 2 of
     // them, so 1.5 nodes per token bound the node array; indexes must stay below kNil.
-    GTADOC_EXPECTS(num_tokens <= 0xA0000000ull,
+    GTADOC_EXPECTS(num_tokens <= kMaxNodes / 3 * 2 - 16,
                    "sequitur: shard of " + std::to_string(num_tokens) + " tokens is too large");
     nodes_.reserve(num_tokens + num_tokens / 2 + 16);
+    indexed_.reserve(nodes_.capacity() / 64 + 1);
     pending_.reserve(64);
     uint32_t root = new_rule();
     GTADOC_EXPECTS(root == 0, "sequitur: root must be rule 0");
@@ -154,6 +201,10 @@ class SequiturBuilder {
       pending_.pop_back();
       check(x);
     }
+  }
+
+  void prefetch_pair(Symbol a, Symbol b) const {
+    if (((a | b) & kBoundaryBit) == 0) table_.prefetch(digram_fingerprint(a, b));
   }
 
   RawGrammar finish() {
@@ -207,7 +258,8 @@ class SequiturBuilder {
       nodes_[x].val = v;
       return x;
     }
-    GTADOC_EXPECTS(nodes_.size() < kNil, "sequitur: node index overflow");
+    GTADOC_EXPECTS(nodes_.size() < kMaxNodes, "sequitur: node index overflow");
+    if (nodes_.size() % 64 == 0) indexed_.push_back(0);
     nodes_.push_back({v, kNil, kNil});
     return static_cast<uint32_t>(nodes_.size() - 1);
   }
@@ -222,7 +274,9 @@ class SequiturBuilder {
   }
   /// Queues the digram starting at x for a uniqueness check (guards start no digram).
   void push(uint32_t x) {
-    if (!is_guard(x)) pending_.push_back(x);
+    if (is_guard(x)) return;
+    pending_.push_back(x);
+    prefetch_digram(x);
   }
 
   uint32_t new_rule() {
@@ -253,18 +307,28 @@ class SequiturBuilder {
   }
 
   // ------------------------------------------------------------------ digram index
+  bool is_indexed(uint32_t x) const { return (indexed_[x >> 6] >> (x & 63)) & 1; }
+  void set_indexed(uint32_t x) { indexed_[x >> 6] |= uint64_t{1} << (x & 63); }
+  void clear_indexed(uint32_t x) { indexed_[x >> 6] &= ~(uint64_t{1} << (x & 63)); }
+
+  /// Starts loading the table slot of the digram at x (valid or not: a prefetch is only a hint).
+  void prefetch_digram(uint32_t x) const {
+    uint32_t a = nodes_[x].val;
+    uint32_t b = nodes_[nodes_[x].next].val;
+    if (((a | b) & kGuardBit) == 0) table_.prefetch(digram_fingerprint(a, b));
+  }
+
   /// Drops the index entry of the digram starting at x if x is the indexed occurrence. When
   /// the digram is "aa" an overlapping occurrence next to it ("aaa") is re-queued, so a run
   /// stays indexed after the occurrence that represented it goes away.
   void remove_digram(uint32_t x) {
+    if (!is_indexed(x)) return;
+    clear_indexed(x);
     const Node& n = nodes_[x];
     uint32_t a = n.val;
-    if (a & kGuardBit) return;
     uint32_t y = n.next;
-    uint32_t b = nodes_[y].val;
-    if ((b & kGuardBit) || a == kBoundaryMark || b == kBoundaryMark) return;
-    if (!table_.erase(digram_fingerprint(a, b), x)) return;
-    if (a == b) {
+    table_.erase(digram_fingerprint(a, nodes_[y].val), x);
+    if (a == nodes_[y].val) {
       if (nodes_[n.prev].val == a) pending_.push_back(n.prev);
       if (nodes_[nodes_[y].next].val == a) pending_.push_back(y);
     }
@@ -273,7 +337,7 @@ class SequiturBuilder {
   /// Enforces digram uniqueness for the digram starting at x (if x is still live).
   void check(uint32_t x) {
     const Node& n = nodes_[x];
-    if (n.prev == kNil) return;  // freed since it was queued
+    if (n.prev == kNil || is_indexed(x)) return;  // freed since queued, or already indexed
     uint32_t a = n.val;
     if (a & kGuardBit) return;
     uint32_t y = n.next;
@@ -282,7 +346,11 @@ class SequiturBuilder {
     uint32_t m = table_.find_or_insert(digram_fingerprint(a, b), x, [&](uint32_t c) {
       return nodes_[c].val == a && nodes_[nodes_[c].next].val == b;
     });
-    if (m == kNil || m == x) return;
+    if (m == kNil) {
+      set_indexed(x);
+      return;
+    }
+    if (m == x) return;  // unreachable while the index bits are exact
     if (a == b && (nodes_[m].next == x || y == m)) {
       check_run(x);
       return;
@@ -357,6 +425,8 @@ class SequiturBuilder {
     uint32_t y = nodes_[x].next;
     uint32_t p = nodes_[x].prev;
     uint32_t q = nodes_[y].next;
+    if (is_indexed(p)) prefetch_digram(p);
+    if (is_indexed(y)) prefetch_digram(y);
     remove_digram(p);
     remove_digram(x);
     remove_digram(y);
@@ -396,7 +466,8 @@ class SequiturBuilder {
   }
 
   uint32_t num_words_;
-  std::vector<Node> nodes_;
+  BigVector<Node> nodes_;
+  BigVector<uint64_t> indexed_;  ///< bit per node: it is the indexed occurrence of its digram
   uint32_t free_nodes_ = kNil;
   std::vector<uint32_t> guard_;  ///< rule -> guard node, kNil for a free rule id
   std::vector<uint32_t> uses_;   ///< rule -> occurrences in bodies
@@ -411,7 +482,14 @@ class SequiturBuilder {
 
 RawGrammar sequitur(std::span<const Symbol> tokens, uint32_t num_words) {
   SequiturBuilder builder(tokens.size(), num_words);
-  for (Symbol t : tokens) builder.append(t);
+  // The first lookup of a step is usually the digram (previous token, token): prefetch its slot
+  // a few steps ahead.
+  constexpr size_t kAhead = 3;
+  const size_t n = tokens.size();
+  for (size_t i = 0; i < n; ++i) {
+    if (i + kAhead < n) builder.prefetch_pair(tokens[i + kAhead - 1], tokens[i + kAhead]);
+    builder.append(tokens[i]);
+  }
   return builder.finish();
 }
 

@@ -4,6 +4,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <span>
+#include <string_view>
 #include <system_error>
 
 #include "common/error.h"
@@ -327,6 +328,54 @@ auto column(const std::vector<Row>& rows, Get get) {
   return out;
 }
 
+// The dictionary, front-coded: word i = the first prefix_lengths[i] bytes of word i-1, then
+// suffix i. Sorted words share long prefixes, so this is about a quarter smaller after deflate.
+struct FrontCoded {
+  std::vector<uint64_t> prefix_lengths;
+  std::vector<char> suffix_bytes;
+  std::vector<uint64_t> suffix_lengths;
+};
+
+FrontCoded front_code(const Dictionary& dict) {
+  FrontCoded f;
+  f.prefix_lengths.reserve(dict.size());
+  f.suffix_lengths.reserve(dict.size());
+  std::string_view prev;
+  for (uint32_t w = 0; w < dict.size(); ++w) {
+    std::string_view word = dict[w];
+    size_t k = 0;
+    const size_t limit = std::min(word.size(), prev.size());
+    while (k < limit && word[k] == prev[k]) ++k;
+    f.prefix_lengths.push_back(k);
+    f.suffix_bytes.insert(f.suffix_bytes.end(), word.begin() + k, word.end());
+    f.suffix_lengths.push_back(word.size() - k);
+    prev = word;
+  }
+  return f;
+}
+
+Dictionary read_dictionary(h5::Id group) {
+  auto [suffixes, suffix_offsets] = get_strings(group, "suffix_bytes", "suffix_lengths");
+  const size_t n = suffix_offsets.size() - 1;
+  if (n >= kBoundaryBit) throw InputError("dictionary too large");
+  std::vector<uint64_t> prefix = h5::read_array<uint64_t>(group, "prefix_lengths");
+  expect_equal(prefix.size(), n, "size of /dictionary/prefix_lengths");
+  std::vector<char> bytes;
+  std::vector<uint64_t> offsets{0};
+  offsets.reserve(n + 1);
+  for (size_t w = 0; w < n; ++w) {
+    const uint64_t prev_begin = w == 0 ? 0 : offsets[w - 1];
+    if (prefix[w] > offsets[w] - prev_begin)
+      throw InputError("/dictionary/prefix_lengths[" + std::to_string(w) +
+                       "] is longer than the previous word");
+    for (uint64_t k = 0; k < prefix[w]; ++k) bytes.push_back(bytes[prev_begin + k]);
+    bytes.insert(bytes.end(), suffixes.begin() + suffix_offsets[w],
+                 suffixes.begin() + suffix_offsets[w + 1]);
+    offsets.push_back(bytes.size());
+  }
+  return Dictionary(std::move(bytes), std::move(offsets));
+}
+
 // Checks the relations between the tables of a manifest that was just read.
 void check_manifest(const Manifest& m) {
   if (!m.dict.is_sorted_unique()) throw InputError("dictionary words are not sorted and unique");
@@ -359,8 +408,7 @@ void check_manifest(const Manifest& m) {
 void write_manifest_file(const fs::path& file, const Manifest& m, const ArchiveOptions& options) {
   const h5::WriteOptions o = write_options(options);
   const Totals t = totals_of(m);
-  std::vector<uint64_t> word_lengths(m.dict.size());
-  for (uint32_t w = 0; w < m.dict.size(); ++w) word_lengths[w] = m.dict[w].size();
+  FrontCoded words = front_code(m.dict);
   std::vector<char> name_bytes;
   std::vector<uint64_t> name_lengths;
   for (const DocEntry& d : m.docs) {
@@ -386,7 +434,9 @@ void write_manifest_file(const fs::path& file, const Manifest& m, const ArchiveO
       h5::write_uint_attr(f.id(), "archive_bytes", 0, Width::kU64);  // set below
 
       h5::Group dg = h5::create_group(f.id(), "dictionary");
-      put_strings(dg.id(), "word_bytes", "word_lengths", m.dict.bytes(), word_lengths, o);
+      put_min(dg.id(), "prefix_lengths", words.prefix_lengths, o);
+      put_strings(dg.id(), "suffix_bytes", "suffix_lengths", words.suffix_bytes,
+                  words.suffix_lengths, o);
       dg.close();
 
       h5::Group docs = h5::create_group(f.id(), "documents");
@@ -431,9 +481,7 @@ Manifest read_manifest(const fs::path& archive) {
     m.format_version = kFormatVersion;
 
     h5::Group dg = h5::open_group(f.id(), "dictionary");
-    auto [word_bytes, word_offsets] = get_strings(dg.id(), "word_bytes", "word_lengths");
-    if (word_offsets.size() - 1 >= kBoundaryBit) throw InputError("dictionary too large");
-    m.dict = Dictionary(std::move(word_bytes), std::move(word_offsets));
+    m.dict = read_dictionary(dg.id());
 
     h5::Group docs = h5::open_group(f.id(), "documents");
     auto [name_bytes, name_offsets] = get_strings(docs.id(), "name_bytes", "name_lengths");

@@ -161,6 +161,10 @@ PropList file_access_plist() {
   PropList fapl(H5_TRY(H5Pcreate(H5P_FILE_ACCESS)));
   // The 1.10 object format: checksummed object headers and superblock, compact chunk indexes.
   H5_TRY(H5Pset_libver_bounds(fapl.id(), H5F_LIBVER_LATEST, H5F_LIBVER_LATEST));
+  // No 2 KiB aggregation blocks for metadata and small raw data: archive files are written
+  // once, and the unused ends of those blocks would stay in the file (halves a small file).
+  H5_TRY(H5Pset_meta_block_size(fapl.id(), 0));
+  H5_TRY(H5Pset_small_data_block_size(fapl.id(), 0));
 #if H5_VERSION_GE(1, 10, 7)
   // Archives are written once under a temporary name and then only read: locks buy nothing and
   // fail on some parallel file systems.
@@ -249,7 +253,12 @@ template class Handle<Kind::kAttribute>;
 File create_file(const fs::path& file) {
   init();
   PropList fapl = file_access_plist();
-  hid_t id = H5Fcreate(file.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, fapl.id());
+  PropList fcpl(H5_TRY(H5Pcreate(H5P_FILE_CREATE)));
+  // No timestamps: the same input gives byte-identical files.
+  H5_TRY(H5Pset_obj_track_times(fcpl.id(), false));
+  // Keep the root's attributes in its object header (dense storage costs ~2 KiB).
+  H5_TRY(H5Pset_attr_phase_change(fcpl.id(), 64, 48));
+  hid_t id = H5Fcreate(file.c_str(), H5F_ACC_EXCL, fcpl.id(), fapl.id());
   if (id < 0) {
     StackSummary s = summarize_stack();
     std::string reason = os_reason(s.detail);
@@ -282,7 +291,9 @@ File open_file(const fs::path& file, bool writable) {
 
 Group create_group(Id loc, const std::string& name) {
   return with_context("group " + object_path(loc, name), [&] {
-    return Group(H5_TRY(H5Gcreate2(loc, name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)));
+    PropList gcpl(H5_TRY(H5Pcreate(H5P_GROUP_CREATE)));
+    H5_TRY(H5Pset_obj_track_times(gcpl.id(), false));  // reproducible files, smaller headers
+    return Group(H5_TRY(H5Gcreate2(loc, name.c_str(), H5P_DEFAULT, gcpl.id(), H5P_DEFAULT)));
   });
 }
 
@@ -319,6 +330,10 @@ void write_raw(Id loc, const std::string& name, const void* data, uint64_t n, Wi
     hsize_t maxdims[1] = {n == 0 ? H5S_UNLIMITED : n};
     Dataspace space(H5_TRY(H5Screate_simple(1, dims, maxdims)));
     PropList dcpl(H5_TRY(H5Pcreate(H5P_DATASET_CREATE)));
+    H5_TRY(H5Pset_obj_track_times(dcpl.id(), false));
+#if H5_VERSION_GE(1, 10, 5)
+    H5_TRY(H5Pset_dset_no_attrs_hint(dcpl.id(), true));  // minimal object headers
+#endif
     hsize_t chunk[1] = {std::clamp<uint64_t>(n, 1, kMaxChunkBytes / elem)};
     H5_TRY(H5Pset_chunk(dcpl.id(), 1, chunk));
     if (options.deflate_level > 0) {

@@ -63,8 +63,12 @@ void check_partition(const RecordBatch& in, const KeyLayout& layout, uint32_t pa
           << "row " << row << " of partition " << p;
       ASSERT_EQ(out.records.counts[row], in.counts[i]);
       if (layout.range_partition && parts > 1) {
-        if (p > 0) EXPECT_GE(got[0], splitters[p - 1]);
-        if (p + 1 < parts) EXPECT_LT(got[0], splitters[p]);
+        if (p > 0) {
+          EXPECT_GE(got[0], splitters[p - 1]);
+        }
+        if (p + 1 < parts) {
+          EXPECT_LT(got[0], splitters[p]);
+        }
       } else if (parts > 1) {
         EXPECT_EQ(hash_u32s(got.first(layout.partition_width)) % parts, p);
       }
@@ -76,7 +80,9 @@ void check_partition(const RecordBatch& in, const KeyLayout& layout, uint32_t pa
 
 std::vector<uint32_t> even_splitters(uint32_t parts, uint32_t key_range) {
   std::vector<uint32_t> s;
-  for (uint32_t p = 1; p < parts; ++p) s.push_back(static_cast<uint32_t>(uint64_t{key_range} * p / parts));
+  for (uint32_t p = 1; p < parts; ++p) {
+    s.push_back(static_cast<uint32_t>(uint64_t{key_range} * p / parts));
+  }
   return s;
 }
 

@@ -58,13 +58,13 @@ TEST_F(CpuEngineTest, OneVeryLongRuleAndLongSegment) {
   uint32_t small = b.add({word("cat"), word("sat")});
   uint32_t tiny = b.add({word("!")});
   std::vector<Symbol> longbody;
-  for (int i = 0; i < 10000; ++i) {
+  for (int i = 0; i < 6000; ++i) {
     uint64_t x = rng() % 10;
     longbody.push_back(x == 0 ? b.rule(small) : x == 1 ? b.rule(tiny) : Symbol(rng() % V));
   }
   uint32_t big = b.add(longbody);
   std::vector<Symbol> longdoc;
-  for (int i = 0; i < 9000; ++i)
+  for (int i = 0; i < 5000; ++i)
     longdoc.push_back(i % 5 == 0 ? b.rule(small) : Symbol(rng() % V));
   std::vector<std::vector<Symbol>> docs = {
       {b.rule(big), word("the"), b.rule(big)}, longdoc, {b.rule(tiny)}, {b.rule(big)}};
@@ -179,11 +179,11 @@ TEST_F(CpuEngineTest, SelectorRespectsMemoryBudget) {
 }
 
 TEST_F(CpuEngineTest, SelectorPrefersBottomUpForManyDocsSharingADeepDag) {
-  // 500 documents all reaching the same 300-rule DAG through one symbol: top-down per document
-  // re-walks the DAG every time, bottom-up builds the tables once.
+  // 500 documents all reaching the same 40-rule DAG (2^40 words) through one symbol: top-down
+  // per document re-walks the DAG every time, bottom-up builds the tables once.
   RawBuilder b(V);
   uint32_t prev = b.add({word("the"), word("cat")});
-  for (int i = 0; i < 300; ++i) prev = b.add({b.rule(prev), Symbol(i % V), b.rule(prev)});
+  for (int i = 0; i < 40; ++i) prev = b.add({b.rule(prev), Symbol(i % V), b.rule(prev)});
   std::vector<std::vector<Symbol>> docs(500, std::vector<Symbol>{b.rule(prev)});
   auto engine = make_cpu_engine(1);
   auto shard = engine->load(b.finalize(docs));

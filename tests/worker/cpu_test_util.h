@@ -113,6 +113,16 @@ inline ShardGrammar random_grammar(const RandomSpec& spec, uint32_t num_words, u
     d.resize(rng() % (spec.max_doc + 1));
     for (auto& s : d) s = symbol(spec.rules);
   }
+  // Every rule must sit below the root: rules nothing references go into a random document.
+  std::vector<bool> used(spec.rules + 1, false);
+  const RawGrammar raw = b.build(docs);
+  for (Symbol s : raw.symbols)
+    if (s >= num_words && !is_boundary(s)) used[s - num_words] = true;
+  for (uint32_t r = 1; r <= spec.rules; ++r)
+    if (!used[r] && !docs.empty()) {
+      auto& d = docs[rng() % docs.size()];
+      d.insert(d.begin() + static_cast<std::ptrdiff_t>(rng() % (d.size() + 1)), b.rule(r));
+    }
   return b.finalize(docs, spec.first_doc);
 }
 

@@ -10,9 +10,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <memory_resource>
 #include <string>
+#include <string_view>
 #include <unordered_map>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -98,41 +99,68 @@ namespace {
 using rawref::bytes_less;
 using Json = nlohmann::ordered_json;
 
-/// (key, count) with the order "count desc, key asc (bytes)".
-bool count_desc_key_asc(const std::pair<std::string, Count>& a,
-                        const std::pair<std::string, Count>& b) {
-  if (a.second != b.second) return a.second > b.second;
-  return bytes_less(a.first, b.first);
+// ------------------------------------------------------------------------- maps and orders
+
+/// Hash maps keyed by a word or by a joined sequence. Sequence tasks create millions of short
+/// keys, so each map allocates from its own arena (declared next to it) and releases
+/// everything at once, instead of one malloc/free per key.
+template <typename V>
+using KeyMap = std::pmr::unordered_map<std::pmr::string, V>;
+using CountMap = KeyMap<Count>;
+using Arena = std::pmr::monotonic_buffer_resource;
+
+/// The first 8 bytes of a key as a big-endian number, a missing byte counting as 0. When two
+/// heads differ they order their keys exactly like bytes_less: at the first differing byte
+/// either both keys have a byte there, or one key has ended (0) and the other has a nonzero
+/// byte, so the ended key is a proper prefix and sorts first. Equal heads decide nothing.
+uint64_t head_of(std::string_view key) {
+  uint64_t head = 0;
+  for (size_t i = 0; i < 8; ++i) {
+    head <<= 8;
+    if (i < key.size()) head |= static_cast<unsigned char>(key[i]);
+  }
+  return head;
 }
 
-/// Pointers to the entries of a hash map, in byte order of their keys.
-template <typename Map>
-std::vector<typename Map::value_type*> entries_by_key(Map& map) {
-  std::vector<typename Map::value_type*> entries;
-  entries.reserve(map.size());
-  for (auto& entry : map) entries.push_back(&entry);
-  std::sort(entries.begin(), entries.end(),
-            [](const auto* a, const auto* b) { return bytes_less(a->first, b->first); });
-  return entries;
+/// A row to sort: a key of a map (a view, valid while the map lives) with its value. The head
+/// settles most comparisons without reading the key's bytes, which are far away in memory.
+template <typename V>
+struct Row {
+  std::string_view key;
+  uint64_t head;
+  V value;
+};
+
+template <typename V>
+bool key_less(const Row<V>& a, const Row<V>& b) {
+  if (a.head != b.head) return a.head < b.head;
+  return bytes_less(a.key, b.key);
 }
 
-/// A hash map's (key, count) pairs in "count desc, key asc" order, cut to `top` rows (0 = all).
-std::vector<std::pair<std::string, Count>> ranked_rows(
-    const std::unordered_map<std::string, Count>& counts, uint64_t top) {
-  // Sort pointers to the entries (cheap to swap), then copy out the rows that are kept.
-  std::vector<const std::pair<const std::string, Count>*> order;
-  order.reserve(counts.size());
-  for (const auto& entry : counts) order.push_back(&entry);
-  std::sort(order.begin(), order.end(), [](const auto* a, const auto* b) {
-    if (a->second != b->second) return a->second > b->second;  // count desc
-    return bytes_less(a->first, b->first);                      // key asc
+/// A count map's entries in "count desc, key asc (bytes)" order, cut to `top` rows (0 = all).
+std::vector<Row<Count>> by_count(const CountMap& counts, uint64_t top) {
+  std::vector<Row<Count>> rows;
+  rows.reserve(counts.size());
+  for (const auto& [key, count] : counts) rows.push_back({key, head_of(key), count});
+  std::sort(rows.begin(), rows.end(), [](const Row<Count>& a, const Row<Count>& b) {
+    if (a.value != b.value) return a.value > b.value;  // count desc
+    return key_less(a, b);                             // key asc
   });
-  if (top != 0 && order.size() > top) order.resize(top);
-  std::vector<std::pair<std::string, Count>> rows;
-  rows.reserve(order.size());
-  for (const auto* entry : order) rows.emplace_back(entry->first, entry->second);
+  if (top != 0 && rows.size() > top) rows.resize(top);
   return rows;
 }
+
+/// A map's entries in key order (bytes), each with a pointer to its value.
+template <typename V>
+std::vector<Row<V*>> by_key(KeyMap<V>& map) {
+  std::vector<Row<V*>> rows;
+  rows.reserve(map.size());
+  for (auto& [key, value] : map) rows.push_back({key, head_of(key), &value});
+  std::sort(rows.begin(), rows.end(), key_less<V*>);
+  return rows;
+}
+
+// ------------------------------------------------------------------------ words and output
 
 /// Collects the rows and frames them: TSV rows each end with '\n'; JSON is "[\n", the row
 /// objects separated by ",\n", then "\n]\n" (or "[\n]\n" with no rows).
@@ -187,11 +215,11 @@ std::vector<std::vector<std::string>> word_streams(const std::vector<RawDocument
   return streams;
 }
 
-/// The n-word sequences of one document in order, each as its words joined by one space.
-/// Calls visit(joined) for each; `joined` is reused between calls.
+/// Calls visit(joined) for each n-word sequence of one document, in order; `joined` is the
+/// sequence's words joined by one space (one buffer, reused between calls).
 template <typename Visit>
 void for_each_sequence(const std::vector<std::string>& words, uint32_t n, Visit&& visit) {
-  std::string joined;
+  std::pmr::string joined;
   for (size_t i = 0; i + n <= words.size(); ++i) {
     joined = words[i];
     for (size_t k = 1; k < n; ++k) {
@@ -202,81 +230,72 @@ void for_each_sequence(const std::vector<std::string>& words, uint32_t n, Visit&
   }
 }
 
-/// Occurrences of each n-word sequence of one document, keyed by the joined sequence.
-std::unordered_map<std::string, Count> count_sequences(const std::vector<std::string>& words,
-                                                       uint32_t n) {
-  std::unordered_map<std::string, Count> counts;
-  for_each_sequence(words, n, [&](const std::string& seq) { ++counts[seq]; });
-  return counts;
-}
-
-std::unordered_map<std::string, Count> count_words(const std::vector<std::string>& words) {
-  std::unordered_map<std::string, Count> counts;
-  for (const std::string& w : words) ++counts[w];
-  return counts;
-}
+/// Convenience for building rows: a key (std::string_view) as a std::string.
+std::string str(std::string_view s) { return std::string(s); }
 
 // ------------------------------------------------------------------------------- the tasks
 
 void word_count(const std::vector<std::vector<std::string>>& streams, const QueryOptions& q,
                 Output& out) {
-  std::unordered_map<std::string, Count> counts;
+  Arena arena;
+  CountMap counts(&arena);
   for (const auto& words : streams) {
-    for (const std::string& w : words) ++counts[w];
+    for (const std::string& w : words) ++counts[std::pmr::string(w)];
   }
-  for (const auto& [word, count] : ranked_rows(counts, q.top)) {
+  for (const auto& [word, head, count] : by_count(counts, q.top)) {
     if (out.json()) {
       Json row;
-      row["word"] = word;
+      row["word"] = str(word);
       row["count"] = count;
       out.json_row(row);
     } else {
-      out.tsv_row(word + '\t' + std::to_string(count));
+      out.tsv_row(str(word) + '\t' + std::to_string(count));
     }
   }
 }
 
 void sort_task(const std::vector<std::vector<std::string>>& streams, Output& out) {
-  std::unordered_map<std::string, Count> counts;
+  Arena arena;
+  CountMap counts(&arena);
   for (const auto& words : streams) {
-    for (const std::string& w : words) ++counts[w];
+    for (const std::string& w : words) ++counts[std::pmr::string(w)];
   }
-  for (const auto* entry : entries_by_key(counts)) {
-    const std::string& word = entry->first;
-    const Count count = entry->second;
+  for (const auto& [word, head, count] : by_key(counts)) {
     if (out.json()) {
       Json row;
-      row["word"] = word;
-      row["count"] = count;
+      row["word"] = str(word);
+      row["count"] = *count;
       out.json_row(row);
     } else {
-      out.tsv_row(word + '\t' + std::to_string(count));
+      out.tsv_row(str(word) + '\t' + std::to_string(*count));
     }
   }
 }
 
 void inverted_index(const std::vector<std::vector<std::string>>& streams, Output& out) {
-  // Documents are visited in id order, so each posting list is built ascending, each id once.
-  std::unordered_map<std::string, std::vector<DocId>> postings;
+  // Documents are visited in id order, so each list is built ascending; a word seen again in
+  // the same document finds its list already ending with that document.
+  Arena arena;
+  KeyMap<std::pmr::vector<DocId>> postings(&arena);
   for (DocId d = 0; d < streams.size(); ++d) {
-    std::unordered_set<std::string> seen(streams[d].begin(), streams[d].end());
-    for (const std::string& w : seen) postings[w].push_back(d);
+    for (const std::string& w : streams[d]) {
+      std::pmr::vector<DocId>& docs = postings[std::pmr::string(w)];
+      if (docs.empty() || docs.back() != d) docs.push_back(d);
+    }
   }
-  for (const auto* entry : entries_by_key(postings)) {
-    const std::string& word = entry->first;
-    const std::vector<DocId>& docs = entry->second;
+  for (const auto& [word, head, docs] : by_key(postings)) {
     if (out.json()) {
       Json list = Json::array();
-      for (DocId d : docs) list.push_back(out.doc_json(d));
+      for (DocId d : *docs) list.push_back(out.doc_json(d));
       Json row;
-      row["word"] = word;
+      row["word"] = str(word);
       row["docs"] = std::move(list);
       out.json_row(row);
     } else {
-      std::string line = word + '\t';
-      for (size_t i = 0; i < docs.size(); ++i) {
+      std::string line = str(word) + '\t';
+      for (size_t i = 0; i < docs->size(); ++i) {
         if (i > 0) line += ',';
-        line += out.doc_tsv(docs[i]);
+        line += out.doc_tsv((*docs)[i]);
       }
       out.tsv_row(line);
     }
@@ -286,18 +305,20 @@ void inverted_index(const std::vector<std::vector<std::string>>& streams, Output
 void term_vector(const std::vector<std::vector<std::string>>& streams, const QueryOptions& q,
                  Output& out) {
   for (DocId d = 0; d < streams.size(); ++d) {
-    std::vector<std::pair<std::string, Count>> terms;
-    for (const auto& [word, count] : count_words(streams[d])) {
-      if (count >= q.min_count) terms.emplace_back(word, count);
+    Arena arena;
+    CountMap all(&arena);
+    for (const std::string& w : streams[d]) ++all[std::pmr::string(w)];
+    std::vector<Row<Count>> terms;  // words with count >= --min-count, best first, --top of them
+    for (const Row<Count>& term : by_count(all, 0)) {
+      if (term.value >= q.min_count) terms.push_back(term);
     }
-    std::sort(terms.begin(), terms.end(), count_desc_key_asc);
     if (q.top != 0 && terms.size() > q.top) terms.resize(q.top);
 
     if (out.json()) {
       Json list = Json::array();
-      for (const auto& [word, count] : terms) {
+      for (const auto& [word, head, count] : terms) {
         Json term;
-        term["word"] = word;
+        term["word"] = str(word);
         term["count"] = count;
         list.push_back(std::move(term));
       }
@@ -309,7 +330,7 @@ void term_vector(const std::vector<std::vector<std::string>>& streams, const Que
       std::string line = out.doc_tsv(d) + '\t';
       for (size_t i = 0; i < terms.size(); ++i) {
         if (i > 0) line += ' ';
-        line += terms[i].first + ':' + std::to_string(terms[i].second);
+        line += str(terms[i].key) + ':' + std::to_string(terms[i].value);
       }
       out.tsv_row(line);
     }
@@ -320,32 +341,36 @@ void sequence_count(const std::vector<std::vector<std::string>>& streams, const 
                     Output& out) {
   if (q.per_doc) {
     for (DocId d = 0; d < streams.size(); ++d) {
-      for (const auto& [seq, count] : ranked_rows(count_sequences(streams[d], q.n), q.top)) {
+      Arena arena;
+      CountMap counts(&arena);
+      for_each_sequence(streams[d], q.n, [&](const std::pmr::string& seq) { ++counts[seq]; });
+      for (const auto& [seq, head, count] : by_count(counts, q.top)) {
         if (out.json()) {
           Json row;
           row["doc"] = out.doc_json(d);
-          row["sequence"] = seq;
+          row["sequence"] = str(seq);
           row["count"] = count;
           out.json_row(row);
         } else {
-          out.tsv_row(out.doc_tsv(d) + '\t' + seq + '\t' + std::to_string(count));
+          out.tsv_row(out.doc_tsv(d) + '\t' + str(seq) + '\t' + std::to_string(count));
         }
       }
     }
     return;
   }
-  std::unordered_map<std::string, Count> counts;
+  Arena arena;
+  CountMap counts(&arena);
   for (const auto& words : streams) {
-    for_each_sequence(words, q.n, [&](const std::string& seq) { ++counts[seq]; });
+    for_each_sequence(words, q.n, [&](const std::pmr::string& seq) { ++counts[seq]; });
   }
-  for (const auto& [seq, count] : ranked_rows(counts, q.top)) {
+  for (const auto& [seq, head, count] : by_count(counts, q.top)) {
     if (out.json()) {
       Json row;
-      row["sequence"] = seq;
+      row["sequence"] = str(seq);
       row["count"] = count;
       out.json_row(row);
     } else {
-      out.tsv_row(seq + '\t' + std::to_string(count));
+      out.tsv_row(str(seq) + '\t' + std::to_string(count));
     }
   }
 }
@@ -354,38 +379,38 @@ void ranked_inverted_index(const std::vector<std::vector<std::string>>& streams,
                            const QueryOptions& q, Output& out) {
   // Documents are visited in id order, so a sequence's (doc, count) list gets one entry per
   // document, ascending by id: a new document appends, a repeat bumps the last entry.
-  std::unordered_map<std::string, std::vector<std::pair<DocId, Count>>> postings;
+  using Posting = std::pair<DocId, Count>;
+  Arena arena;
+  KeyMap<std::pmr::vector<Posting>> postings(&arena);
   for (DocId d = 0; d < streams.size(); ++d) {
-    for_each_sequence(streams[d], q.n, [&](const std::string& seq) {
-      std::vector<std::pair<DocId, Count>>& list = postings[seq];
+    for_each_sequence(streams[d], q.n, [&](const std::pmr::string& seq) {
+      std::pmr::vector<Posting>& list = postings[seq];
       if (list.empty() || list.back().first != d) list.emplace_back(d, 0);
       ++list.back().second;
     });
   }
-  for (auto* entry : entries_by_key(postings)) {
-    const std::string& seq = entry->first;
-    std::vector<std::pair<DocId, Count>>& docs = entry->second;
-    std::sort(docs.begin(), docs.end(), [](const auto& a, const auto& b) {
+  for (const auto& [seq, head, docs] : by_key(postings)) {
+    std::sort(docs->begin(), docs->end(), [](const Posting& a, const Posting& b) {
       if (a.second != b.second) return a.second > b.second;  // count desc
       return a.first < b.first;                              // doc id asc
     });
     if (out.json()) {
       Json list = Json::array();
-      for (const auto& [d, count] : docs) {
+      for (const auto& [d, count] : *docs) {
         Json entry;
         entry["doc"] = out.doc_json(d);
         entry["count"] = count;
         list.push_back(std::move(entry));
       }
       Json row;
-      row["sequence"] = seq;
+      row["sequence"] = str(seq);
       row["docs"] = std::move(list);
       out.json_row(row);
     } else {
-      std::string line = seq + '\t';
-      for (size_t i = 0; i < docs.size(); ++i) {
+      std::string line = str(seq) + '\t';
+      for (size_t i = 0; i < docs->size(); ++i) {
         if (i > 0) line += ' ';
-        line += out.doc_tsv(docs[i].first) + ':' + std::to_string(docs[i].second);
+        line += out.doc_tsv((*docs)[i].first) + ':' + std::to_string((*docs)[i].second);
       }
       out.tsv_row(line);
     }

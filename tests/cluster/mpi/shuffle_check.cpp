@@ -143,7 +143,9 @@ void check_alltoallv() {
   std::vector<size_t> counts(p);
   for (int d = 0; d < p; ++d) {
     counts[d] = static_cast<size_t>((c.rank() + 2 * d) % 5) * 3;
-    for (size_t i = 0; i < counts[d]; ++i) send.push_back(static_cast<T>(c.rank() * 61 + d * 7 + i));
+    for (size_t i = 0; i < counts[d]; ++i) {
+      send.push_back(static_cast<T>(c.rank() * 61 + d * 7 + i));
+    }
   }
   std::vector<size_t> recv_counts;
   const auto got = c.alltoallv(std::span<const T>(send), counts, &recv_counts);
@@ -279,8 +281,12 @@ TEST(Shuffle, RangeSplittersGiveGlobalOrder) {
   reduce_records(mine, 2);
   for (size_t i = 0; i < mine.size(); ++i) {
     const uint32_t k = mine.keys[i];
-    if (c.rank() > 0) EXPECT_GE(k, splitters[c.rank() - 1]);
-    if (c.rank() + 1 < c.size()) EXPECT_LT(k, splitters[c.rank()]);
+    if (c.rank() > 0) {
+      EXPECT_GE(k, splitters[c.rank() - 1]);
+    }
+    if (c.rank() + 1 < c.size()) {
+      EXPECT_LT(k, splitters[c.rank()]);
+    }
   }
 
   // Balance: rows received per rank within 25% of the mean (plus slack for tiny inputs).
@@ -370,7 +376,9 @@ int main(int argc, char** argv) {
   }
   const int rc = RUN_ALL_TESTS();
   const bool ok = comm.allreduce_and(rc == 0);
-  if (comm.rank() == 0) std::printf("shuffle_check: %d rank(s), %s\n", comm.size(), ok ? "PASSED" : "FAILED");
+  if (comm.rank() == 0) {
+    std::printf("shuffle_check: %d rank(s), %s\n", comm.size(), ok ? "PASSED" : "FAILED");
+  }
   comm.finalize();
   return ok ? 0 : 1;
 }
