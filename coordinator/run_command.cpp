@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <future>
 #include <iostream>
@@ -71,6 +74,20 @@ void validate(RunCommand& c) {
   }
 }
 
+/// Fault injection for the failure tests: GTADOC_FAULT_INJECT="RANK:SHARD:kill|throw" makes that
+/// rank die by SIGKILL, or throw, when it starts on that shard.
+void maybe_inject_fault(const Comm& comm, uint32_t shard) {
+  const char* spec = std::getenv("GTADOC_FAULT_INJECT");
+  if (spec == nullptr) return;
+  int rank = -1;
+  unsigned s = 0;
+  char mode[16] = {0};
+  if (std::sscanf(spec, "%d:%u:%15s", &rank, &s, mode) != 3) return;
+  if (rank != comm.rank() || s != shard) return;
+  if (std::string(mode) == "kill") ::raise(SIGKILL);
+  throw InputError("injected failure (GTADOC_FAULT_INJECT)");
+}
+
 struct Timings {
   double load = 0, init = 0, traversal = 0, shuffle = 0, merge = 0, write = 0;
 };
@@ -91,6 +108,7 @@ RecordBatch process_shards(const RunCommand& c, Comm& comm, const Manifest& m,
   for (size_t i = 0; i < mine.size(); ++i) {
     uint32_t s = mine[i];
     try {
+      maybe_inject_fault(comm, s);
       Timer wait;
       auto [grammar, read_s] = next.get();
       double waited = wait.seconds();

@@ -48,7 +48,9 @@ struct HugePageAllocator {
     if (!p) throw std::bad_alloc();
     return static_cast<T*>(p);
   }
-  void deallocate(T* p, size_t) { std::free(p); }
+  void deallocate(T* p, size_t) {
+    std::free(p);
+  }
   template <typename U>
   bool operator==(const HugePageAllocator<U>&) const {
     return true;
@@ -472,8 +474,8 @@ class SequiturBuilder {
   std::vector<uint32_t> guard_;  ///< rule -> guard node, kNil for a free rule id
   std::vector<uint32_t> uses_;   ///< rule -> occurrences in bodies
   std::vector<uint32_t> free_rules_;
-  std::vector<uint32_t> pending_;     ///< nodes whose digram awaits a uniqueness check
-  std::vector<Symbol> boundaries_;    ///< boundary symbols in input order
+  std::vector<uint32_t> pending_;   ///< nodes whose digram awaits a uniqueness check
+  std::vector<Symbol> boundaries_;  ///< boundary symbols in input order
   uint64_t live_symbols_ = 0;
   DigramTable table_;
 };

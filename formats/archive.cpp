@@ -51,6 +51,7 @@ class RemoveOnFailure {
 };
 
 h5::WriteOptions write_options(const ArchiveOptions& o) {
+  GTADOC_EXPECTS(o.deflate_level >= 0 && o.deflate_level <= 9, "deflate level must be 0..9");
   h5::WriteOptions w;
   w.deflate_level = o.deflate_level;
   return w;

@@ -86,8 +86,8 @@ ShardGrammar finalize_grammar(uint32_t num_words, DocId first_doc, uint32_t num_
   std::vector<uint32_t> height = raw_heights(num_words, raw);
   const uint32_t top = height[0];
   for (uint32_t r = 1; r < num_rules; ++r)
-    GTADOC_EXPECTS(height[r] < top, "finalize_grammar: rule " + std::to_string(r) +
-                                        " is not below the root");
+    GTADOC_EXPECTS(height[r] < top,
+                   "finalize_grammar: rule " + std::to_string(r) + " is not below the root");
 
   ShardGrammar g;
   g.num_words = num_words;
@@ -192,8 +192,7 @@ void validate_grammar(const ShardGrammar& g, std::string_view what) {
     for (uint64_t i = g.rule_offsets[r]; i < g.rule_offsets[r + 1]; ++i) {
       Symbol s = g.symbols[i];
       if (is_boundary(s)) {
-        if (r != root)
-          corrupt(what, "boundary symbol in rule " + to_string(r) + " (not the root)");
+        if (r != root) corrupt(what, "boundary symbol in rule " + to_string(r) + " (not the root)");
       } else if (s < V) {
         ++length;
       } else {
@@ -258,8 +257,8 @@ void validate_grammar(const ShardGrammar& g, std::string_view what) {
 }
 
 void expand_document(const ShardGrammar& g, uint32_t d, std::vector<WordId>& out) {
-  GTADOC_EXPECTS(d < g.num_docs, "expand_document: document " + std::to_string(d) +
-                                     " out of range");
+  GTADOC_EXPECTS(d < g.num_docs,
+                 "expand_document: document " + std::to_string(d) + " out of range");
   auto [begin, end] = g.doc_segment(d);
   const uint32_t V = g.num_words;
   uint64_t total = 0;

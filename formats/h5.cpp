@@ -22,14 +22,12 @@ namespace fs = std::filesystem;
 // walk callback: most API calls clear the stack being walked).
 struct Frame {
   std::string desc;
-  std::string func;
   hid_t minor = -1;
 };
 
 herr_t collect_frame(unsigned /*n*/, const H5E_error2_t* err, void* data) {
   auto* frames = static_cast<std::vector<Frame>*>(data);
-  frames->push_back(
-      {err->desc ? err->desc : "", err->func_name ? err->func_name : "", err->min_num});
+  frames->push_back({err->desc ? err->desc : "", err->min_num});
   return 0;
 }
 

@@ -25,7 +25,8 @@ inline constexpr Id kInvalidId = -1;
 void init();
 
 /// Serializes HDF5 use inside the process (a non-thread-safe HDF5 build must not be entered
-/// concurrently; a thread-safe one serializes anyway). Hold it around any sequence of calls.
+/// concurrently; a thread-safe one serializes anyway). The archive functions hold it; code that
+/// uses the helpers below from several threads must hold it around each sequence of calls.
 class Lock {
  public:
   Lock();

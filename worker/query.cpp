@@ -2,6 +2,8 @@
 #include "worker/query.h"
 
 #include <algorithm>
+#include <atomic>
+#include <memory>
 #include <cstring>
 #include <numeric>
 #include <string_view>
@@ -31,64 +33,25 @@ bool is_ascii_alnum(unsigned char c) {
 /// Bytes that --alnum keeps at the ends of a word: ASCII letters/digits and every byte >= 0x80.
 bool is_kept_edge(unsigned char c) { return c >= 0x80 || is_ascii_alnum(c); }
 
-/// A normalized word to sort: its first 8 bytes big-endian (zero padded) and its index.
+/// Runs fn(t) for t in [0, threads) on `threads` threads (the caller runs t = 0).
+template <class Fn>
+void run_threads(unsigned threads, Fn&& fn) {
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t) pool.emplace_back([&fn, t] { fn(t); });
+  fn(0u);
+  for (auto& th : pool) th.join();
+}
+
+/// Normalized word to sort: its first 8 bytes big-endian (zero padded) and its global id.
 struct SortItem {
   uint64_t prefix;
   uint32_t id;
 };
 
-uint64_t big_endian_prefix(std::string_view s) {
-  unsigned char b[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  std::memcpy(b, s.data(), std::min<size_t>(8, s.size()));
+uint64_t big_endian_prefix(const char* p, size_t n) {
   uint64_t v = 0;
-  for (unsigned char c : b) v = (v << 8) | c;
+  for (size_t i = 0; i < 8; ++i) v = (v << 8) | (i < n ? static_cast<unsigned char>(p[i]) : 0u);
   return v;
-}
-
-/// Sorts `items` by their words (byte order), on several threads when the input is large.
-template <class Less>
-void parallel_sort(std::vector<SortItem>& items, Less less) {
-  const size_t n = items.size();
-  unsigned threads = std::max(1u, std::min(8u, std::thread::hardware_concurrency()));
-  if (n < (1u << 20) || threads == 1) {
-    std::sort(items.begin(), items.end(), less);
-    return;
-  }
-  // Sort `threads` chunks concurrently, then merge neighbouring runs pairwise.
-  std::vector<size_t> bounds(threads + 1);
-  for (unsigned t = 0; t <= threads; ++t) bounds[t] = n * t / threads;
-  {
-    std::vector<std::thread> pool;
-    for (unsigned t = 0; t < threads; ++t)
-      pool.emplace_back([&, t] {
-        std::sort(items.begin() + bounds[t], items.begin() + bounds[t + 1], less);
-      });
-    for (auto& th : pool) th.join();
-  }
-  std::vector<SortItem> tmp(n);
-  while (bounds.size() > 2) {
-    std::vector<size_t> next;
-    std::vector<std::thread> pool;
-    for (size_t i = 0; i + 1 < bounds.size(); i += 2) {
-      next.push_back(bounds[i]);
-      if (i + 2 < bounds.size()) {
-        size_t lo = bounds[i], mid = bounds[i + 1], hi = bounds[i + 2];
-        pool.emplace_back([&, lo, mid, hi] {
-          std::merge(items.begin() + lo, items.begin() + mid, items.begin() + mid,
-                     items.begin() + hi, tmp.begin() + lo, less);
-        });
-      } else {  // odd run out: carried over unchanged
-        size_t lo = bounds[i], hi = bounds[i + 1];
-        pool.emplace_back([&, lo, hi] {
-          std::copy(items.begin() + lo, items.begin() + hi, tmp.begin() + lo);
-        });
-      }
-    }
-    next.push_back(n);
-    for (auto& th : pool) th.join();
-    items.swap(tmp);
-    bounds.swap(next);
-  }
 }
 
 }  // namespace
@@ -143,65 +106,121 @@ Normalization normalize_dictionary(const Dictionary& dict, bool lowercase, bool 
     return out;
   }
   out.identity = false;
+  out.remap.assign(num_words, kDroppedWord);
+  const unsigned threads =
+      num_words < (1u << 16) ? 1u : std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
+  auto range = [&](unsigned t, uint64_t n) {
+    return std::pair<uint64_t, uint64_t>{n * t / threads, n * (t + 1) / threads};
+  };
 
-  // 1. Normalize every word into one buffer (empty = dropped).
-  const std::vector<char>& src = dict.bytes();
-  std::vector<char> buf(src.size());
-  std::vector<uint64_t> off(static_cast<size_t>(num_words) + 1, 0);
-  uint64_t pos = 0;
-  for (uint32_t w = 0; w < num_words; ++w) {
-    std::string_view s = dict[w];
-    size_t b = 0, e = s.size();
-    if (alnum) {
-      while (b < e && !is_kept_edge(static_cast<unsigned char>(s[b]))) ++b;
-      while (e > b && !is_kept_edge(static_cast<unsigned char>(s[e - 1]))) --e;
-    }
-    char* dst = buf.data() + pos;
-    if (lowercase) {
+  // 1. Normalize every word in place of the original (never longer): word w becomes
+  //    buf[src_off[w], src_off[w] + nlen[w]). Each thread keeps its surviving words' sort items
+  //    and counts them per bucket of the first two bytes.
+  constexpr size_t kBuckets = 1 << 16;
+  const std::vector<uint64_t>& src_off = dict.offsets();
+  const char* src = dict.bytes().data();
+  std::unique_ptr<char[]> buf = std::make_unique_for_overwrite<char[]>(dict.bytes().size() + 1);
+  std::vector<uint32_t> nlen(num_words);
+  std::vector<std::vector<SortItem>> local(threads);
+  std::vector<std::vector<uint64_t>> bucket_count(threads, std::vector<uint64_t>(kBuckets + 1, 0));
+  run_threads(threads, [&](unsigned t) {
+    auto [lo, hi] = range(t, num_words);
+    auto& items = local[t];
+    items.reserve(hi - lo);
+    for (uint64_t w = lo; w < hi; ++w) {
+      const char* s = src + src_off[w];
+      size_t b = 0, e = src_off[w + 1] - src_off[w];
+      if (alnum) {
+        while (b < e && !is_kept_edge(static_cast<unsigned char>(s[b]))) ++b;
+        while (e > b && !is_kept_edge(static_cast<unsigned char>(s[e - 1]))) --e;
+      }
+      char* dst = buf.get() + src_off[w];
       for (size_t i = b; i < e; ++i) {
         char c = s[i];
-        dst[i - b] = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+        dst[i - b] = (lowercase && c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
       }
-    } else if (e > b) {
-      std::memcpy(dst, s.data() + b, e - b);
+      nlen[w] = static_cast<uint32_t>(e - b);
+      if (e > b) {
+        uint64_t prefix = big_endian_prefix(dst, e - b);
+        items.push_back({prefix, static_cast<uint32_t>(w)});
+        ++bucket_count[t][prefix >> 48];
+      }
     }
-    pos += e - b;
-    off[w + 1] = pos;
-  }
-  auto word = [&](uint32_t w) {
-    return std::string_view(buf.data() + off[w], static_cast<size_t>(off[w + 1] - off[w]));
-  };
-
-  // 2. Sort the surviving words by bytes (8-byte prefix first, full comparison on ties).
-  std::vector<SortItem> items;
-  items.reserve(num_words);
-  for (uint32_t w = 0; w < num_words; ++w)
-    if (off[w + 1] > off[w]) items.push_back({big_endian_prefix(word(w)), w});
+  });
+  auto word = [&](uint32_t w) { return std::string_view(buf.get() + src_off[w], nlen[w]); };
   auto less = [&](const SortItem& a, const SortItem& b) {
     if (a.prefix != b.prefix) return a.prefix < b.prefix;
-    std::string_view x = word(a.id), y = word(b.id);
-    if (x.size() <= 8 && y.size() <= 8) return x.size() < y.size();
-    return x < y;
+    if (nlen[a.id] <= 8 && nlen[b.id] <= 8) return nlen[a.id] < nlen[b.id];
+    return word(a.id) < word(b.id);
   };
-  parallel_sort(items, less);
+  auto same = [&](const SortItem& a, const SortItem& b) {
+    return a.prefix == b.prefix && word(a.id) == word(b.id);
+  };
 
-  // 3. Distinct words get consecutive ids; build the normalized dictionary and the remap.
-  out.remap.assign(num_words, kDroppedWord);
-  std::vector<char> nbytes;
-  std::vector<uint64_t> noffsets{0};
-  nbytes.reserve(pos);
-  noffsets.reserve(items.size() + 1);
-  WordId next = 0;
-  for (size_t i = 0; i < items.size(); ++i) {
-    std::string_view s = word(items[i].id);
-    bool fresh = i == 0 || items[i].prefix != items[i - 1].prefix || s != word(items[i - 1].id);
-    if (fresh) {
-      nbytes.insert(nbytes.end(), s.begin(), s.end());
-      noffsets.push_back(nbytes.size());
-      ++next;
+  // 2. Scatter by bucket (MSD radix on the first two bytes), then sort every bucket.
+  std::vector<uint64_t> bucket_begin(kBuckets + 1, 0);
+  {
+    uint64_t pos = 0;
+    for (size_t k = 0; k < kBuckets; ++k) {
+      bucket_begin[k] = pos;
+      for (unsigned t = 0; t < threads; ++t) {
+        uint64_t c = bucket_count[t][k];
+        bucket_count[t][k] = pos;  // becomes thread t's write cursor in bucket k
+        pos += c;
+      }
     }
-    out.remap[items[i].id] = next - 1;
+    bucket_begin[kBuckets] = pos;
   }
+  const uint64_t total = bucket_begin[kBuckets];
+  std::vector<SortItem> items(total);
+  run_threads(threads, [&](unsigned t) {
+    auto& cursor = bucket_count[t];
+    for (const SortItem& it : local[t]) items[cursor[it.prefix >> 48]++] = it;
+    std::vector<SortItem>().swap(local[t]);
+  });
+  std::atomic<size_t> next_bucket{0};
+  run_threads(threads, [&](unsigned) {
+    for (size_t k; (k = next_bucket.fetch_add(64)) < kBuckets;)
+      for (size_t j = k; j < std::min(kBuckets, k + 64); ++j)
+        if (bucket_begin[j + 1] - bucket_begin[j] > 1)
+          std::sort(items.begin() + bucket_begin[j], items.begin() + bucket_begin[j + 1], less);
+  });
+
+  // 3. Distinct words get consecutive ids: mark the first of each run, count per thread range,
+  //    then number, remap and copy the bytes in parallel.
+  std::vector<uint64_t> fresh_before(threads + 1, 0), bytes_before(threads + 1, 0);
+  run_threads(threads, [&](unsigned t) {
+    auto [lo, hi] = range(t, total);
+    uint64_t f = 0, b = 0;
+    for (uint64_t i = lo; i < hi; ++i)
+      if (i == 0 || !same(items[i], items[i - 1])) {
+        ++f;
+        b += nlen[items[i].id];
+      }
+    fresh_before[t + 1] = f;
+    bytes_before[t + 1] = b;
+  });
+  for (unsigned t = 0; t < threads; ++t) {
+    fresh_before[t + 1] += fresh_before[t];
+    bytes_before[t + 1] += bytes_before[t];
+  }
+  std::vector<char> nbytes(bytes_before[threads]);
+  std::vector<uint64_t> noffsets(fresh_before[threads] + 1, 0);
+  noffsets.back() = nbytes.size();
+  run_threads(threads, [&](unsigned t) {
+    auto [lo, hi] = range(t, total);
+    uint64_t id = fresh_before[t], at = bytes_before[t];
+    for (uint64_t i = lo; i < hi; ++i) {
+      const uint32_t w = items[i].id;
+      if (i == 0 || !same(items[i], items[i - 1])) {
+        noffsets[id] = at;
+        std::memcpy(nbytes.data() + at, buf.get() + src_off[w], nlen[w]);
+        at += nlen[w];
+        ++id;
+      }
+      out.remap[w] = static_cast<WordId>(id - 1);
+    }
+  });
   out.dict = Dictionary(std::move(nbytes), std::move(noffsets));
   return out;
 }

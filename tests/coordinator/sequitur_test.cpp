@@ -21,7 +21,9 @@ namespace {
 
 using Tokens = std::vector<Symbol>;
 
-uint32_t num_raw_rules(const RawGrammar& g) { return static_cast<uint32_t>(g.offsets.size() - 1); }
+uint32_t num_raw_rules(const RawGrammar& g) {
+  return static_cast<uint32_t>(g.offsets.size() - 1);
+}
 
 /// Expands rule 0 with an explicit stack; fails the test on an out-of-range symbol.
 Tokens expand_raw(const RawGrammar& g, uint32_t num_words) {
@@ -63,8 +65,8 @@ std::string digram_violation(const RawGrammar& g) {
       prev_counted_run = a == b;
       uint64_t key = (static_cast<uint64_t>(a) << 32) | b;
       if (++count[key] >= 2)
-        return "digram (" + std::to_string(a) + "," + std::to_string(b) + ") repeats, 2nd in rule " +
-               std::to_string(r);
+        return "digram (" + std::to_string(a) + "," + std::to_string(b) +
+               ") repeats, 2nd in rule " + std::to_string(r);
     }
   }
   return "";
@@ -108,7 +110,10 @@ RawGrammar run_all_checks(const Tokens& tokens, uint32_t num_words) {
   // Split the input at its boundaries to know each document's words.
   std::vector<Tokens> docs(1);
   for (Symbol t : tokens) {
-    if (is_boundary(t)) docs.emplace_back(); else docs.back().push_back(t);
+    if (is_boundary(t))
+      docs.emplace_back();
+    else
+      docs.back().push_back(t);
   }
   ShardGrammar fg = finalize_grammar(num_words, 7, static_cast<uint32_t>(docs.size()), g);
   EXPECT_NO_THROW(validate_grammar(fg, "test"));
@@ -277,8 +282,8 @@ TEST(Sequitur, BoundariesAreNeverInsideRules) {
   run_all_checks(t, 20);
 
   // Empty documents (adjacent boundaries), leading/trailing boundaries, and tiny documents.
-  Tokens u = {boundary_symbol(0), boundary_symbol(1), 1, 2, boundary_symbol(2), 1, 2,
-              boundary_symbol(3), 1, 2, 1, 2, boundary_symbol(4)};
+  constexpr Symbol kB = kBoundaryBit;
+  Tokens u = {kB | 0, kB | 1, 1, 2, kB | 2, 1, 2, kB | 3, 1, 2, 1, 2, kB | 4};
   run_all_checks(u, 3);
 
   // Random documents over a small alphabet with short and empty documents.
@@ -301,7 +306,8 @@ TEST(Sequitur, ZipfStreamOfOneMillionTokens) {
   Tokens with_docs;
   with_docs.reserve(t.size() + 200);
   for (size_t i = 0; i < t.size(); ++i) {
-    if (i > 0 && i % 5000 == 0) with_docs.push_back(boundary_symbol(static_cast<uint32_t>(i / 5000)));
+    if (i > 0 && i % 5000 == 0)
+      with_docs.push_back(boundary_symbol(static_cast<uint32_t>(i / 5000) - 1));
     with_docs.push_back(t[i]);
   }
   RawGrammar g = run_all_checks(with_docs, 50000);

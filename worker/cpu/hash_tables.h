@@ -1,5 +1,5 @@
-// Compact open-addressing tables for the CPU engine's hot paths: an n-gram interning index
-// (fixed-width u32 keys -> dense ids in insertion order) and per-thread u32 -> u64 accumulators
+// Compact open-addressing tables for the CPU engine's hot paths: an n-gram table (fixed-width
+// u32 keys -> dense ids in insertion order, optional u64 sums) and per-thread u32 -> u64 accumulators
 // (dense array or hash) that are drained and reset between documents. Single-threaded objects.
 #pragma once
 
@@ -33,80 +33,85 @@ inline uint32_t hash_partition(uint32_t hash, uint32_t parts) {
   return static_cast<uint32_t>((static_cast<uint64_t>(hash) * parts) >> 32);
 }
 
-/// Interns fixed-width keys: each distinct key gets the next id (0, 1, ...). Keys are kept in one
-/// append-only arena in id order; slots hold (hash, id + 1), so growing never touches the keys.
-class NgramIndex {
+/// Interns fixed-width keys: each distinct key gets the next id (0, 1, ...), and optionally sums
+/// a u64 count per key. Open addressing with linear probing; a slot holds everything inline
+/// (hash, id + 1, key, count) so a lookup touches one place. Iteration is in slot order.
+class NgramTable {
  public:
-  explicit NgramIndex(uint32_t width = 1) : width_(width) { reset_slots(64); }
+  explicit NgramTable(uint32_t width = 1, bool counted = false)
+      : width_(width), stride_(2 + width + (counted ? 2 : 0)), counted_(counted) {
+    rehash(64);
+  }
 
   uint32_t width() const { return width_; }
-  uint32_t size() const { return static_cast<uint32_t>(hashes_.size()); }
-  const uint32_t* key(uint32_t id) const { return keys_.data() + static_cast<size_t>(id) * width_; }
-  uint32_t hash(uint32_t id) const { return hashes_[id]; }
-  const std::vector<uint32_t>& keys() const { return keys_; }
-  const std::vector<uint32_t>& hashes() const { return hashes_; }
-  size_t memory_bytes() const {
-    return slots_.capacity() * 8 + keys_.capacity() * 4 + hashes_.capacity() * 4;
-  }
-
-  uint32_t insert(const uint32_t* key) { return insert(key, hash_key(key, width_)); }
+  uint32_t size() const { return size_; }
+  size_t memory_bytes() const { return slots_.capacity() * 4; }
 
   /// Id of `key` (whose hash_key is `hash`), inserting it when absent.
-  uint32_t insert(const uint32_t* key, uint32_t hash) {
-    if ((static_cast<uint64_t>(hashes_.size()) + 1) * 2 > slots_.size()) grow();
-    const uint64_t tag = static_cast<uint64_t>(hash) << 32;
-    const size_t bytes = static_cast<size_t>(width_) * 4;
-    for (uint64_t i = hash & mask_;; i = (i + 1) & mask_) {
-      uint64_t s = slots_[i];
-      if (s == 0) {
-        uint32_t id = size();
-        slots_[i] = tag | (static_cast<uint64_t>(id) + 1);
-        hashes_.push_back(hash);
-        keys_.insert(keys_.end(), key, key + width_);
-        return id;
-      }
-      if ((s & 0xFFFFFFFF00000000ULL) == tag) {
-        uint32_t id = static_cast<uint32_t>(s) - 1;
-        if (std::memcmp(keys_.data() + static_cast<size_t>(id) * width_, key, bytes) == 0)
-          return id;
-      }
-    }
+  uint32_t insert(const uint32_t* key, uint32_t hash) { return find_or_insert(key, hash)[1] - 1; }
+  uint32_t insert(const uint32_t* key) { return insert(key, hash_key(key, width_)); }
+
+  /// Adds c to the count of `key` (inserting it with count c when absent). Counted tables only.
+  void add(const uint32_t* key, uint32_t hash, uint64_t c) {
+    uint32_t* s = find_or_insert(key, hash);
+    uint64_t v;
+    std::memcpy(&v, s + 2 + width_, 8);
+    v += c;
+    std::memcpy(s + 2 + width_, &v, 8);
   }
 
-  void reserve(size_t n) {
-    size_t cap = 64;
-    while (cap < 2 * n + 2) cap <<= 1;
-    if (cap > slots_.size()) rehash(cap);
-    keys_.reserve(n * width_);
-    hashes_.reserve(n);
+  /// f(id, hash, key, count) for every key (count is 0 in uncounted tables), in slot order.
+  template <class F>
+  void for_each(F&& f) const {
+    const uint32_t* s = slots_.data();
+    for (uint64_t i = 0; i <= mask_; ++i, s += stride_) {
+      if (s[1] == 0) continue;
+      uint64_t c = 0;
+      if (counted_) std::memcpy(&c, s + 2 + width_, 8);
+      f(s[1] - 1, s[0], s + 2, c);
+    }
   }
 
  private:
-  void reset_slots(size_t cap) {
-    slots_.assign(cap, 0);
-    mask_ = cap - 1;
+  uint32_t* find_or_insert(const uint32_t* key, uint32_t hash) {
+    if ((static_cast<uint64_t>(size_) + 1) * 5 > (mask_ + 1) * 3) grow();  // load <= 0.6
+    for (uint64_t i = hash & mask_;; i = (i + 1) & mask_) {
+      uint32_t* s = slots_.data() + i * stride_;
+      if (s[1] == 0) {
+        s[0] = hash;
+        s[1] = ++size_;
+        for (uint32_t j = 0; j < width_; ++j) s[2 + j] = key[j];
+        return s;
+      }
+      if (s[0] == hash) {
+        uint32_t j = 0;
+        while (j < width_ && s[2 + j] == key[j]) ++j;
+        if (j == width_) return s;
+      }
+    }
   }
   void grow() {
-    GTADOC_EXPECTS(hashes_.size() < 0xFFFFFFF0u, "n-gram index: more than 2^32 distinct keys");
-    rehash(slots_.size() * 2);
+    GTADOC_EXPECTS(size_ < 0xFFFFFFF0u, "n-gram table: more than 2^32 distinct keys");
+    rehash((mask_ + 1) * 2);
   }
-  void rehash(size_t cap) {
-    std::vector<uint64_t> old;
+  void rehash(uint64_t cap) {
+    std::vector<uint32_t> old;
     old.swap(slots_);
-    reset_slots(cap);
-    for (uint64_t s : old) {
-      if (s == 0) continue;
-      uint64_t i = (s >> 32) & mask_;
-      while (slots_[i] != 0) i = (i + 1) & mask_;
-      slots_[i] = s;
+    slots_.assign(cap * stride_, 0);
+    mask_ = cap - 1;
+    for (size_t o = 0; o < old.size(); o += stride_) {
+      if (old[o + 1] == 0) continue;
+      uint64_t i = old[o] & mask_;
+      while (slots_[i * stride_ + 1] != 0) i = (i + 1) & mask_;
+      std::copy_n(old.begin() + o, stride_, slots_.begin() + i * stride_);
     }
   }
 
-  uint32_t width_;
-  std::vector<uint64_t> slots_;
+  uint32_t width_, stride_;
+  bool counted_;
+  uint32_t size_ = 0;
   uint64_t mask_ = 0;
-  std::vector<uint32_t> keys_;
-  std::vector<uint32_t> hashes_;
+  std::vector<uint32_t> slots_;
 };
 
 /// Sums counts per item in a dense array over [0, size); remembers touched items so a drain

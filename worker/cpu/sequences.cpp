@@ -188,54 +188,39 @@ RecordBatch sequence_count_topdown(Query& Q, const std::vector<uint64_t>& weight
   const unsigned T = Q.ex.threads;
   const uint32_t n = Q.seq.n;
   const std::vector<WorkItem> work = work_items(Q, &weights);
-  std::vector<NgramIndex> index(T, NgramIndex(n));
-  std::vector<std::vector<uint64_t>> counts(T);
+  std::vector<NgramTable> tables(T, NgramTable(n, true));
   std::vector<std::unique_ptr<WindowScanner>> scanners(T);
   Q.ex.parallel_for(0, work.size(), 16, [&](unsigned tid, uint64_t lo, uint64_t hi) {
     if (!scanners[tid]) scanners[tid] = std::make_unique<WindowScanner>(Q);
-    NgramIndex& idx = index[tid];
-    std::vector<uint64_t>& cnt = counts[tid];
+    NgramTable& table = tables[tid];
     for (uint64_t i = lo; i < hi; ++i) {
       const WorkItem& wi = work[i];
       const uint64_t w = wi.unit < Q.s.num_inner ? weights[wi.unit] : 1;
-      scanners[tid]->scan(wi.ca, wi.cb, wi.ue, [&](const uint32_t* win) {
-        const uint32_t id = idx.insert(win);
-        if (id == cnt.size()) {
-          cnt.push_back(w);
-        } else {
-          cnt[id] += w;
-        }
-      });
+      scanners[tid]->scan(wi.ca, wi.cb, wi.ue,
+                          [&](const uint32_t* win) { table.add(win, hash_key(win, n), w); });
     }
   });
 
   // Emit: one partition per thread (by hash), each merging its keys from every thread's table.
   std::vector<RecordBatch> out(T);
-  auto emit = [&](RecordBatch& b, const uint32_t* key, uint64_t c) {
-    const size_t at = b.keys.size();
-    b.keys.resize(at + n);
-    for (uint32_t j = 0; j < n; ++j) b.keys[at + j] = Q.vocab.item_word[key[j]];
-    b.counts.push_back(c);
+  auto emitter = [&](RecordBatch& b) {
+    return [&](uint32_t, uint32_t, const uint32_t* key, uint64_t c) {
+      const size_t at = b.keys.size();
+      b.keys.resize(at + n);
+      for (uint32_t j = 0; j < n; ++j) b.keys[at + j] = Q.vocab.item_word[key[j]];
+      b.counts.push_back(c);
+    };
   };
   if (T == 1) {
-    for (uint32_t id = 0; id < index[0].size(); ++id) emit(out[0], index[0].key(id), counts[0][id]);
+    tables[0].for_each(emitter(out[0]));
   } else {
     Q.ex.on_all([&](unsigned p) {
-      NgramIndex part(n);
-      std::vector<uint64_t> pc;
-      for (unsigned t = 0; t < T; ++t) {
-        const NgramIndex& idx = index[t];
-        for (uint32_t id = 0; id < idx.size(); ++id) {
-          if (hash_partition(idx.hash(id), T) != p) continue;
-          const uint32_t pid = part.insert(idx.key(id), idx.hash(id));
-          if (pid == pc.size()) {
-            pc.push_back(counts[t][id]);
-          } else {
-            pc[pid] += counts[t][id];
-          }
-        }
-      }
-      for (uint32_t id = 0; id < part.size(); ++id) emit(out[p], part.key(id), pc[id]);
+      NgramTable part(n, true);
+      for (unsigned t = 0; t < T; ++t)
+        tables[t].for_each([&](uint32_t, uint32_t h, const uint32_t* key, uint64_t c) {
+          if (hash_partition(h, T) == p) part.add(key, h, c);
+        });
+      part.for_each(emitter(out[p]));
     });
   }
   return concat_batches(out, n);
@@ -253,14 +238,14 @@ void intern_ngrams(Query& Q) {
     std::vector<uint32_t> ids, cnts;
     std::vector<uint32_t> tmp;
   };
-  std::vector<NgramIndex> index(T, NgramIndex(n));
+  std::vector<NgramTable> index(T, NgramTable(n, false));
   std::vector<ThreadOut> tout(T);
   std::vector<uint32_t> wi_thread(work.size());
   std::vector<uint64_t> wi_start(work.size() + 1), wi_len(work.size());
   std::vector<std::unique_ptr<WindowScanner>> scanners(T);
   Q.ex.parallel_for(0, work.size(), 16, [&](unsigned tid, uint64_t lo, uint64_t hi) {
     if (!scanners[tid]) scanners[tid] = std::make_unique<WindowScanner>(Q);
-    NgramIndex& idx = index[tid];
+    NgramTable& idx = index[tid];
     ThreadOut& o = tout[tid];
     for (uint64_t i = lo; i < hi; ++i) {
       const WorkItem& wi = work[i];
@@ -288,17 +273,18 @@ void intern_ngrams(Query& Q) {
   items.width = n;
   if (T == 1) {
     items.count = index[0].size();
-    items.keys = index[0].keys();
+    items.keys.resize(items.count * n);
+    index[0].for_each([&](uint32_t id, uint32_t, const uint32_t* key, uint64_t) {
+      std::copy_n(key, n, items.keys.begin() + static_cast<size_t>(id) * n);
+    });
   } else {
-    std::vector<NgramIndex> part(T, NgramIndex(n));
+    std::vector<NgramTable> part(T, NgramTable(n, false));
     for (unsigned t = 0; t < T; ++t) trans[t].resize(index[t].size());
     Q.ex.on_all([&](unsigned p) {
-      for (unsigned t = 0; t < T; ++t) {
-        const NgramIndex& idx = index[t];
-        for (uint32_t id = 0; id < idx.size(); ++id)
-          if (hash_partition(idx.hash(id), T) == p)
-            trans[t][id] = part[p].insert(idx.key(id), idx.hash(id));
-      }
+      for (unsigned t = 0; t < T; ++t)
+        index[t].for_each([&](uint32_t id, uint32_t h, const uint32_t* key, uint64_t) {
+          if (hash_partition(h, T) == p) trans[t][id] = part[p].insert(key, h);
+        });
     });
     std::vector<uint64_t> base(T + 1, 0);
     for (unsigned p = 0; p < T; ++p) base[p + 1] = base[p] + part[p].size();
@@ -306,10 +292,12 @@ void intern_ngrams(Query& Q) {
     items.count = base[T];
     items.keys.resize(base[T] * n);
     Q.ex.on_all([&](unsigned t) {
-      std::copy(part[t].keys().begin(), part[t].keys().end(), items.keys.begin() + base[t] * n);
-      const NgramIndex& idx = index[t];
-      for (uint32_t id = 0; id < idx.size(); ++id)
-        trans[t][id] += static_cast<uint32_t>(base[hash_partition(idx.hash(id), T)]);
+      part[t].for_each([&](uint32_t pid, uint32_t, const uint32_t* key, uint64_t) {
+        std::copy_n(key, n, items.keys.begin() + (base[t] + pid) * n);
+      });
+      index[t].for_each([&](uint32_t id, uint32_t h, const uint32_t*, uint64_t) {
+        trans[t][id] += static_cast<uint32_t>(base[hash_partition(h, T)]);
+      });
     });
   }
 

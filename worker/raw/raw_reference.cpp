@@ -230,6 +230,13 @@ void for_each_sequence(const std::vector<std::string>& words, uint32_t n, Visit&
   }
 }
 
+/// How many n-word sequences all documents have together (an upper bound on distinct ones).
+size_t sequence_occurrences(const std::vector<std::vector<std::string>>& streams, uint32_t n) {
+  size_t total = 0;
+  for (const auto& words : streams) total += words.size() >= n ? words.size() - n + 1 : 0;
+  return total;
+}
+
 /// Convenience for building rows: a key (std::string_view) as a std::string.
 std::string str(std::string_view s) { return std::string(s); }
 
@@ -360,6 +367,7 @@ void sequence_count(const std::vector<std::vector<std::string>>& streams, const 
   }
   Arena arena;
   CountMap counts(&arena);
+  counts.reserve(sequence_occurrences(streams, q.n));  // no rehashing while counting
   for (const auto& words : streams) {
     for_each_sequence(words, q.n, [&](const std::pmr::string& seq) { ++counts[seq]; });
   }
@@ -382,6 +390,7 @@ void ranked_inverted_index(const std::vector<std::vector<std::string>>& streams,
   using Posting = std::pair<DocId, Count>;
   Arena arena;
   KeyMap<std::pmr::vector<Posting>> postings(&arena);
+  postings.reserve(sequence_occurrences(streams, q.n));  // no rehashing while counting
   for (DocId d = 0; d < streams.size(); ++d) {
     for_each_sequence(streams[d], q.n, [&](const std::pmr::string& seq) {
       std::pmr::vector<Posting>& list = postings[seq];

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# MPI end to end, run by CTest once per rank count: compress under mpirun, then every task on
+# that archive under mpirun must equal the raw-text reference byte for byte; --partitioned
+# parts must add up to the same rows; a rank that throws or dies stops the job with a message
+# naming it and leaves no output behind.
+# Usage: run_test.sh GTADOC SOURCE_DIR SCRATCH NP REFERENCE
+set -euo pipefail
+BIN=$1 SRC=$2 WORK=$3 NP=$4 REF=$5
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+MPIRUN=(mpirun --oversubscribe -np "$NP")
+rm -rf "$WORK" && mkdir -p "$WORK/in"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# Corpus: part of the bundled real sample plus a few adversarial documents.
+if [[ -d $SRC/data/sample ]]; then
+  (cd "$SRC/data/sample" && find . -type f | LC_ALL=C sort | head -n 30 |
+     while read -r f; do mkdir -p "$WORK/in/sample/$(dirname "$f")"; cp "$f" "$WORK/in/sample/$f"; done)
+fi
+printf '' > "$WORK/in/empty"
+printf 'one' > "$WORK/in/one"
+printf 'Two words\r\n' > "$WORK/in/two"
+for i in 1 2 3; do printf 'same same text TEXT, same.\n' > "$WORK/in/same$i"; done
+printf 'a\001 b a b a\001 b a b\n' > "$WORK/in/prefix-order"
+deep=alpha; for i in $(seq 10); do deep="$deep $deep"; done; echo "$deep" > "$WORK/in/deep"
+
+"${MPIRUN[@]}" "$BIN" compress "$WORK/in" -o "$WORK/c.gtd" --shards 7 --threads 1
+[[ -f $WORK/c.gtd/manifest.h5 ]] || fail "compress under mpirun wrote no manifest"
+"$BIN" decompress "$WORK/c.gtd" -o "$WORK/round" && diff -r "$WORK/in" "$WORK/round" ||
+  fail "round trip after MPI compress"
+
+cases=(
+  "word-count"
+  "word-count --top 5 --lowercase"
+  "sort --alnum"
+  "inverted-index"
+  "inverted-index --ids --lowercase --alnum"
+  "term-vector"
+  "term-vector --top 0 --min-count 2"
+  "sequence-count"
+  "sequence-count --n 2 --top 9"
+  "sequence-count --n 4 --per-doc --top 2 --alnum"
+  "ranked-inverted-index"
+  "ranked-inverted-index --n 2 --lowercase"
+)
+traversals=(top-down bottom-up auto)
+k=0
+for c in "${cases[@]}"; do
+  for fmt in tsv json; do
+    t=${traversals[$((k % 3))]}; k=$((k + 1))
+    # shellcheck disable=SC2086
+    "$REF" "$WORK/in" $c --format "$fmt" > "$WORK/want"
+    rm -f "$WORK/got"
+    # shellcheck disable=SC2086
+    "${MPIRUN[@]}" "$BIN" run "$WORK/c.gtd" $c --format "$fmt" --engine cpu --traversal "$t" \
+      --threads 1 -o "$WORK/got"
+    cmp -s "$WORK/want" "$WORK/got" || { diff "$WORK/want" "$WORK/got" | head -20; fail "np=$NP: $c --format $fmt --traversal $t"; }
+  done
+done
+
+# --partitioned: one part per rank plus _SUCCESS; sort's parts concatenate to the global order,
+# and for every task the parts hold exactly the reference rows.
+for c in "sort" "word-count" "ranked-inverted-index --n 2"; do
+  rm -rf "$WORK/parts"
+  # shellcheck disable=SC2086
+  "${MPIRUN[@]}" "$BIN" run "$WORK/c.gtd" $c --engine cpu --partitioned -o "$WORK/parts"
+  [[ -f $WORK/parts/_SUCCESS ]] || fail "no _SUCCESS for $c"
+  [[ $(ls "$WORK/parts" | grep -c '^part-') -eq $NP ]] || fail "expected $NP parts for $c"
+  # shellcheck disable=SC2086
+  "$REF" "$WORK/in" $c > "$WORK/want"
+  if [[ $c == sort ]]; then
+    cat "$WORK"/parts/part-*.tsv | cmp -s - "$WORK/want" || fail "sort parts are not in global order"
+  else
+    diff <(cat "$WORK"/parts/part-*.tsv | LC_ALL=C sort) <(LC_ALL=C sort "$WORK/want") >/dev/null ||
+      fail "partitioned rows differ for $c"
+  fi
+done
+
+# Failures: a rank that throws, and (with 2+ ranks) a rank killed mid-job. Which rank holds
+# which shard is the pipeline's business, so try shards until the injected rank has one.
+inject() {  # inject RANK MODE -> sets rc
+  local r=$1 mode=$2 s
+  for s in 0 1 2 3 4 5 6; do
+    rm -f "$WORK/got"
+    set +e
+    GTADOC_FAULT_INJECT="$r:$s:$mode" timeout 120 "${MPIRUN[@]}" -x GTADOC_FAULT_INJECT "$BIN" run \
+      "$WORK/c.gtd" word-count --engine cpu -o "$WORK/got" 2> "$WORK/err"
+    rc=$?
+    set -e
+    [[ $rc -ne 0 ]] && return 0
+  done
+  return 0
+}
+inject $((NP - 1)) throw
+[[ $rc -ne 0 ]] || fail "injected failure did not fail the job"
+grep -q "shard [0-9]* (shard-000" "$WORK/err" || { cat "$WORK/err"; fail "failure message names no shard"; }
+[[ $(grep -c "error" "$WORK/err") -eq 1 ]] || { cat "$WORK/err"; fail "expected one error line"; }
+[[ ! -e $WORK/got ]] || fail "output written despite a failed rank"
+[[ -z $(ls "$WORK" | grep '\.tmp-') ]] || fail "temporary output left behind"
+
+if [[ $NP -ge 2 ]]; then
+  inject 1 kill
+  [[ $rc -ne 0 && $rc -ne 124 ]] || { cat "$WORK/err"; fail "killed rank did not stop the job cleanly (rc=$rc)"; }
+  grep -qi "rank 1" "$WORK/err" || { cat "$WORK/err"; fail "no message names the killed rank"; }
+  [[ ! -e $WORK/got ]] || fail "output written despite a killed rank"
+fi
+echo "PASS: np=$NP"
