@@ -23,6 +23,7 @@
 #include "common/log.h"
 #include "common/parallel.h"
 #include "common/timer.h"
+#include "coordinator/crash_report.h"
 #include "formats/archive.h"
 #include "formats/atomic_output.h"
 #include "worker/engine.h"
@@ -85,6 +86,7 @@ void maybe_inject_fault(const Comm& comm, uint32_t shard) {
   if (std::sscanf(spec, "%d:%u:%15s", &rank, &s, mode) != 3) return;
   if (rank != comm.rank() || s != shard) return;
   if (std::string(mode) == "kill") ::raise(SIGKILL);
+  if (std::string(mode) == "segv") ::raise(SIGSEGV);
   throw InputError("injected failure (GTADOC_FAULT_INJECT)");
 }
 
@@ -107,6 +109,8 @@ RecordBatch process_shards(const RunCommand& c, Comm& comm, const Manifest& m,
   if (!mine.empty()) next = std::async(std::launch::async, read, mine[0]);
   for (size_t i = 0; i < mine.size(); ++i) {
     uint32_t s = mine[i];
+    set_crash_context((comm.size() > 1 ? "rank " + std::to_string(comm.rank()) + ": " : "") +
+                      "shard " + std::to_string(s) + " (" + shard_file_name(s) + ")");
     try {
       maybe_inject_fault(comm, s);
       Timer wait;
@@ -133,6 +137,9 @@ RecordBatch process_shards(const RunCommand& c, Comm& comm, const Manifest& m,
       throw Error(e.kind(), where + e.what());
     }
   }
+  set_crash_context(comm.size() > 1 ? "rank " + std::to_string(comm.rank()) +
+                                          " (after its shards, exchanging results)"
+                                    : "");
   return local;
 }
 
@@ -190,6 +197,7 @@ void add_run_options(CLI::App& app, RunCommand& c) {
 }
 
 void execute_run(RunCommand& c, Comm& comm) {
+  install_crash_report();
   Timings t;
   Timer timer;
   Manifest m;

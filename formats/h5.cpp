@@ -10,7 +10,7 @@
 #include "common/error.h"
 
 static_assert(std::is_same_v<hid_t, gtadoc::h5::Id>, "h5::Id must be hid_t (HDF5 >= 1.10)");
-static_assert(H5_VERSION_GE(1, 10, 0), "gtadoc needs HDF5 1.10 or newer");
+static_assert(H5_VERSION_GE(1, 10, 3), "gtadoc needs HDF5 1.10.3 or newer");
 
 namespace gtadoc {
 namespace h5 {
@@ -155,10 +155,11 @@ auto with_context(const std::string& what, F&& body) -> decltype(body()) {
   }
 }
 
-PropList file_access_plist() {
+PropList file_access_plist(bool create) {
   PropList fapl(H5_TRY(H5Pcreate(H5P_FILE_ACCESS)));
-  // The 1.10 object format: checksummed object headers and superblock, compact chunk indexes.
-  H5_TRY(H5Pset_libver_bounds(fapl.id(), H5F_LIBVER_LATEST, H5F_LIBVER_LATEST));
+  // New files use exactly the 1.10 object format, whatever the library version: checksummed
+  // object headers and superblock, compact chunk indexes. Existing files open as they are.
+  if (create) H5_TRY(H5Pset_libver_bounds(fapl.id(), H5F_LIBVER_V110, H5F_LIBVER_V110));
   // No 2 KiB aggregation blocks for metadata and small raw data: archive files are written
   // once, and the unused ends of those blocks would stay in the file (halves a small file).
   H5_TRY(H5Pset_meta_block_size(fapl.id(), 0));
@@ -248,9 +249,14 @@ template class Handle<Kind::kDatatype>;
 template class Handle<Kind::kPropList>;
 template class Handle<Kind::kAttribute>;
 
+int64_t open_object_count() {
+  init();
+  return H5_TRY(H5Fget_obj_count(H5F_OBJ_ALL, H5F_OBJ_ALL));
+}
+
 File create_file(const fs::path& file) {
   init();
-  PropList fapl = file_access_plist();
+  PropList fapl = file_access_plist(/*create=*/true);
   PropList fcpl(H5_TRY(H5Pcreate(H5P_FILE_CREATE)));
   // No timestamps: the same input gives byte-identical files.
   H5_TRY(H5Pset_obj_track_times(fcpl.id(), false));
@@ -271,7 +277,7 @@ File open_file(const fs::path& file, bool writable) {
   auto status = fs::status(file, ec);
   if (!fs::exists(status)) throw InputError("cannot open: no such file");
   if (!fs::is_regular_file(status)) throw InputError("cannot open: not a regular file");
-  PropList fapl = file_access_plist();
+  PropList fapl = file_access_plist(/*create=*/false);
   hid_t id = H5Fopen(file.c_str(), writable ? H5F_ACC_RDWR : H5F_ACC_RDONLY, fapl.id());
   if (id < 0) {
     StackSummary s = summarize_stack();
@@ -411,7 +417,12 @@ DatasetInfo dataset_info(Id loc, const std::string& name) {
 }
 
 namespace {
-herr_t collect_dataset(hid_t /*obj*/, const char* name, const H5O_info_t* info, void* data) {
+#if H5_VERSION_GE(1, 12, 0)
+using ObjectInfo = H5O_info2_t;
+#else
+using ObjectInfo = H5O_info_t;
+#endif
+herr_t collect_dataset(hid_t /*obj*/, const char* name, const ObjectInfo* info, void* data) {
   if (info->type == H5O_TYPE_DATASET)
     static_cast<std::vector<std::string>*>(data)->push_back(std::string("/") + name);
   return 0;
@@ -420,7 +431,11 @@ herr_t collect_dataset(hid_t /*obj*/, const char* name, const H5O_info_t* info, 
 
 std::vector<std::string> list_datasets(Id file) {
   std::vector<std::string> out;
+#if H5_VERSION_GE(1, 12, 0)
+  H5_TRY(H5Ovisit3(file, H5_INDEX_NAME, H5_ITER_INC, collect_dataset, &out, H5O_INFO_BASIC));
+#else
   H5_TRY(H5Ovisit2(file, H5_INDEX_NAME, H5_ITER_INC, collect_dataset, &out, H5O_INFO_BASIC));
+#endif
   return out;
 }
 

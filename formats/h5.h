@@ -87,6 +87,10 @@ using Datatype = Handle<Kind::kDatatype>;
 using PropList = Handle<Kind::kPropList>;
 using Attribute = Handle<Kind::kAttribute>;
 
+/// Number of HDF5 files, groups, datasets, datatypes and attributes open in the process (tests
+/// use it to check that no handle leaks, on error paths included).
+int64_t open_object_count();
+
 // ------------------------------------------------------------------------------------ files
 // Messages of the helpers below name the object inside the file ("dataset /a/b: ...") but never
 // the file itself: callers prefix the file path.

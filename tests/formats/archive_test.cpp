@@ -178,6 +178,7 @@ void expect_same_manifest(const Manifest& a, const Manifest& b) {
 // Runs `body`, which must throw an InputError whose one-line message contains every `parts`.
 void expect_input_error(const std::function<void()>& body,
                         std::initializer_list<std::string> parts) {
+  const int64_t open_before = h5::open_object_count();
   try {
     body();
     ADD_FAILURE() << "no exception thrown";
@@ -185,6 +186,7 @@ void expect_input_error(const std::function<void()>& body,
     std::string what = e.what();
     EXPECT_EQ(what.find('\n'), std::string::npos) << what;
     for (const std::string& p : parts) EXPECT_NE(what.find(p), std::string::npos) << what;
+    EXPECT_EQ(h5::open_object_count(), open_before) << "HDF5 objects left open after: " << what;
   } catch (const std::exception& e) {
     ADD_FAILURE() << "unexpected exception: " << e.what();
   }
@@ -330,6 +332,14 @@ TEST_P(ArchiveDeflate, ShardRoundTrip) {
   EXPECT_EQ(h5::read_uint_attr(f.id(), "num_words"), 1000u);
 }
 
+TEST_P(ArchiveDeflate, SameContentGivesIdenticalFiles) {
+  TempDir one, two;
+  SmallArchive a(one.path(), 9, GetParam());
+  SmallArchive b(two.path(), 9, GetParam());
+  EXPECT_EQ(read_file(one / shard_file_name(0)), read_file(two / shard_file_name(0)));
+  EXPECT_EQ(read_file(one / kManifestFile), read_file(two / kManifestFile));
+}
+
 TEST_P(ArchiveDeflate, ShardWithoutWords) {
   TempDir dir;
   // One empty document: the root is empty, as are symbols, segments' contents and the layout
@@ -434,6 +444,7 @@ TEST(ArchiveErrors, EverySingleByteCorruptionIsDetectedOrHarmless) {
       ASSERT_NE(std::string(e.what()).find(file.string()), std::string::npos) << e.what();
       ++detected;
     }
+    ASSERT_EQ(h5::open_object_count(), 0) << "byte " << pos;  // nothing left open
   }
   EXPECT_GT(detected, harmless);
   std::cout << "[ corrupt  ] " << original.size() << "-byte shard: " << detected

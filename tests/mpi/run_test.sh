@@ -97,6 +97,11 @@ grep -q "shard [0-9]* (shard-000" "$WORK/err" || { cat "$WORK/err"; fail "failur
 [[ ! -e $WORK/got ]] || fail "output written despite a failed rank"
 [[ -z $(ls "$WORK" | grep '\.tmp-') ]] || fail "temporary output left behind"
 
+inject $((NP - 1)) segv
+[[ $rc -ne 0 && $rc -ne 124 ]] || { cat "$WORK/err"; fail "crashing rank did not stop the job (rc=$rc)"; }
+grep -q "shard [0-9]* (shard-000.*crashed with signal 11" "$WORK/err" || { cat "$WORK/err"; fail "crash message names no shard"; }
+[[ ! -e $WORK/got ]] || fail "output written despite a crashed rank"
+
 if [[ $NP -ge 2 ]]; then
   inject 1 kill
   [[ $rc -ne 0 && $rc -ne 124 ]] || { cat "$WORK/err"; fail "killed rank did not stop the job cleanly (rc=$rc)"; }
