@@ -3,8 +3,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <memory>
 #include <cstring>
+#include <memory>
 #include <numeric>
 #include <string_view>
 #include <thread>
@@ -19,19 +19,18 @@ struct TaskEntry {
   const char* name;
 };
 constexpr TaskEntry kTasks[] = {
-    {Task::kWordCount, "word-count"},
-    {Task::kSort, "sort"},
-    {Task::kInvertedIndex, "inverted-index"},
-    {Task::kTermVector, "term-vector"},
-    {Task::kSequenceCount, "sequence-count"},
-    {Task::kRankedInvertedIndex, "ranked-inverted-index"},
+    {Task::kWordCount, "word-count"},         {Task::kSort, "sort"},
+    {Task::kInvertedIndex, "inverted-index"}, {Task::kTermVector, "term-vector"},
+    {Task::kSequenceCount, "sequence-count"}, {Task::kRankedInvertedIndex, "ranked-inverted-index"},
 };
 
 bool is_ascii_alnum(unsigned char c) {
   return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z');
 }
 /// Bytes that --alnum keeps at the ends of a word: ASCII letters/digits and every byte >= 0x80.
-bool is_kept_edge(unsigned char c) { return c >= 0x80 || is_ascii_alnum(c); }
+bool is_kept_edge(unsigned char c) {
+  return c >= 0x80 || is_ascii_alnum(c);
+}
 
 /// Runs fn(t) for t in [0, threads) on `threads` threads (the caller runs t = 0).
 template <class Fn>
@@ -75,22 +74,30 @@ const char* task_name(Task t) {
 
 const char* traversal_name(Traversal t) {
   switch (t) {
-    case Traversal::kAuto: return "auto";
-    case Traversal::kTopDown: return "top-down";
-    case Traversal::kBottomUp: return "bottom-up";
+    case Traversal::kAuto:
+      return "auto";
+    case Traversal::kTopDown:
+      return "top-down";
+    case Traversal::kBottomUp:
+      return "bottom-up";
   }
   return "unknown";
 }
 
 KeyLayout key_layout(const QueryOptions& q) {
   switch (q.task) {
-    case Task::kWordCount: return {1, 1, false};
-    case Task::kSort: return {1, 1, true};
-    case Task::kInvertedIndex: return {2, 1, false};
-    case Task::kTermVector: return {2, 1, false};
+    case Task::kWordCount:
+      return {1, 1, false};
+    case Task::kSort:
+      return {1, 1, true};
+    case Task::kInvertedIndex:
+      return {2, 1, false};
+    case Task::kTermVector:
+      return {2, 1, false};
     case Task::kSequenceCount:
       return q.per_doc ? KeyLayout{q.n + 1, 1, false} : KeyLayout{q.n, q.n, false};
-    case Task::kRankedInvertedIndex: return {q.n + 1, q.n, false};
+    case Task::kRankedInvertedIndex:
+      return {q.n + 1, q.n, false};
   }
   GTADOC_FAIL("key_layout: unknown task");
 }
@@ -107,8 +114,9 @@ Normalization normalize_dictionary(const Dictionary& dict, bool lowercase, bool 
   }
   out.identity = false;
   out.remap.assign(num_words, kDroppedWord);
-  const unsigned threads =
-      num_words < (1u << 16) ? 1u : std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
+  const unsigned threads = num_words < (1u << 16)
+                               ? 1u
+                               : std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
   auto range = [&](unsigned t, uint64_t n) {
     return std::pair<uint64_t, uint64_t>{n * t / threads, n * (t + 1) / threads};
   };

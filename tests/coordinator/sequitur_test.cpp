@@ -178,6 +178,33 @@ TEST(Sequitur, ClassicExample) {
   EXPECT_LT(g.symbols.size(), t.size());
 }
 
+TEST(Sequitur, CheckersCatchViolations) {
+  // The brute-force digram checker itself: overlapping "aaa" is one occurrence, "aaaa" two.
+  auto one_rule = [](Tokens body) {
+    RawGrammar g;
+    g.symbols = body;
+    g.offsets.push_back(body.size());
+    return g;
+  };
+  EXPECT_EQ(digram_violation(one_rule({0, 0, 0})), "");
+  EXPECT_NE(digram_violation(one_rule({0, 0, 0, 0})), "");
+  EXPECT_NE(digram_violation(one_rule({0, 1, 2, 0, 1})), "");
+  EXPECT_EQ(digram_violation(one_rule({0, 1, 1, 0})), "");
+  RawGrammar two;  // root [R1 0 1], rule 1 [0 1]: the digram repeats across bodies
+  two.symbols = {3, 0, 1, 0, 1};
+  two.offsets = {0, 3, 5};
+  EXPECT_NE(digram_violation(two), "");
+}
+
+TEST(Sequitur, OverlappingRuns) {
+  RawGrammar three = run_all_checks(Tokens(3, 5), 6);
+  EXPECT_EQ(num_raw_rules(three), 1u);  // "aaa" holds "aa" twice, but overlapping
+  EXPECT_EQ(three.symbols, (Tokens{5, 5, 5}));
+  RawGrammar four = run_all_checks(Tokens(4, 5), 6);
+  ASSERT_EQ(num_raw_rules(four), 2u);  // "aaaa" -> A A, A = aa
+  EXPECT_EQ(four.symbols, (Tokens{7, 7, 5, 5}));
+}
+
 TEST(Sequitur, RunsOfOneSymbol) {
   for (size_t n = 1; n <= 70; ++n) {
     SCOPED_TRACE("run length " + std::to_string(n));

@@ -64,8 +64,7 @@ TEST_F(CpuEngineTest, OneVeryLongRuleAndLongSegment) {
   }
   uint32_t big = b.add(longbody);
   std::vector<Symbol> longdoc;
-  for (int i = 0; i < 5000; ++i)
-    longdoc.push_back(i % 5 == 0 ? b.rule(small) : Symbol(rng() % V));
+  for (int i = 0; i < 5000; ++i) longdoc.push_back(i % 5 == 0 ? b.rule(small) : Symbol(rng() % V));
   std::vector<std::vector<Symbol>> docs = {
       {b.rule(big), word("the"), b.rule(big)}, longdoc, {b.rule(tiny)}, {b.rule(big)}};
   MatrixOptions opt;
@@ -111,10 +110,15 @@ TEST_F(CpuEngineTest, TinyDocumentsAndNLargerThanDocuments) {
   RawBuilder b(V);
   uint32_t two = b.add({word("the"), word("cat")});
   uint32_t three = b.add({b.rule(two), word("sat")});
-  std::vector<std::vector<Symbol>> docs = {
-      {},          {word("a")},       {word("a"), word("b\x01")}, {b.rule(two)},
-      {b.rule(three)}, {word("--")}, {word("!"), word("the"), word("...")},
-      {b.rule(three), word("-")}, {}};
+  std::vector<std::vector<Symbol>> docs = {{},
+                                           {word("a")},
+                                           {word("a"), word("b\x01")},
+                                           {b.rule(two)},
+                                           {b.rule(three)},
+                                           {word("--")},
+                                           {word("!"), word("the"), word("...")},
+                                           {b.rule(three), word("-")},
+                                           {}};
   run_matrix(b.finalize(docs, 5), dict);
 }
 

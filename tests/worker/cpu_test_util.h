@@ -27,10 +27,10 @@ using Expected = std::map<std::vector<uint32_t>, uint64_t>;
 /// ~40 words: case variants, words --alnum trims or drops, bytes >= 0x80, in byte order.
 inline Dictionary test_dictionary() {
   std::vector<std::string> w = {
-      "the", "The", "THE", "the.", "(the)", "cat", "Cat", "cat!", "sat", "on", "On", "mat",
-      "mat.", "a", "A", "a1", "A1", "--", "...", "!", "?!", "caf\xc3\xa9", "CAF\xc3\xa9",
-      "\xff", "\xff!", "x-y", "'q'", "q", "Zebra", "zebra", "\x01", "b\x01", "dog", "DOG",
-      "dog,", "run", "ran", "-", "1", "2"};
+      "the",  "The",         "THE",         "the.", "(the)", "cat", "Cat", "cat!", "sat",   "on",
+      "On",   "mat",         "mat.",        "a",    "A",     "a1",  "A1",  "--",   "...",   "!",
+      "?!",   "caf\xc3\xa9", "CAF\xc3\xa9", "\xff", "\xff!", "x-y", "'q'", "q",    "Zebra", "zebra",
+      "\x01", "b\x01",       "dog",         "DOG",  "dog,",  "run", "ran", "-",    "1",     "2"};
   std::sort(w.begin(), w.end());
   w.erase(std::unique(w.begin(), w.end()), w.end());
   Dictionary d;
@@ -75,8 +75,7 @@ class RawBuilder {
     return raw;
   }
   ShardGrammar finalize(const std::vector<std::vector<Symbol>>& docs, DocId first_doc = 0) const {
-    return finalize_grammar(num_words_, first_doc, static_cast<uint32_t>(docs.size()),
-                            build(docs));
+    return finalize_grammar(num_words_, first_doc, static_cast<uint32_t>(docs.size()), build(docs));
   }
 
  private:
@@ -229,13 +228,14 @@ struct MatrixOptions {
 
 /// Runs every task x traversal x normalization x n x threads on `g` and compares each result
 /// with the brute force. Returns the number of engine runs.
-inline int run_matrix(const ShardGrammar& g, const Dictionary& dict, const MatrixOptions& opt = {}) {
+inline int run_matrix(const ShardGrammar& g, const Dictionary& dict,
+                      const MatrixOptions& opt = {}) {
   auto engine = make_cpu_engine(2);
   auto shard = engine->load(ShardGrammar(g));
   int runs = 0;
-  const TaskConfig tasks[] = {{Task::kWordCount},     {Task::kSort},
-                              {Task::kInvertedIndex}, {Task::kTermVector},
-                              {Task::kSequenceCount}, {Task::kSequenceCount, true},
+  const TaskConfig tasks[] = {{Task::kWordCount},          {Task::kSort},
+                              {Task::kInvertedIndex},      {Task::kTermVector},
+                              {Task::kSequenceCount},      {Task::kSequenceCount, true},
                               {Task::kRankedInvertedIndex}};
   std::vector<std::pair<bool, bool>> norms = {{false, false}, {true, true}};
   if (opt.all_normalizations) norms = {{false, false}, {true, false}, {false, true}, {true, true}};

@@ -28,7 +28,8 @@ std::string norm_word(const std::string& w, bool lower, bool alnum) {
   std::string s = w;
   if (alnum) {
     auto keep = [](unsigned char c) {
-      return c >= 0x80 || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+      return c >= 0x80 || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
+             (c >= 'A' && c <= 'Z');
     };
     size_t b = 0, e = s.size();
     while (b < e && !keep(s[b])) ++b;
@@ -111,10 +112,11 @@ TEST(QueryTest, KeyLayouts) {
 }
 
 TEST(QueryTest, NormalizationSmall) {
-  Dictionary d = make_dict({"The", "the", "THE", "the.", "(the)", "--", "...", "!", "a1", "A1",
-                            "1a!", "caf\xc3\xa9", "CAF\xc3\xa9!", "\xff", "\xff\xfe!", "x-y",
-                            "'quote'", "Zebra", "zebra", "a\x01", "\x01", "A", "B", "a", "b",
-                            "A\x01\x01", "[]"});
+  Dictionary d = make_dict(
+      {"The",     "the",       "THE",   "the.",        "(the)",        "--",   "...",       "!",
+       "a1",      "A1",        "1a!",   "caf\xc3\xa9", "CAF\xc3\xa9!", "\xff", "\xff\xfe!", "x-y",
+       "'quote'", "Zebra",     "zebra", "a\x01",       "\x01",         "A",    "B",         "a",
+       "b",       "A\x01\x01", "[]"});
   for (bool lower : {false, true})
     for (bool alnum : {false, true}) check_normalization(d, lower, alnum);
 

@@ -128,9 +128,9 @@ class CpuShard final : public LoadedShard {
 /// The query's normalization restricted to the words this shard uses. Items are compact ids of
 /// the distinct normalized words present, in byte order.
 struct Vocab {
-  std::vector<uint32_t> lnorm;      ///< local word -> item, or kNoItem when dropped
-  std::vector<WordId> item_word;    ///< item -> normalized global word id
-  bool identity = true;             ///< lnorm[i] == i
+  std::vector<uint32_t> lnorm;    ///< local word -> item, or kNoItem when dropped
+  std::vector<WordId> item_word;  ///< item -> normalized global word id
+  bool identity = true;           ///< lnorm[i] == i
   uint32_t size() const { return static_cast<uint32_t>(item_word.size()); }
 };
 
@@ -147,9 +147,9 @@ struct SeqInfo {
 /// unit's own items (terminal words, or local n-gram windows), items ascending in each row.
 struct ItemSpace {
   uint32_t width = 1;
-  uint64_t count = 0;               ///< items are 0 .. count-1
-  std::vector<uint32_t> keys;       ///< n-grams: item*width .. -> word items
-  Csr<uint32_t> own_store;          ///< storage when own is not a view of the shard
+  uint64_t count = 0;          ///< items are 0 .. count-1
+  std::vector<uint32_t> keys;  ///< n-grams: item*width .. -> word items
+  Csr<uint32_t> own_store;     ///< storage when own is not a view of the shard
   CsrView<uint32_t> own;
 };
 

@@ -103,20 +103,21 @@ CpuShard::CpuShard(ShardGrammar grammar, const Exec& ex) : g(std::move(grammar))
     return &sc;
   };
   const uint64_t units = num_units();
-  children = build_csr<uint32_t>(ex, units, 256,
-                                 [&](unsigned tid, uint64_t u, auto& items, auto& cnts) {
-                                   append_runs(collect(tid, u)->rules, items, cnts);
-                                 });
-  terms = build_csr<uint32_t>(ex, units, 256,
-                              [&](unsigned tid, uint64_t u, auto& items, auto& cnts) {
-                                append_runs(collect(tid, u)->words, items, cnts);
-                              });
+  children =
+      build_csr<uint32_t>(ex, units, 256, [&](unsigned tid, uint64_t u, auto& items, auto& cnts) {
+        append_runs(collect(tid, u)->rules, items, cnts);
+      });
+  terms =
+      build_csr<uint32_t>(ex, units, 256, [&](unsigned tid, uint64_t u, auto& items, auto& cnts) {
+        append_runs(collect(tid, u)->words, items, cnts);
+      });
 
   // 4. Parent lists (inner parents) and uses in the root.
   root_uses.assign(num_inner, 0);
   parents.off.assign(static_cast<size_t>(num_inner) + 1, 0);
   for (uint32_t p = 0; p < num_inner; ++p)
-    for (uint64_t i = children.off[p]; i < children.off[p + 1]; ++i) ++parents.off[children.item[i] + 1];
+    for (uint64_t i = children.off[p]; i < children.off[p + 1]; ++i)
+      ++parents.off[children.item[i] + 1];
   for (uint32_t r = 0; r < num_inner; ++r) parents.off[r + 1] += parents.off[r];
   parents.item.resize(parents.off[num_inner]);
   parents.cnt.resize(parents.off[num_inner]);

@@ -1,6 +1,6 @@
 // Compact open-addressing tables for the CPU engine's hot paths: an n-gram table (fixed-width
-// u32 keys -> dense ids in insertion order, optional u64 sums) and per-thread u32 -> u64 accumulators
-// (dense array or hash) that are drained and reset between documents. Single-threaded objects.
+// u32 keys -> dense ids in insertion order, optional u64 sums) and per-thread u32 -> u64
+// accumulators (dense array or hash) drained and reset between documents. Single-threaded.
 #pragma once
 
 #include <cstdint>

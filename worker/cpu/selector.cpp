@@ -50,8 +50,8 @@ TraversalChoice select_traversal(const Query& Q) {
   for (uint32_t r = 0; r < s.num_inner; ++r) {
     uint64_t in = own_bound(r);
     for (uint64_t i = C.off[r]; i < C.off[r + 1]; ++i) in += ub[C.item[i]];
-    uint64_t cap = seq ? (Q.seq.len[r] >= Q.seq.n ? Q.seq.len[r] - Q.seq.k : 0)
-                       : s.g.rule_length[r];
+    uint64_t cap =
+        seq ? (Q.seq.len[r] >= Q.seq.n ? Q.seq.len[r] - Q.seq.k : 0) : s.g.rule_length[r];
     ub[r] = std::min({in, cap, space});
     build += static_cast<double>(in);
     entries += static_cast<double>(ub[r]);
@@ -59,7 +59,8 @@ TraversalChoice select_traversal(const Query& Q) {
   double bu_docs = 0;
   for (uint64_t u = s.num_inner; u < s.num_units(); ++u) {
     bu_docs += static_cast<double>(own_bound(u));
-    for (uint64_t i = C.off[u]; i < C.off[u + 1]; ++i) bu_docs += static_cast<double>(ub[C.item[i]]);
+    for (uint64_t i = C.off[u]; i < C.off[u + 1]; ++i)
+      bu_docs += static_cast<double>(ub[C.item[i]]);
   }
   const double est_bu = build + bu_docs;
   const double table_bytes = entries * 12;
@@ -71,7 +72,8 @@ TraversalChoice select_traversal(const Query& Q) {
   std::vector<uint32_t> reached;
   double sampled_cost = 0;
   uint32_t sampled = 0;
-  const double work_cap = 4.0 * (static_cast<double>(s.num_inner) + static_cast<double>(C.off.back()));
+  const double work_cap =
+      4.0 * (static_cast<double>(s.num_inner) + static_cast<double>(C.off.back()));
   double work = 0;
   for (uint32_t i = 0; i < want && (sampled == 0 || work < work_cap); ++i) {
     const uint32_t d = static_cast<uint32_t>(static_cast<uint64_t>(i) * D / want);
@@ -106,10 +108,10 @@ TraversalChoice select_traversal(const Query& Q) {
     return {Traversal::kTopDown,
             fmt::format("bottom-up tables need up to {:.0f} MiB, over the {} MiB budget",
                         table_bytes / (1 << 20), budget >> 20)};
-  const std::string numbers =
-      fmt::format("est. cost bottom-up {:.3g} (tables <= {:.0f} MiB) vs top-down {:.3g} "
-                  "({} of {} docs sampled)",
-                  est_bu, table_bytes / (1 << 20), est_td, sampled, D);
+  const std::string numbers = fmt::format(
+      "est. cost bottom-up {:.3g} (tables <= {:.0f} MiB) vs top-down {:.3g} "
+      "({} of {} docs sampled)",
+      est_bu, table_bytes / (1 << 20), est_td, sampled, D);
   if (est_bu < est_td) return {Traversal::kBottomUp, "per-document task, " + numbers};
   return {Traversal::kTopDown, "per-document task, " + numbers};
 }

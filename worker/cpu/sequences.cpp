@@ -133,47 +133,47 @@ void build_seq_info(Query& Q) {
   };
 
   for (uint32_t h = 0; h < s.num_inner_levels(); ++h) {
-    Q.ex.parallel_for(s.level_begin(h), s.level_end(h), 1024,
-                      [&](unsigned, uint64_t lo, uint64_t hi) {
-      for (uint64_t r = lo; r < hi; ++r) {
-        const uint64_t b = s.g.rule_offsets[r], e = s.g.rule_offsets[r + 1];
-        uint64_t len;
-        sq.stream_len[r] = measure(b, e, len);
-        sq.len[r] = len;
-        const uint32_t want = static_cast<uint32_t>(std::min<uint64_t>(len, k));
-        // Head: the first `want` words, left to right.
-        uint32_t* head = sq.head.data() + r * k;
-        uint32_t got = 0;
-        for (uint64_t p = b; p < e && got < want; ++p) {
-          const uint32_t x = body[p];
-          if (x & kRuleFlag) {
-            const uint32_t c = x & ~kRuleFlag;
-            const uint32_t take = static_cast<uint32_t>(
-                std::min<uint64_t>(std::min<uint64_t>(sq.len[c], k), want - got));
-            std::copy_n(sq.head.data() + static_cast<size_t>(c) * k, take, head + got);
-            got += take;
-          } else if (lnorm[x] != kNoItem) {
-            head[got++] = lnorm[x];
+    Q.ex.parallel_for(
+        s.level_begin(h), s.level_end(h), 1024, [&](unsigned, uint64_t lo, uint64_t hi) {
+          for (uint64_t r = lo; r < hi; ++r) {
+            const uint64_t b = s.g.rule_offsets[r], e = s.g.rule_offsets[r + 1];
+            uint64_t len;
+            sq.stream_len[r] = measure(b, e, len);
+            sq.len[r] = len;
+            const uint32_t want = static_cast<uint32_t>(std::min<uint64_t>(len, k));
+            // Head: the first `want` words, left to right.
+            uint32_t* head = sq.head.data() + r * k;
+            uint32_t got = 0;
+            for (uint64_t p = b; p < e && got < want; ++p) {
+              const uint32_t x = body[p];
+              if (x & kRuleFlag) {
+                const uint32_t c = x & ~kRuleFlag;
+                const uint32_t take = static_cast<uint32_t>(
+                    std::min<uint64_t>(std::min<uint64_t>(sq.len[c], k), want - got));
+                std::copy_n(sq.head.data() + static_cast<size_t>(c) * k, take, head + got);
+                got += take;
+              } else if (lnorm[x] != kNoItem) {
+                head[got++] = lnorm[x];
+              }
+            }
+            // Tail: the last `want` words, filled right to left.
+            uint32_t* tail = sq.tail.data() + r * k;
+            uint32_t pos = want;
+            for (uint64_t p = e; p > b && pos > 0; --p) {
+              const uint32_t x = body[p - 1];
+              if (x & kRuleFlag) {
+                const uint32_t c = x & ~kRuleFlag;
+                const uint32_t cn = static_cast<uint32_t>(std::min<uint64_t>(sq.len[c], k));
+                const uint32_t take = std::min(cn, pos);
+                std::copy_n(sq.tail.data() + static_cast<size_t>(c) * k + (cn - take), take,
+                            tail + pos - take);
+                pos -= take;
+              } else if (lnorm[x] != kNoItem) {
+                tail[--pos] = lnorm[x];
+              }
+            }
           }
-        }
-        // Tail: the last `want` words, filled right to left.
-        uint32_t* tail = sq.tail.data() + r * k;
-        uint32_t pos = want;
-        for (uint64_t p = e; p > b && pos > 0; --p) {
-          const uint32_t x = body[p - 1];
-          if (x & kRuleFlag) {
-            const uint32_t c = x & ~kRuleFlag;
-            const uint32_t cn = static_cast<uint32_t>(std::min<uint64_t>(sq.len[c], k));
-            const uint32_t take = std::min(cn, pos);
-            std::copy_n(sq.tail.data() + static_cast<size_t>(c) * k + (cn - take), take,
-                        tail + pos - take);
-            pos -= take;
-          } else if (lnorm[x] != kNoItem) {
-            tail[--pos] = lnorm[x];
-          }
-        }
-      }
-    });
+        });
   }
   Q.ex.parallel_for(s.num_inner, s.num_units(), 64, [&](unsigned, uint64_t lo, uint64_t hi) {
     for (uint64_t u = lo; u < hi; ++u) {

@@ -85,11 +85,16 @@ void build_word_items(Query& Q) {
 DocSlot Query::doc_slot() const {
   switch (q.task) {
     case Task::kWordCount:
-    case Task::kSort: return DocSlot::kNone;
-    case Task::kInvertedIndex: return DocSlot::kLast;
-    case Task::kTermVector: return DocSlot::kFirst;
-    case Task::kSequenceCount: return q.per_doc ? DocSlot::kFirst : DocSlot::kNone;
-    case Task::kRankedInvertedIndex: return DocSlot::kLast;
+    case Task::kSort:
+      return DocSlot::kNone;
+    case Task::kInvertedIndex:
+      return DocSlot::kLast;
+    case Task::kTermVector:
+      return DocSlot::kFirst;
+    case Task::kSequenceCount:
+      return q.per_doc ? DocSlot::kFirst : DocSlot::kNone;
+    case Task::kRankedInvertedIndex:
+      return DocSlot::kLast;
   }
   return DocSlot::kNone;
 }
