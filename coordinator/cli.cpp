@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "coordinator/compress.h"
+#include "coordinator/crash_report.h"
 #include "coordinator/decompress.h"
 #include "coordinator/info.h"
 #include "coordinator/run_command.h"
@@ -136,6 +137,7 @@ int cli_main(int argc, char** argv) {
     }
   } catch (const CollectiveError& e) {  // every rank knows: rank 0 speaks, nobody aborts
     code = e.exit_code();
+    quiet_crash_report();
     if (comm == nullptr || comm->rank() == 0) print_error(e.what(), code);
     if (comm != nullptr) comm->finalize();
     return code;
@@ -146,6 +148,7 @@ int cli_main(int argc, char** argv) {
   } catch (const std::exception& e) {
     code = print_error(std::string("internal error: ") + e.what(), 70);
   }
+  if (code != 0) quiet_crash_report();
   if (comm == nullptr) return code;
   if (code != 0 && comm->size() > 1) comm->abort(code);  // stop every rank of the job
   comm->finalize();

@@ -51,6 +51,11 @@ void install_crash_report() {
   for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT}) std::signal(sig, on_signal);
 }
 
+void quiet_crash_report() {
+  std::signal(SIGTERM, SIG_DFL);
+  std::signal(SIGINT, SIG_DFL);
+}
+
 void set_crash_context(const std::string& context) {
   if (context.empty()) {
     g_current = -1;

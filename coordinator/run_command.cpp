@@ -9,7 +9,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <future>
+#include <nlohmann/json.hpp>
 #include <iostream>
 
 #include "cluster/assignment.h"
@@ -92,6 +94,7 @@ void maybe_inject_fault(const Comm& comm, uint32_t shard) {
 
 struct Timings {
   double load = 0, init = 0, traversal = 0, shuffle = 0, merge = 0, write = 0;
+  std::vector<std::string> traversals;  ///< per shard of this rank: "top-down: reason"
 };
 
 /// Loads and queries this rank's shards, reading shard k+1 while shard k is traversed.
@@ -124,6 +127,8 @@ RecordBatch process_shards(const RunCommand& c, Comm& comm, const Manifest& m,
       RecordBatch batch = engine.run(*loaded, c.q, norm, stats);
       t.init += stats.init_s;
       t.traversal += stats.traversal_s;
+      t.traversals.push_back(std::string(traversal_name(stats.traversal)) +
+                             (stats.selector_reason.empty() ? "" : ": " + stats.selector_reason));
       spdlog::info("shard {}: {} records, {} traversal ({}), read {:.3f}s init {:.3f}s "
                    "traversal {:.3f}s",
                    s, batch.size(), traversal_name(stats.traversal), stats.selector_reason, read_s,
@@ -132,8 +137,8 @@ RecordBatch process_shards(const RunCommand& c, Comm& comm, const Manifest& m,
       else local.append(batch);
     } catch (const Error& e) {
       if (next.valid()) next.wait();
-      std::string where = (comm.size() > 1 ? "rank " + std::to_string(comm.rank()) + ": " : "") +
-                          "shard " + std::to_string(s) + " (" + shard_file_name(s) + "): ";
+      // The rank is named by raise_if_any_failed when the failure is reported collectively.
+      std::string where = "shard " + std::to_string(s) + " (" + shard_file_name(s) + "): ";
       throw Error(e.kind(), where + e.what());
     }
   }
@@ -169,6 +174,29 @@ void write_output(const std::string& path, const std::string& bytes, bool force)
   out.commit();
 }
 
+void write_stats(const RunCommand& c, Comm& comm, const std::string& engine, const Manifest& m,
+                 const Timings& t, double total) {
+  std::vector<uint64_t> ns;
+  for (double v : {t.load, t.init, t.traversal, t.shuffle, t.merge, t.write, total})
+    ns.push_back(static_cast<uint64_t>(v * 1e9));
+  comm.allreduce(ns, ReduceOp::kMax);
+  if (comm.rank() != 0) return;
+  nlohmann::ordered_json j;
+  j["task"] = task_name(c.q.task);
+  j["engine"] = engine;
+  j["ranks"] = comm.size();
+  j["threads"] = c.q.threads;
+  j["shards"] = m.shards.size();
+  const char* keys[] = {"load_s", "init_s", "traversal_s", "shuffle_s", "merge_s", "write_s",
+                        "total_s"};
+  for (size_t i = 0; i < ns.size(); ++i) j[keys[i]] = static_cast<double>(ns[i]) / 1e9;
+  j["rank0_traversals"] = t.traversals;
+  std::string text = j.dump(2) + "\n";
+  std::ofstream out(c.stats_file, std::ios::trunc);
+  out << text;
+  if (!out) throw InputError(c.stats_file + ": cannot write statistics");
+}
+
 }  // namespace
 
 void add_run_options(CLI::App& app, RunCommand& c) {
@@ -194,6 +222,8 @@ void add_run_options(CLI::App& app, RunCommand& c) {
   app.add_option("--traversal", c.traversal, "auto (default), top-down or bottom-up");
   app.add_option("--threads", c.q.threads, "CPU threads per rank (default: cores / ranks)");
   app.add_flag("--force", c.force, "Replace an existing output");
+  app.add_option("--stats", c.stats_file,
+                 "Write timings (max over ranks) and traversal decisions as JSON to FILE");
 }
 
 void execute_run(RunCommand& c, Comm& comm) {
@@ -290,6 +320,7 @@ void execute_run(RunCommand& c, Comm& comm) {
     });
   }
   t.write = write_timer.seconds();
+  if (!c.stats_file.empty()) write_stats(c, comm, engine->name(), m, t, timer.seconds());
   spdlog::info("timings: load {:.3f}s init {:.3f}s traversal {:.3f}s shuffle {:.3f}s merge "
                "{:.3f}s write {:.3f}s",
                t.load, t.init, t.traversal, t.shuffle, t.merge, t.write);

@@ -15,6 +15,7 @@ class Comm;
 
 struct RunCommand {
   std::string archive, task, output, format = "tsv", engine = "auto", traversal = "auto";
+  std::string stats_file;  ///< --stats FILE: timings and decisions as JSON (for benchmarks)
   QueryOptions q;
   bool partitioned = false, force = false, progress = false;
 };

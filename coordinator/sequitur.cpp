@@ -7,7 +7,7 @@
 #include "coordinator/sequitur.h"
 
 #include <algorithm>
-#include <bit>
+#include <cstdint>
 #include <cstdlib>
 #include <new>
 #include <string>
@@ -22,33 +22,42 @@
 namespace gtadoc {
 namespace {
 
-/// Allocator for the big arrays: blocks of 4 MiB and more are 2 MiB aligned and, on Linux,
-/// marked for transparent huge pages (random access over hundreds of MiB is TLB bound).
+/// Allocator for the big arrays: blocks of 4 MiB and more are mapped directly (so that freeing
+/// a grown-out table gives the memory back at once) and, on Linux, marked for transparent huge
+/// pages (random access over hundreds of MiB is TLB bound).
 template <typename T>
 struct HugePageAllocator {
   using value_type = T;
-  static constexpr size_t kHuge = size_t{2} << 20;
+  static constexpr size_t kDirect = size_t{4} << 20;
 
   HugePageAllocator() = default;
   template <typename U>
   HugePageAllocator(const HugePageAllocator<U>&) {}
 
   T* allocate(size_t n) {
+    if (n > SIZE_MAX / sizeof(T)) throw std::bad_alloc();
     size_t bytes = n * sizeof(T);
-    void* p;
-    if (bytes < 2 * kHuge) {
-      p = std::malloc(bytes);
-    } else {
-      bytes = (bytes + kHuge - 1) / kHuge * kHuge;
-      p = std::aligned_alloc(kHuge, bytes);
+#if defined(__linux__)
+    if (bytes >= kDirect) {
+      void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (p == MAP_FAILED) throw std::bad_alloc();
 #if defined(MADV_HUGEPAGE)
-      if (p) madvise(p, bytes, MADV_HUGEPAGE);  // a hint: failure only costs speed
+      madvise(p, bytes, MADV_HUGEPAGE);  // a hint: failure only costs speed
 #endif
+      return static_cast<T*>(p);
     }
+#endif
+    void* p = std::malloc(bytes);
     if (!p) throw std::bad_alloc();
     return static_cast<T*>(p);
   }
-  void deallocate(T* p, size_t) {
+  void deallocate(T* p, size_t n) {
+#if defined(__linux__)
+    if (n * sizeof(T) >= kDirect) {
+      munmap(p, n * sizeof(T));
+      return;
+    }
+#endif
     std::free(p);
   }
   template <typename U>
@@ -85,46 +94,47 @@ inline uint32_t digram_fingerprint(uint32_t a, uint32_t b) {
 }
 
 /// Digram index: linear probing over 8-byte slots (fingerprint << 32 | node). The home slot of
-/// an entry is its fingerprint masked, so deletion shifts entries back without touching nodes.
-/// A lookup compares fingerprints and confirms a hit by reading the node's digram.
+/// an entry is derived from its fingerprint alone (fp * capacity >> 32, so any capacity works and
+/// the table grows by 1.5x), hence deletion shifts entries back without touching nodes. A lookup
+/// compares fingerprints and confirms a hit by reading the node's digram.
 class DigramTable {
  public:
-  explicit DigramTable(size_t expected) { rehash(capacity_for(expected)); }
+  explicit DigramTable(size_t expected) { rehash(std::max<size_t>(1024, expected + expected / 2)); }
 
   /// Returns the node indexed under the digram with fingerprint `fp` for which `same(node)` is
   /// true; when there is none, indexes `x` under it and returns kNil.
   template <typename Same>
   uint32_t find_or_insert(uint32_t fp, uint32_t x, Same&& same) {
-    for (uint64_t i = fp & mask_;; i = (i + 1) & mask_) {
+    for (size_t i = home(fp);; i = next(i)) {
       uint64_t s = slots_[i];
       uint32_t node = static_cast<uint32_t>(s);
       if (node == kNil) {
         slots_[i] = (static_cast<uint64_t>(fp) << 32) | x;
-        if (++size_ > grow_at_) rehash(slots_.size() * 2);
+        if (++size_ > grow_at_) rehash(capacity_ + capacity_ / 2);
         return kNil;
       }
       if (static_cast<uint32_t>(s >> 32) == fp && same(node)) return node;
     }
   }
 
-  void prefetch(uint32_t fp) const { __builtin_prefetch(&slots_[fp & mask_]); }
+  void prefetch(uint32_t fp) const { __builtin_prefetch(&slots_[home(fp)]); }
 
   /// Removes the entry for node `x` (fingerprint `fp`) if `x` is the one indexed.
   bool erase(uint32_t fp, uint32_t x) {
-    uint64_t i = fp & mask_;
-    for (;; i = (i + 1) & mask_) {
+    size_t i = home(fp);
+    for (;; i = next(i)) {
       uint32_t node = static_cast<uint32_t>(slots_[i]);
       if (node == x) break;
       if (node == kNil) return false;
     }
     // Backward-shift deletion: pull later entries of the cluster into the hole when their home
     // slot does not lie cyclically in (hole, j].
-    for (uint64_t j = i;;) {
-      j = (j + 1) & mask_;
+    for (size_t j = i;;) {
+      j = next(j);
       uint64_t s = slots_[j];
       if (static_cast<uint32_t>(s) == kNil) break;
-      uint64_t home = (s >> 32) & mask_;
-      bool stays = (i <= j) ? (home > i && home <= j) : (home > i || home <= j);
+      size_t h = home(static_cast<uint32_t>(s >> 32));
+      bool stays = (i <= j) ? (h > i && h <= j) : (h > i || h <= j);
       if (!stays) {
         slots_[i] = s;
         i = j;
@@ -140,26 +150,25 @@ class DigramTable {
  private:
   static constexpr uint64_t kEmpty = ~uint64_t{0};
 
-  static size_t capacity_for(size_t expected) {
-    return std::bit_ceil(std::max<size_t>(1024, expected + expected / 2));
-  }
+  size_t home(uint32_t fp) const { return (static_cast<uint64_t>(fp) * capacity_) >> 32; }
+  size_t next(size_t i) const { return i + 1 == capacity_ ? 0 : i + 1; }
 
   void rehash(size_t capacity) {
-    GTADOC_EXPECTS(capacity - 1 <= 0xFFFFFFFFull, "sequitur: digram table too large");
+    GTADOC_EXPECTS(capacity <= (uint64_t{1} << 32), "sequitur: digram table too large");
     BigVector<uint64_t> old(capacity, kEmpty);
     old.swap(slots_);
-    mask_ = capacity - 1;
+    capacity_ = capacity;
     grow_at_ = capacity / 10 * 7;
     for (uint64_t s : old) {
       if (static_cast<uint32_t>(s) == kNil) continue;
-      uint64_t i = (s >> 32) & mask_;
-      while (static_cast<uint32_t>(slots_[i]) != kNil) i = (i + 1) & mask_;
+      size_t i = home(static_cast<uint32_t>(s >> 32));
+      while (static_cast<uint32_t>(slots_[i]) != kNil) i = next(i);
       slots_[i] = s;
     }
   }
 
   BigVector<uint64_t> slots_;
-  uint64_t mask_ = 0;
+  size_t capacity_ = 0;
   size_t size_ = 0;
   size_t grow_at_ = 0;
 };
@@ -322,7 +331,8 @@ class SequiturBuilder {
 
   /// Drops the index entry of the digram starting at x if x is the indexed occurrence. When
   /// the digram is "aa" an overlapping occurrence next to it ("aaa") is re-queued, so a run
-  /// stays indexed after the occurrence that represented it goes away.
+  /// stays indexed after the occurrence that represented it goes away. (Invariant: every digram
+  /// is indexed, queued, or overlaps its indexed occurrence inside one run.)
   void remove_digram(uint32_t x) {
     if (!is_indexed(x)) return;
     clear_indexed(x);
@@ -362,6 +372,8 @@ class SequiturBuilder {
 
   /// x starts an "aa" digram overlapping the indexed one. Overlapping occurrences are allowed,
   /// but a run of four or more a's holds two disjoint ones: replace its first and third pairs.
+  /// (With the checks in stack order the indexed pair is the run's first and this never fires
+  /// in practice; it keeps the guarantee independent of that order.)
   void check_run(uint32_t x) {
     uint32_t a = nodes_[x].val;
     uint32_t s = x;

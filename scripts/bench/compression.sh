@@ -206,6 +206,7 @@ measure() {
 
 # ---------------------------------------------------------------- main loop
 
+when="$(date -u +%Y-%m-%dT%H:%M:%SZ)"     # start of the run
 SUMMARY_MD=()
 for dir in "${CORPORA[@]}"; do
     dir="$(cd "$dir" && pwd)"
@@ -260,11 +261,10 @@ ver_of() { "$@" 2>&1 | head -n 1 || true; }
 gzip_v="$(ver_of gzip --version)"; zstd_v="$(ver_of zstd --version)"; xz_v="$(ver_of xz --version)"
 gtadoc_v=""
 if has_method gtadoc; then gtadoc_v="$(timeout 10 "$GTADOC" --version 2>/dev/null | head -n 1 || true)"; fi
-when="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 
 echo "# Compression benchmark"
 echo
-echo "$when; CPU: ${cpu:-unknown} ($(nproc) threads); gtadoc: $([ -n "${GTADOC:-}" ] && has_method gtadoc && echo "\`$GTADOC\` ${gtadoc_v}" || echo "not run");"
+echo "started $when; CPU: ${cpu:-unknown} ($(nproc) threads); gtadoc: $([ -n "${GTADOC:-}" ] && has_method gtadoc && echo "\`$GTADOC\` ${gtadoc_v}" || echo "not run");"
 echo "best of $REPS run(s), warm page cache. Baselines compress a tar of the corpus;"
 echo "ratio and MB/s are computed from the corpus's file bytes for every method."
 echo

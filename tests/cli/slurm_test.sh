@@ -8,7 +8,7 @@ RECIPE=${GTADOC_SLURM_RECIPE:-$SRC/../shared/recipes/slurm-single-node.sh}
 if [[ ! -f $RECIPE ]]; then echo "SKIP: no Slurm recipe at $RECIPE"; exit 77; fi
 if [[ $(id -u) -ne 0 ]]; then echo "SKIP: the single-node Slurm cluster needs root"; exit 77; fi
 rm -rf "$WORK" && mkdir -p "$WORK/in"
-(cd "$SRC/data/sample" && find . -type f | LC_ALL=C sort | head -n 20 |
+(cd "$SRC/data/sample" && find . -type f | LC_ALL=C sort | awk 'NR <= 20' |
    while read -r f; do mkdir -p "$WORK/in/$(dirname "$f")"; cp "$f" "$WORK/in/$f"; done)
 "$BIN" compress "$WORK/in" -o "$WORK/c.gtd" --shards 3
 export GTADOC=$BIN

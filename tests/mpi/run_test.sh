@@ -13,7 +13,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 
 # Corpus: part of the bundled real sample plus a few adversarial documents.
 if [[ -d $SRC/data/sample ]]; then
-  (cd "$SRC/data/sample" && find . -type f | LC_ALL=C sort | head -n 30 |
+  (cd "$SRC/data/sample" && find . -type f | LC_ALL=C sort | awk 'NR <= 30' |
      while read -r f; do mkdir -p "$WORK/in/sample/$(dirname "$f")"; cp "$f" "$WORK/in/sample/$f"; done)
 fi
 printf '' > "$WORK/in/empty"

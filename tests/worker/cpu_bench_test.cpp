@@ -48,10 +48,10 @@ TEST(CpuBench, DISABLED_NormalizeTenMillionWords) {
   Dictionary d;
   for (const auto& w : words) d.push_back(w);
   for (auto [lower, alnum] : {std::pair{true, false}, {false, true}, {true, true}}) {
-    double t0 = now_s();
+    double t0 = now_s(), c0 = cpu_s();
     Normalization n = normalize_dictionary(d, lower, alnum);
-    std::printf("normalize %u words lowercase=%d alnum=%d: %.3f s -> %u words\n", d.size(), lower,
-                alnum, now_s() - t0, n.dict.size());
+    std::printf("normalize %u words lowercase=%d alnum=%d: %.3f s wall, %.3f cpu-s -> %u words\n",
+                d.size(), lower, alnum, now_s() - t0, cpu_s() - c0, n.dict.size());
     EXPECT_TRUE(n.dict.is_sorted_unique());
   }
 }
@@ -123,8 +123,12 @@ TEST(CpuBench, DISABLED_Throughput) {
       {Task::kInvertedIndex, false, Traversal::kBottomUp, 3},
       {Task::kInvertedIndex, false, Traversal::kAuto, 3},
       {Task::kTermVector, false, Traversal::kAuto, 3},
+      {Task::kTermVector, false, Traversal::kTopDown, 3},
+      {Task::kTermVector, false, Traversal::kBottomUp, 3},
       {Task::kSequenceCount, true, Traversal::kTopDown, 3},
+      {Task::kSequenceCount, true, Traversal::kBottomUp, 3},
       {Task::kRankedInvertedIndex, false, Traversal::kAuto, 3},
+      {Task::kRankedInvertedIndex, false, Traversal::kTopDown, 3},
   };
   for (unsigned threads : {1u, 2u}) {
     auto engine = make_cpu_engine(threads);

@@ -24,8 +24,9 @@ class WindowScanner {
         n_(Q.seq.n),
         k_(Q.seq.k) {}
 
-  /// f(window) for every local window of the body [ub, ue) whose first word comes from a
-  /// symbol in [ca, cb): n consecutive words of the expansion, not all from one symbol.
+  /// f(window) for every local window of a body ending at `ue` whose first word comes from a
+  /// symbol in [ca, cb): n consecutive words of the expansion, not all from one symbol (a
+  /// child's full expansion is never re-counted) and not crossing the middle of a long child.
   template <class F>
   void scan(uint64_t ca, uint64_t cb, uint64_t ue, F&& f) {
     words_.clear();

@@ -1,0 +1,216 @@
+// Internal structures of the GPU engine (host-includable: no device code here): the device
+// context, the loaded shard (grammar uploaded once in struct-of-arrays / CSR form, with the
+// level schedules of the static DAG), the per-query state, and the traversal entry points that
+// the engine (gpu_engine.cu) strings together. Not a public API.
+//
+// Vocabulary of the engine:
+//  * unit: an inner rule (ids 0 .. inner-1, = rule id) or a document segment of the root
+//    (ids inner .. inner+D-1). Every body position belongs to exactly one unit; boundaries to none.
+//  * item: what a query counts. Word tasks: the distinct normalized words present in the shard,
+//    numbered in normalized-id order. Sequence tasks: the distinct n-grams of local windows
+//    ("gids"), each an array of n word items.
+//  * own entries of a unit: (item, count) pairs of the unit's own body (terminal words, or local
+//    n-gram windows); duplicates of an item within a unit are allowed, every consumer reduces.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/types.h"
+#include "formats/grammar.h"
+#include "worker/engine.h"
+#include "worker/gpu/device_buffer.cuh"
+#include "worker/query.h"
+#include "worker/records.h"
+
+namespace gtadoc::gpu {
+
+/// Body symbols re-encoded at load: words become shard-local word indices (< kRuleFlag), rules
+/// kRuleFlag | id, boundaries kBoundaryCode.
+inline constexpr uint32_t kRuleFlag = 0x80000000u;
+inline constexpr uint32_t kBoundaryCode = 0xFFFFFFFFu;
+inline constexpr uint32_t kNoItem = 0xFFFFFFFFu;
+inline constexpr uint32_t kNoUnit = 0xFFFFFFFFu;
+
+/// Workload classes of per-rule kernels, by body length (symbols): one thread per rule up to
+/// kThreadMaxBody, one warp per rule up to kWarpMaxBody, one block per rule above.
+inline constexpr uint32_t kThreadMaxBody = 32;
+inline constexpr uint32_t kWarpMaxBody = 1024;
+inline constexpr int kRuleBlock = 256;  ///< threads of the block-per-rule kernels
+
+/// The device, its stream and its memory pool; shared by the engine and every shard it loaded
+/// (a shard may outlive the engine object).
+struct DeviceContext {
+  explicit DeviceContext(int device);
+  void activate() const;  ///< cudaSetDevice(device) on the calling thread
+  int device;
+  Stream stream;
+  MemoryPool pool;
+};
+
+/// Rules of one height level grouped by workload class: sched[begin, begin + threads) are the
+/// thread-class rules (sorted by body length so neighbouring lanes do similar work), then
+/// `warps` warp-class rules, then `blocks` block-class rules.
+struct LevelSchedule {
+  uint32_t begin = 0;
+  uint32_t threads = 0, warps = 0, blocks = 0;
+};
+
+/// Per-unit (item, count) rows in CSR form on the device, entries in unit order.
+struct UnitCsr {
+  const uint64_t* off = nullptr;   ///< units + 1 offsets
+  const uint32_t* unit = nullptr;  ///< entry -> unit
+  const uint32_t* item = nullptr;
+  const uint32_t* cnt = nullptr;   ///< nullptr: every count is 1
+};
+
+class GpuShard final : public LoadedShard {
+ public:
+  GpuShard(ShardGrammar grammar, std::shared_ptr<DeviceContext> ctx);
+  const ShardGrammar& grammar() const override { return g; }
+
+  uint32_t num_inner_levels() const { return static_cast<uint32_t>(levels.size()); }
+  UnitCsr children() const { return {ch_off.data(), ch_unit.data(), ch_item.data(), ch_cnt.data()}; }
+  UnitCsr terms() const { return {tm_off.data(), tm_unit.data(), tm_item.data(), tm_cnt.data()}; }
+
+  std::shared_ptr<DeviceContext> ctx;  // declared first: destroyed after every buffer
+  ShardGrammar g;
+  uint32_t inner = 0;     ///< rules other than the root
+  uint32_t num_docs = 0;
+  uint32_t units = 0;     ///< inner + num_docs
+  uint64_t S = 0;         ///< symbols of all bodies
+  std::vector<WordId> local_words;  ///< local word index -> global word id (ascending)
+
+  DeviceBuffer<uint32_t> body;        ///< S re-encoded symbols
+  DeviceBuffer<uint32_t> sym_unit;    ///< S: unit of each position (kNoUnit at boundaries)
+  DeviceBuffer<uint64_t> unit_begin;  ///< units: absolute body range of each unit
+  DeviceBuffer<uint64_t> unit_end;
+  DeviceBuffer<uint64_t> ch_off;      ///< children: distinct child rules per unit, with uses
+  DeviceBuffer<uint32_t> ch_unit, ch_item, ch_cnt;
+  DeviceBuffer<uint64_t> tm_off;      ///< terms: distinct local words per unit, with uses
+  DeviceBuffer<uint32_t> tm_unit, tm_item, tm_cnt;
+  DeviceBuffer<uint64_t> root_uses;   ///< inner: occurrences in the root (all segments)
+  DeviceBuffer<uint32_t> level_of;    ///< inner: height
+  DeviceBuffer<uint32_t> sched;       ///< inner rules grouped by level and class
+  DeviceBuffer<uint32_t> top_rules;   ///< rules with root_uses > 0
+  std::vector<LevelSchedule> levels;  ///< inner levels, by height
+
+  // Host copies for the selector and for sizing.
+  std::vector<uint64_t> h_ch_off, h_tm_off;
+  std::vector<uint32_t> h_ch_item, h_ch_cnt;
+  std::vector<uint64_t> h_body_len;  ///< units: body symbols
+};
+
+/// The query's normalization restricted to the shard's words (host side).
+struct Vocab {
+  std::vector<uint32_t> lnorm;    ///< local word -> item, or kNoItem when dropped
+  std::vector<WordId> item_word;  ///< item -> normalized global word id (ascending)
+  bool identity = true;
+  uint32_t size() const { return static_cast<uint32_t>(item_word.size()); }
+};
+Vocab build_vocab(const GpuShard& s, const Normalization& norm);
+
+/// Own entries of every unit (see the file comment) and the size of their item space.
+struct OwnSet {
+  UnitCsr csr;
+  std::vector<uint64_t> h_off;  ///< host copy of csr.off
+  uint64_t items = 0;
+  // storage when the set is not a view of the shard's arrays
+  DeviceBuffer<uint64_t> off_store;
+  DeviceBuffer<uint32_t> unit_store, item_store, cnt_store;
+  uint64_t entries() const { return h_off.empty() ? 0 : h_off.back(); }
+};
+
+/// Where the document goes in a record key.
+enum class DocSlot { kNone, kFirst, kLast };
+
+/// How an item becomes record key values (trivially copyable, passed to kernels).
+struct KeySpec {
+  uint32_t n = 1;                      ///< words per item
+  const uint32_t* gid_items = nullptr; ///< n word items per n-gram id (sequence tasks)
+  const uint32_t* item_word = nullptr; ///< word item -> normalized word id
+  DocSlot slot = DocSlot::kNone;
+  DocId first_doc = 0;
+  uint32_t width() const { return n + (slot == DocSlot::kNone ? 0 : 1); }
+};
+
+struct Query {
+  Query(const GpuShard& shard, const QueryOptions& options)
+      : s(shard), q(options), pool(shard.ctx->pool), stream(shard.ctx->stream.get()) {}
+  const GpuShard& s;
+  const QueryOptions& q;
+  MemoryPool& pool;
+  cudaStream_t stream;
+
+  Vocab vocab;
+  DeviceBuffer<uint32_t> lnorm;      ///< device copy of vocab.lnorm
+  DeviceBuffer<uint32_t> item_word;  ///< device copy of vocab.item_word
+
+  // Sequence tasks (k = n - 1 words of head and tail per inner rule).
+  uint32_t n = 0, k = 0;
+  DeviceBuffer<uint64_t> slen;  ///< inner: normalized expanded length
+  DeviceBuffer<uint32_t> head, tail;
+  DeviceBuffer<uint32_t> gid_items;  ///< interned n-grams: n word items each
+
+  DocSlot slot() const;
+  KeySpec key_spec() const;
+};
+
+// ------------------------------------------------------------------ traversal entry points
+
+// word_items.cu
+/// Word tasks: own entries = terminal words, normalized (a view of the shard's terms when the
+/// normalization is the identity, else a filtered copy without dropped words).
+OwnSet word_own_set(Query& Q);
+
+// topdown.cu
+/// weight[r] = occurrences of inner rule r in the expanded root, level by level from the top.
+DeviceBuffer<uint64_t> rule_weights(Query& Q);
+/// Σ weight(unit) x own entries, for the whole shard.
+RecordBatch topdown_global(Query& Q, const OwnSet& own, const DeviceBuffer<uint64_t>& weights);
+/// Per document in [d0, d1): (doc, rule, weight) triples propagated level by level.
+RecordBatch topdown_per_doc(Query& Q, const OwnSet& own, uint32_t d0, uint32_t d1);
+
+// bottomup.cu
+/// Per inner rule, the reduced (item, count) table of its expansion.
+struct RuleTables {
+  std::vector<DeviceBuffer<uint32_t>> items;  ///< per level
+  std::vector<DeviceBuffer<uint64_t>> counts;
+  DeviceBuffer<const uint32_t*> item_ptr;     ///< inner rule -> its row
+  DeviceBuffer<const uint64_t*> count_ptr;
+  DeviceBuffer<uint64_t> len;
+  uint64_t entries = 0;
+};
+RuleTables build_rule_tables(Query& Q, const OwnSet& own);
+RecordBatch bottomup_global(Query& Q, const OwnSet& own, const RuleTables& t);
+RecordBatch bottomup_per_doc(Query& Q, const OwnSet& own, const RuleTables& t, uint32_t d0,
+                             uint32_t d1);
+
+// sequences.cu
+/// Normalized lengths and head/tail buffers of every inner rule, bottom-up by levels.
+void build_heads_tails(Query& Q);
+/// Global sequence-count: Σ weight(unit) x local windows of the units in positions [p0, p1).
+RecordBatch sequence_count_topdown(Query& Q, const DeviceBuffer<uint64_t>& weights, uint64_t p0,
+                                   uint64_t p1);
+/// Interns every local window: items = distinct n-grams (Q.gid_items), own = per-unit windows.
+OwnSet intern_windows(Query& Q);
+
+// records.cu
+/// Records for every item with a non-zero count in the dense array acc[0 .. items).
+RecordBatch emit_dense(Query& Q, const uint64_t* acc, uint64_t items);
+/// Records for reduced pairs: key = (row << 32 | item), row = document - d0.
+RecordBatch emit_pairs(Query& Q, const uint64_t* keys, const uint64_t* sums, uint64_t n,
+                       uint32_t d0);
+/// Concatenates record batches; with `merge`, equal keys across batches are summed.
+RecordBatch merge_batches(std::vector<RecordBatch>& parts, uint32_t width, bool merge);
+
+// selector.cpp
+struct TraversalChoice {
+  Traversal traversal = Traversal::kTopDown;
+  std::string reason;
+};
+TraversalChoice select_traversal(const Query& Q, uint64_t free_device_bytes);
+
+}  // namespace gtadoc::gpu
