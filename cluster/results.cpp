@@ -64,21 +64,31 @@ void sort_and_limit(std::vector<OutputRow>& rows, uint64_t top) {
 }
 
 std::vector<OutputRow> word_rows(const RecordBatch& r, const ResultContext& ctx, bool by_count) {
+  // Word ids are in byte order of the (normalized) words, so rows order by (~count, id).
   RowBuilder b(ctx);
-  std::vector<OutputRow> rows;
-  for (size_t i : top_candidates(r, 0, r.size(), by_count ? ctx.q.top : 0)) {
-    OutputRow row;
+  std::vector<size_t> idx = top_candidates(r, 0, r.size(), by_count ? ctx.q.top : 0);
+  auto less = [&](size_t x, size_t y) {
+    if (by_count && r.counts[x] != r.counts[y]) return r.counts[x] > r.counts[y];
+    return r.keys[x] < r.keys[y];
+  };
+  std::sort(idx.begin(), idx.end(), less);
+  if (by_count && ctx.q.top > 0 && idx.size() > ctx.q.top) idx.resize(ctx.q.top);
+  std::vector<OutputRow> rows(idx.size());
+  for (size_t k = 0; k < idx.size(); ++k) {
+    size_t i = idx[k];
+    OutputRow& row = rows[k];
     std::string_view w = b.word(r.keys[i]);
-    row.k1 = by_count ? ~r.counts[i] : 0;
-    row.key.assign(w);
+    row.k1 = by_count ? ~r.counts[i] : r.keys[i];
+    row.k2 = r.keys[i];
     if (b.json()) {
-      row.text = dump(ojson{{"word", row.key}, {"count", r.counts[i]}});
+      row.text = dump(ojson{{"word", std::string(w)}, {"count", r.counts[i]}});
     } else {
-      row.text = row.key + '\t' + std::to_string(r.counts[i]);
+      row.text.reserve(w.size() + 12);
+      row.text.append(w);
+      row.text += '\t';
+      row.text += std::to_string(r.counts[i]);
     }
-    rows.push_back(std::move(row));
   }
-  sort_and_limit(rows, by_count ? ctx.q.top : 0);
   return rows;
 }
 
@@ -88,7 +98,8 @@ std::vector<OutputRow> inverted_rows(const RecordBatch& r, const ResultContext& 
   for (size_t i = 0; i < r.size();) {
     WordId w = r.keys[i * 2];
     OutputRow row;
-    row.key.assign(b.word(w));
+    row.k1 = w;  // word ids are in byte order
+    std::string word(b.word(w));
     ojson docs = ojson::array();
     std::string list;
     for (; i < r.size() && r.keys[i * 2] == w; ++i) {
@@ -100,8 +111,8 @@ std::vector<OutputRow> inverted_rows(const RecordBatch& r, const ResultContext& 
         list += b.doc_tsv(d);
       }
     }
-    row.text = b.json() ? dump(ojson{{"word", row.key}, {"docs", std::move(docs)}})
-                        : row.key + '\t' + list;
+    row.text = b.json() ? dump(ojson{{"word", word}, {"docs", std::move(docs)}})
+                        : word + '\t' + list;
     rows.push_back(std::move(row));
   }
   return rows;  // records are sorted by word id, which is byte order of the words

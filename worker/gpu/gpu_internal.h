@@ -191,9 +191,19 @@ RecordBatch bottomup_per_doc(Query& Q, const OwnSet& own, const RuleTables& t, u
 // sequences.cu
 /// Normalized lengths and head/tail buffers of every inner rule, bottom-up by levels.
 void build_heads_tails(Query& Q);
-/// Global sequence-count: Σ weight(unit) x local windows of the units in positions [p0, p1).
-RecordBatch sequence_count_topdown(Query& Q, const DeviceBuffer<uint64_t>& weights, uint64_t p0,
-                                   uint64_t p1);
+/// Where the local windows are: each window is counted at the position of its first word;
+/// off[p] = windows starting before position p (S + 1 entries, exact prefix sums).
+struct WindowIndex {
+  DeviceBuffer<uint64_t> nxt;  ///< first position >= q with words or a boundary (S if none)
+  DeviceBuffer<uint64_t> off;
+  uint64_t windows = 0;
+};
+/// Counts the local windows of every position (skipping units of zero weight when `weights`).
+WindowIndex index_windows(Query& Q, const uint64_t* weights);
+/// Global sequence-count: Σ weight(unit) x local windows, for the windows starting at positions
+/// [p0, p1) (the whole shard is [0, S); pieces let the engine bound memory).
+RecordBatch sequence_count_topdown(Query& Q, const WindowIndex& idx, const uint64_t* weights,
+                                   uint64_t p0, uint64_t p1);
 /// Interns every local window: items = distinct n-grams (Q.gid_items), own = per-unit windows.
 OwnSet intern_windows(Query& Q);
 
