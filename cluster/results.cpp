@@ -153,32 +153,117 @@ std::vector<OutputRow> term_vector_rows(const RecordBatch& r, const ResultContex
   return rows;
 }
 
+/// Orders sequences by their joined bytes using integers only. The joined string is the
+/// concatenation of the tokens (w1+' ')...(w_{n-1}+' ') w_n; tokens ending in the only space are
+/// prefix-free, so comparing token by token is comparing bytes. Token w+' ' ranks like w unless
+/// a word holds a byte below 0x20 (then "a\x01" < "a " while "a" < "a\x01"): only then the ranks
+/// of w+' ' are computed by sorting. The last word compares by id (byte order).
+class SequenceOrder {
+ public:
+  SequenceOrder(const Dictionary& dict, uint32_t n) : n_(n) {
+    bool low_byte = false;
+    for (char c : dict.bytes())
+      if (static_cast<unsigned char>(c) < 0x20) {
+        low_byte = true;
+        break;
+      }
+    if (!low_byte) return;
+    std::vector<WordId> order(dict.size());
+    for (WordId w = 0; w < dict.size(); ++w) order[w] = w;
+    auto token_less = [&](WordId x, WordId y) {
+      std::string_view a = dict[x], b = dict[y];
+      size_t m = std::min(a.size(), b.size());
+      int c = std::memcmp(a.data(), b.data(), m);
+      if (c != 0) return c < 0;
+      // One is a prefix of the other: the shorter continues with ' '.
+      unsigned char ca = a.size() > m ? static_cast<unsigned char>(a[m]) : ' ';
+      unsigned char cb = b.size() > m ? static_cast<unsigned char>(b[m]) : ' ';
+      return ca < cb;
+    };
+    std::sort(order.begin(), order.end(), token_less);
+    space_rank_.resize(dict.size());
+    for (uint32_t i = 0; i < order.size(); ++i) space_rank_[order[i]] = i;
+  }
+  /// True when id-tuple order already is joined-bytes order.
+  bool identity() const { return space_rank_.empty(); }
+  uint32_t rank(const uint32_t* words, uint32_t i) const {
+    return (i + 1 == n_ || space_rank_.empty()) ? words[i] : space_rank_[words[i]];
+  }
+  bool less(const uint32_t* a, const uint32_t* b) const {
+    for (uint32_t i = 0; i < n_; ++i) {
+      uint32_t x = rank(a, i), y = rank(b, i);
+      if (x != y) return x < y;
+    }
+    return false;
+  }
+  /// Big-endian ranks: comparing these bytes is comparing the joined strings.
+  std::string key(const uint32_t* words) const {
+    std::string k(4 * n_, '\0');
+    for (uint32_t i = 0; i < n_; ++i) {
+      uint32_t v = rank(words, i);
+      k[4 * i] = static_cast<char>(v >> 24);
+      k[4 * i + 1] = static_cast<char>(v >> 16);
+      k[4 * i + 2] = static_cast<char>(v >> 8);
+      k[4 * i + 3] = static_cast<char>(v);
+    }
+    return k;
+  }
+
+ private:
+  uint32_t n_;
+  std::vector<uint32_t> space_rank_;  ///< empty: rank of w+' ' is w
+};
+
 std::vector<OutputRow> sequence_rows(const RecordBatch& r, const ResultContext& ctx) {
   RowBuilder b(ctx);
   const uint32_t n = ctx.q.n;
   const bool per_doc = ctx.q.per_doc;
   const uint32_t off = per_doc ? 1 : 0;
+  const SequenceOrder order(ctx.norm.dict, n);
+  auto gram = [&](size_t i) { return &r.keys[i * r.width + off]; };
   std::vector<OutputRow> rows;
   auto emit_group = [&](size_t begin, size_t end, DocId doc) {
-    std::vector<OutputRow> group;
-    for (size_t i : top_candidates(r, begin, end, ctx.q.top)) {
+    std::vector<size_t> idx = top_candidates(r, begin, end, ctx.q.top);
+    if (order.identity()) {
+      // Records arrive sorted by key (reduce_records), which is then sequence order: a stable
+      // sort by count keeps it within equal counts.
+      std::stable_sort(idx.begin(), idx.end(),
+                       [&](size_t x, size_t y) { return r.counts[x] > r.counts[y]; });
+    } else {
+      std::sort(idx.begin(), idx.end(), [&](size_t x, size_t y) {
+        if (r.counts[x] != r.counts[y]) return r.counts[x] > r.counts[y];
+        return order.less(gram(x), gram(y));
+      });
+    }
+    if (ctx.q.top > 0 && idx.size() > ctx.q.top) idx.resize(ctx.q.top);
+    const std::string doc_text = per_doc && !b.json() ? b.doc_tsv(doc) : std::string();
+    for (size_t i : idx) {
       OutputRow row;
-      row.key = b.joined(&r.keys[i * r.width + off], n);
-      uint64_t c = r.counts[i];
+      const uint64_t c = r.counts[i];
+      row.key = order.key(gram(i));
+      std::string joined = b.joined(gram(i), n);
       if (per_doc) {
         row.k1 = doc;
         row.k2 = ~c;
-        row.text = b.json() ? dump(ojson{{"doc", b.doc_json(doc)}, {"sequence", row.key}, {"count", c}})
-                            : b.doc_tsv(doc) + '\t' + row.key + '\t' + std::to_string(c);
+        if (b.json()) {
+          row.text = dump(ojson{{"doc", b.doc_json(doc)}, {"sequence", joined}, {"count", c}});
+        } else {
+          row.text.reserve(doc_text.size() + joined.size() + 24);
+          row.text.append(doc_text).append(1, '\t').append(joined).append(1, '\t');
+          row.text += std::to_string(c);
+        }
       } else {
         row.k1 = ~c;
-        row.text = b.json() ? dump(ojson{{"sequence", row.key}, {"count", c}})
-                            : row.key + '\t' + std::to_string(c);
+        if (b.json()) {
+          row.text = dump(ojson{{"sequence", joined}, {"count", c}});
+        } else {
+          joined += '\t';
+          joined += std::to_string(c);
+          row.text = std::move(joined);
+        }
       }
-      group.push_back(std::move(row));
+      rows.push_back(std::move(row));
     }
-    sort_and_limit(group, ctx.q.top);
-    for (auto& row : group) rows.push_back(std::move(row));
   };
   if (!per_doc) {
     emit_group(0, r.size(), 0);
@@ -197,33 +282,49 @@ std::vector<OutputRow> sequence_rows(const RecordBatch& r, const ResultContext& 
 std::vector<OutputRow> ranked_rows(const RecordBatch& r, const ResultContext& ctx) {
   RowBuilder b(ctx);
   const uint32_t n = ctx.q.n;
-  std::vector<OutputRow> rows;
+  const SequenceOrder order(ctx.norm.dict, n);
+  // Groups of records with the same n-gram (records are sorted by key, so groups are runs).
+  std::vector<std::pair<size_t, size_t>> groups;
   for (size_t i = 0; i < r.size();) {
+    size_t j = i + 1;
+    while (j < r.size() &&
+           std::memcmp(&r.keys[j * r.width], &r.keys[i * r.width], n * sizeof(uint32_t)) == 0)
+      ++j;
+    groups.push_back({i, j});
+    i = j;
+  }
+  std::sort(groups.begin(), groups.end(), [&](const auto& x, const auto& y) {
+    return order.less(&r.keys[x.first * r.width], &r.keys[y.first * r.width]);
+  });
+  std::vector<OutputRow> rows;
+  rows.reserve(groups.size());
+  std::vector<std::pair<uint64_t, DocId>> postings;
+  for (auto [i, j] : groups) {
     const uint32_t* gram = &r.keys[i * r.width];
-    std::vector<std::pair<uint64_t, DocId>> postings;
-    size_t j = i;
-    for (; j < r.size() && std::memcmp(&r.keys[j * r.width], gram, n * sizeof(uint32_t)) == 0; ++j)
-      postings.push_back({r.counts[j], r.keys[j * r.width + n]});
+    postings.clear();
+    for (size_t k = i; k < j; ++k) postings.push_back({r.counts[k], r.keys[k * r.width + n]});
     std::sort(postings.begin(), postings.end(), [](const auto& a, const auto& c) {
       return a.first != c.first ? a.first > c.first : a.second < c.second;
     });
     OutputRow row;
-    row.key = b.joined(gram, n);
+    row.key = order.key(gram);
+    std::string joined = b.joined(gram, n);
     if (b.json()) {
       ojson arr = ojson::array();
       for (auto& [c, d] : postings) arr.push_back(ojson{{"doc", b.doc_json(d)}, {"count", c}});
-      row.text = dump(ojson{{"sequence", row.key}, {"docs", std::move(arr)}});
+      row.text = dump(ojson{{"sequence", joined}, {"docs", std::move(arr)}});
     } else {
-      row.text = row.key + '\t';
+      row.text = std::move(joined);
+      row.text += '\t';
       for (size_t p = 0; p < postings.size(); ++p) {
         if (p) row.text += ' ';
-        row.text += b.doc_tsv(postings[p].second) + ':' + std::to_string(postings[p].first);
+        row.text += b.doc_tsv(postings[p].second);
+        row.text += ':';
+        row.text += std::to_string(postings[p].first);
       }
     }
     rows.push_back(std::move(row));
-    i = j;
   }
-  std::sort(rows.begin(), rows.end());  // joined-string order may differ from id-tuple order
   return rows;
 }
 

@@ -169,7 +169,7 @@ void write_output(const std::string& path, const std::string& bytes, bool force)
     }
     done += static_cast<size_t>(w);
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0)
+  if (::close(fd) != 0)
     throw InputError(path + ": cannot write: " + std::strerror(errno));
   out.commit();
 }
@@ -268,6 +268,7 @@ void execute_run(RunCommand& c, Comm& comm) {
 
   Timer merge_timer;
   reduce_records(owned, c.q.threads);
+  spdlog::debug("reduce: {} records in {:.3f}s", owned.size(), merge_timer.seconds());
   ResultContext ctx{c.q, norm, m.docs, fmt, {}};
   if (c.q.task == Task::kTermVector) {
     KeyLayout doc_layout{1, 1, false};
@@ -304,6 +305,12 @@ void execute_run(RunCommand& c, Comm& comm) {
       if (comm.rank() != 0) return;
       write_output((tmp / "_SUCCESS").string(), "", false);
       dir->commit();
+    });
+  } else if (comm.size() == 1) {
+    std::vector<std::vector<OutputRow>> parts_rows;
+    parts_rows.push_back(std::move(rows));
+    run_collectively(comm, [&] {
+      write_output(c.output, render_rows(merge_rows(std::move(parts_rows), c.q), fmt), c.force);
     });
   } else {
     std::string mine = serialize_rows(rows);

@@ -409,6 +409,14 @@ class SequiturBuilder {
     } else {
       uint32_t a = nodes_[m].val;
       uint32_t b = nodes_[nodes_[m].next].val;
+      if (is_rule_value(a) && uses_[a - num_words_] == 2) {
+        extend_rule(ss, m, /*at_end=*/true);
+        return;
+      }
+      if (is_rule_value(b) && uses_[b - num_words_] == 2) {
+        extend_rule(ss, m, /*at_end=*/false);
+        return;
+      }
       r = new_rule();
       use(a);
       use(b);
@@ -432,6 +440,50 @@ class SequiturBuilder {
       expand(first);
     if (is_rule_value(nodes_[second].val) && uses_[nodes_[second].val - num_words_] == 1)
       expand(second);
+  }
+
+  /// The digram at the disjoint occurrences ss and m is (A c) (at_end) or (c A) (otherwise),
+  /// and these are the only two uses of rule A. Plain Sequitur would make a rule [A c], find
+  /// A used once and expand it; the same grammar (up to rule ids) comes from moving c into A's
+  /// body, which leaves A's outer digrams in place: fewer index updates on the hot path of a
+  /// repeated phrase, which grows its rule one symbol at a time.
+  void extend_rule(uint32_t ss, uint32_t m, bool at_end) {
+    const uint32_t rule_value = at_end ? nodes_[m].val : nodes_[nodes_[m].next].val;
+    const uint32_t c = at_end ? nodes_[nodes_[m].next].val : nodes_[m].val;
+    for (uint32_t x : {m, ss}) {
+      if (at_end) {  // x = A, y = c: drop y
+        uint32_t y = nodes_[x].next;
+        uint32_t q = nodes_[y].next;
+        remove_digram(x);
+        remove_digram(y);
+        release(y);
+        link(x, q);
+        push(x);
+      } else {  // x = c, y = A: drop x
+        uint32_t p = nodes_[x].prev;
+        uint32_t y = nodes_[x].next;
+        remove_digram(p);
+        remove_digram(x);
+        release(x);
+        link(p, y);
+        push(p);
+      }
+    }
+    live_symbols_ -= 1;  // two symbols dropped, one added to the body
+    uint32_t g = guard_[rule_value - num_words_];
+    uint32_t z = alloc(c);
+    if (at_end) {
+      uint32_t last = nodes_[g].prev;
+      link(last, z);
+      link(z, g);
+      push(last);
+    } else {
+      uint32_t first = nodes_[g].next;
+      link(g, z);
+      link(z, first);
+      push(z);
+    }
+    if (is_rule_value(c) && --uses_[c - num_words_] == 1) expand(z);  // -2 outside, +1 inside
   }
 
   /// Replaces the digram starting at x by the symbol of rule r.

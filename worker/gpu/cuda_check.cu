@@ -13,7 +13,10 @@ namespace gtadoc::detail {
   const auto err = static_cast<cudaError_t>(code);
   std::string msg = std::string("CUDA call ") + expr + " failed: " + cudaGetErrorString(err) +
                     " at " + file + ":" + std::to_string(line);
-  if (err == cudaErrorMemoryAllocation) throw ResourceError(msg, file, line);
+  if (err == cudaErrorMemoryAllocation) {
+    (void)cudaGetLastError();  // out-of-memory is not sticky; let the caller retry
+    throw ResourceError(msg, file, line);
+  }
   throw InternalError(msg, file, line);
 }
 

@@ -22,7 +22,13 @@ void* MemoryPool::allocate(size_t bytes) {
                         " more bytes requested with " + std::to_string(in_use_) +
                         " in use, over the limit of " + std::to_string(limit_) + " bytes");
   void* p = nullptr;
-  CUDA_TRY(cudaMallocAsync(&p, bytes, stream_));
+  const cudaError_t err = cudaMallocAsync(&p, bytes, stream_);
+  if (err == cudaErrorMemoryAllocation) {
+    (void)cudaGetLastError();  // not sticky: clear it so later launch checks do not see it
+    throw ResourceError("GPU memory exhausted: cudaMallocAsync of " + std::to_string(bytes) +
+                        " bytes failed with " + std::to_string(in_use_) + " bytes in use");
+  }
+  CUDA_TRY(err);
   in_use_ += bytes;
   if (in_use_ > peak_) peak_ = in_use_;
   return p;

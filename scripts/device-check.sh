@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# One command for the GPU machine (Ubuntu 24.04, nvcc 13, CMake, ninja, Open MPI, HDF5, NCCL,
+# GTest; no network): configures for sm_90 (H100/H200), builds with every core, runs the worker
+# tests and the GPU engine tests through ctest, then compute-sanitizer (memcheck, racecheck,
+# initcheck) on a small GPU test. Every log goes under $OUT (default ./device-out) with a
+# summary.txt; the exit status is non-zero when any step failed or a GPU test was skipped.
+#
+#   scripts/device-check.sh                # build in ./build-device
+#   OUT=/tmp/o BUILD_DIR=build-x JOBS=8 scripts/device-check.sh
+set -uo pipefail
+
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+OUT=${OUT:-./device-out}
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+BUILD_DIR=${BUILD_DIR:-build-device}
+JOBS=${JOBS:-$(nproc)}
+SUMMARY=$OUT/summary.txt
+export PATH=/usr/local/cuda/bin:$PATH
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+# The GPU engine tests, listed explicitly (tests/worker/gpu_engine_test.cpp).
+GPU_TESTS=(
+  RandomDags
+  DeepChainOf200NestedRules
+  OneHugeRuleOf100kSymbols
+  ManyTinyRules
+  NgramsSpanningManyRules
+  TinyDocumentsAndNLongerThanDocuments
+  AllIdenticalDocuments
+  EmptyAndDegenerateShards
+  BodyLengthsAtWorkloadClassBoundaries
+  LevelWidthsAtWarpAndBlockBoundaries
+  ManyDocumentsSharingADeepDag
+  SmallMixedClasses
+  StatsSelectorAndForcedTraversal
+  RejectsBadN
+  DefaultNormalizationAndRepeatedQueries
+  SeveralShardsAndShardOutlivingEngine
+  OutOfMemoryFallsBackOrFailsCleanly
+)
+# Small GPU cases for the sanitizers (they slow kernels down by orders of magnitude).
+SANITIZER_FILTER='GpuEngineTest.SmallMixedClasses:GpuEngineTest.TinyDocumentsAndNLongerThanDocuments:GpuEngineTest.EmptyAndDegenerateShards'
+
+failed=0
+: >"$SUMMARY"
+note() { echo "$*" | tee -a "$SUMMARY"; }
+
+# step NAME COMMAND...: runs COMMAND with output in $OUT/NAME.log, records status and time.
+step() {
+  local name=$1
+  shift
+  local start end rc
+  start=$(date +%s)
+  "$@" >"$OUT/$name.log" 2>&1
+  rc=$?
+  end=$(date +%s)
+  if [ "$rc" -eq 0 ]; then
+    note "PASS  $name ($((end - start)) s)"
+  else
+    note "FAIL  $name (exit $rc, $((end - start)) s, see $name.log)"
+    failed=1
+  fi
+  return "$rc"
+}
+
+note "gtadoc device check, $(date -u +%Y-%m-%dT%H:%M:%SZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+
+step environment bash -c 'nvidia-smi; nvcc --version; cmake --version; ninja --version; \
+  (command -v compute-sanitizer && compute-sanitizer --version) || echo "no compute-sanitizer"'
+
+GEN=()
+command -v ninja >/dev/null 2>&1 && GEN=(-G Ninja)
+# The CUDA20 options help CMake versions that do not know nvcc's C++20 flag yet (harmless else).
+if ! step configure cmake -S "$ROOT" -B "$BUILD_DIR" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_CUDA20_STANDARD_COMPILE_OPTION=-std=c++20 \
+  -DCMAKE_CUDA20_EXTENSION_COMPILE_OPTION=-std=c++20; then
+  note "configure failed: nothing else to do"
+  exit 1
+fi
+if ! grep -q "CUDA=ON" "$OUT/configure.log"; then
+  note "FAIL  CMake did not enable CUDA (see configure.log)"
+  failed=1
+fi
+
+if ! step build cmake --build "$BUILD_DIR" -j "$JOBS" --target worker_tests gtadoc; then
+  note "build failed: nothing else to do"
+  exit 1
+fi
+
+WORKER_BIN=$BUILD_DIR/tests/worker_tests
+
+# Every suite of the worker test binary (CPU engine, raw baselines, query, GPU engine).
+suites=$("$WORKER_BIN" --gtest_list_tests 2>/dev/null | grep -E '^[A-Za-z_]' | tr -d '.' |
+  paste -sd'|' - || true)
+if [ -z "$suites" ]; then
+  note "FAIL  could not list the worker test suites"
+  failed=1
+else
+  step ctest-worker ctest --test-dir "$BUILD_DIR" --output-on-failure --timeout 1800 \
+    -j "$JOBS" -R "^($suites)\\."
+fi
+
+gpu_regex="^GpuEngineTest\\.($(IFS='|'; echo "${GPU_TESTS[*]}"))\$"
+step ctest-gpu ctest --test-dir "$BUILD_DIR" --output-on-failure --timeout 1800 -j 1 \
+  -R "$gpu_regex"
+ran=$(grep -cE 'Test +#[0-9]+: GpuEngineTest\.' "$OUT/ctest-gpu.log" || true)
+skipped=$(grep -cE 'GpuEngineTest\..*Skipped' "$OUT/ctest-gpu.log" || true)
+note "      GPU tests run: ${ran:-0} of ${#GPU_TESTS[@]}, skipped: ${skipped:-0}"
+if [ "${ran:-0}" -ne "${#GPU_TESTS[@]}" ] || [ "${skipped:-0}" -ne 0 ]; then
+  note "FAIL  GPU tests missing or skipped (is a GPU visible?)"
+  failed=1
+fi
+
+# The GPU test binary alone, with gtest's own report (XML kept for the record).
+step gpu-gtest "$WORKER_BIN" --gtest_filter='GpuEngineTest.*' \
+  --gtest_output="xml:$OUT/gpu-gtest.xml"
+
+if command -v compute-sanitizer >/dev/null 2>&1; then
+  for tool in memcheck racecheck initcheck; do
+    extra=()
+    [ "$tool" = racecheck ] && extra=(--racecheck-report all)
+    step "sanitizer-$tool" compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 99 \
+      --print-limit 50 "$WORKER_BIN" --gtest_filter="$SANITIZER_FILTER"
+  done
+else
+  note "FAIL  compute-sanitizer not found"
+  failed=1
+fi
+
+if [ "$failed" -eq 0 ]; then
+  note "RESULT: all device checks passed"
+else
+  note "RESULT: some device checks FAILED"
+fi
+exit "$failed"

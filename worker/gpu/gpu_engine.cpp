@@ -1,0 +1,241 @@
+// The GPU engine (host code: no kernels here): loads shards into device memory (GpuShard) and runs a query as init (the
+// normalization remap uploaded as device arrays, head/tail buffers for sequence tasks, the
+// traversal selector) followed by the chosen traversal. Out-of-memory never aborts a query: a
+// failed bottom-up table build falls back to top-down, per-document work is retried in smaller
+// batches of documents, global sequence-count in smaller pieces of the shard, and only when a
+// single document (or position range of one symbol) does not fit is a ResourceError raised.
+#include <cuda_runtime.h>
+
+#include <cstdlib>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include <spdlog/spdlog.h>
+
+#include "common/error.h"
+#include "common/timer.h"
+#include "worker/engine.h"
+#include "worker/gpu/gpu_internal.h"
+
+namespace gtadoc {
+namespace gpu {
+namespace {
+
+int visible_devices() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    (void)cudaGetLastError();  // no driver / no device: not an error here
+    return 0;
+  }
+  return n;
+}
+
+/// Bytes one query may allocate beyond what is resident (GTADOC_GPU_QUERY_MEMORY_LIMIT; unset =
+/// up to the whole device). Lets operators share a GPU, and tests force the fallbacks.
+uint64_t query_memory_limit() {
+  if (const char* env = std::getenv("GTADOC_GPU_QUERY_MEMORY_LIMIT")) {
+    char* end = nullptr;
+    const unsigned long long v = std::strtoull(env, &end, 10);
+    if (end != env) return v;
+  }
+  return MemoryPool::kNoLimit;
+}
+
+/// Applies a query's memory limit for the lifetime of the guard.
+class LimitGuard {
+ public:
+  LimitGuard(MemoryPool& pool, uint64_t query_limit) : pool_(pool) {
+    pool_.reset_peak();
+    pool_.set_limit(query_limit == MemoryPool::kNoLimit ? MemoryPool::kNoLimit
+                                                        : pool.in_use() + query_limit);
+  }
+  ~LimitGuard() { pool_.set_limit(MemoryPool::kNoLimit); }
+  LimitGuard(const LimitGuard&) = delete;
+  LimitGuard& operator=(const LimitGuard&) = delete;
+
+ private:
+  MemoryPool& pool_;
+};
+
+/// Device memory a query can still use: free memory plus what the pool holds unused.
+uint64_t available_device_bytes(const DeviceContext& ctx) {
+  size_t free_b = 0, total_b = 0;
+  CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
+  cudaMemPool_t mp;
+  CUDA_TRY(cudaDeviceGetDefaultMemPool(&mp, ctx.device));
+  uint64_t reserved = 0, used = 0;
+  CUDA_TRY(cudaMemPoolGetAttribute(mp, cudaMemPoolAttrReservedMemCurrent, &reserved));
+  CUDA_TRY(cudaMemPoolGetAttribute(mp, cudaMemPoolAttrUsedMemCurrent, &used));
+  uint64_t avail = free_b + (reserved > used ? reserved - used : 0);
+  const MemoryPool& pool = ctx.pool;
+  if (pool.limit() != MemoryPool::kNoLimit)
+    avail = std::min(avail, pool.limit() > pool.in_use() ? pool.limit() - pool.in_use() : 0);
+  return avail;
+}
+
+/// Runs f(d0, d1) over every document in batches, halving the batch after an out-of-memory.
+template <class F>
+RecordBatch for_document_batches(Query& Q, uint32_t width, F&& f) {
+  const uint32_t D = Q.s.num_docs;
+  std::vector<RecordBatch> parts;
+  uint32_t batch = D, d = 0;
+  while (d < D) {
+    const uint32_t d1 = d + std::min(batch, D - d);
+    try {
+      parts.push_back(f(d, d1));
+      d = d1;
+    } catch (const ResourceError& e) {
+      if (d1 - d <= 1)
+        throw ResourceError("gpu engine: GPU memory exhausted by document " +
+                            std::to_string(Q.s.g.first_doc + d) + " alone (" + e.what() +
+                            "); use --engine cpu or a GPU with more memory");
+      batch = (d1 - d) / 2;
+      spdlog::warn("gpu engine: out of GPU memory on documents {}..{}; retrying in batches of {}",
+                   Q.s.g.first_doc + d, Q.s.g.first_doc + d1, batch);
+    }
+  }
+  return merge_batches(parts, width, false);
+}
+
+/// Global sequence-count top-down, in position pieces when the whole shard does not fit.
+RecordBatch global_sequence_count(Query& Q) {
+  const DeviceBuffer<uint64_t> weights = rule_weights(Q);
+  const WindowIndex idx = index_windows(Q, weights.data());
+  std::vector<RecordBatch> parts;
+  std::deque<std::pair<uint64_t, uint64_t>> todo{{0, Q.s.S}};
+  while (!todo.empty()) {
+    const auto [p0, p1] = todo.front();
+    todo.pop_front();
+    try {
+      parts.push_back(sequence_count_topdown(Q, idx, weights.data(), p0, p1));
+    } catch (const ResourceError& e) {
+      if (p1 - p0 <= 1)
+        throw ResourceError(std::string("gpu engine: GPU memory exhausted by the n-grams of a "
+                                        "single symbol (") +
+                            e.what() + "); use --engine cpu or a GPU with more memory");
+      const uint64_t mid = p0 + (p1 - p0) / 2;
+      spdlog::warn("gpu engine: out of GPU memory on symbols {}..{}; splitting", p0, p1);
+      todo.push_front({mid, p1});
+      todo.push_front({p0, mid});
+    }
+  }
+  return merge_batches(parts, Q.n, parts.size() > 1);
+}
+
+class GpuEngine final : public Engine {
+ public:
+  explicit GpuEngine(int device) : ctx_(std::make_shared<DeviceContext>(device)) {}
+
+  std::string name() const override { return "gpu"; }
+
+  std::unique_ptr<LoadedShard> load(ShardGrammar grammar) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    ctx_->activate();
+    const uint64_t symbols = grammar.symbols.size();
+    try {
+      return std::make_unique<GpuShard>(std::move(grammar), ctx_);
+    } catch (const ResourceError& e) {
+      throw ResourceError("gpu engine: not enough GPU memory to load a shard of " +
+                          std::to_string(symbols) + " symbols (" + e.what() + ")");
+    }
+  }
+
+  RecordBatch run(LoadedShard& shard, const QueryOptions& q, const Normalization& norm,
+                  ShardRunStats& stats) override {
+    auto* s = dynamic_cast<GpuShard*>(&shard);
+    GTADOC_EXPECTS(s != nullptr && s->ctx == ctx_,
+                   "gpu engine: the shard was loaded by another engine");
+    const bool seq = is_sequence_task(q.task);
+    if (seq && (q.n < 2 || q.n > 8))
+      throw UsageError("--n must be between 2 and 8 (got " + std::to_string(q.n) + ")");
+
+    std::lock_guard<std::mutex> lock(mu_);  // one query at a time on the stream and pool
+    ctx_->activate();
+    LimitGuard limit(ctx_->pool, query_memory_limit());
+    Timer init_timer;
+    Query Q(*s, q);
+    Q.vocab = build_vocab(*s, norm);
+    Q.lnorm = DeviceBuffer<uint32_t>(Q.vocab.lnorm, Q.pool);
+    Q.item_word = DeviceBuffer<uint32_t>(Q.vocab.item_word, Q.pool);
+    if (seq) {
+      Q.n = q.n;
+      Q.k = q.n - 1;
+      build_heads_tails(Q);
+    }
+    TraversalChoice choice;
+    if (q.traversal == Traversal::kAuto) {
+      choice = select_traversal(Q, available_device_bytes(*ctx_));
+      spdlog::info("gpu engine: {} on shard of docs {}..{}: {} ({})", task_name(q.task),
+                   s->g.first_doc, s->g.first_doc + s->num_docs,
+                   traversal_name(choice.traversal), choice.reason);
+    } else {
+      choice.traversal = q.traversal;
+    }
+    ctx_->stream.synchronize();
+    stats.init_s = init_timer.seconds();
+
+    Timer traversal_timer;
+    Traversal used = choice.traversal;
+    RecordBatch out = traverse(Q, used);
+    ctx_->stream.synchronize();
+    out.width = key_layout(q).width;
+    stats.traversal = used;
+    stats.selector_reason = choice.reason;
+    stats.traversal_s = traversal_timer.seconds();
+    spdlog::debug("gpu engine: {} {} records, init {:.3f}s, traversal {:.3f}s, peak {} MiB",
+                  task_name(q.task), out.size(), stats.init_s, stats.traversal_s,
+                  ctx_->pool.peak() >> 20);
+    return out;
+  }
+
+ private:
+  /// Runs the traversal `used` (updated when memory forces top-down instead of bottom-up).
+  RecordBatch traverse(Query& Q, Traversal& used) {
+    const bool seq = is_sequence_task(Q.q.task);
+    const bool per_doc = Q.slot() != DocSlot::kNone;
+    const uint32_t width = Q.key_spec().width();
+    if (seq && !per_doc && used != Traversal::kBottomUp) return global_sequence_count(Q);
+
+    const OwnSet own = seq ? intern_windows(Q) : word_own_set(Q);
+    std::unique_ptr<RuleTables> tables;
+    if (used == Traversal::kBottomUp) {
+      try {
+        tables = std::make_unique<RuleTables>(build_rule_tables(Q, own));
+      } catch (const ResourceError& e) {
+        spdlog::warn("gpu engine: bottom-up tables do not fit in GPU memory ({}); using top-down",
+                     e.what());
+        used = Traversal::kTopDown;
+      }
+    }
+    if (!per_doc) {
+      if (tables) return bottomup_global(Q, own, *tables);
+      const DeviceBuffer<uint64_t> weights = rule_weights(Q);
+      return topdown_global(Q, own, weights);
+    }
+    if (tables)
+      return for_document_batches(Q, width, [&](uint32_t d0, uint32_t d1) {
+        return bottomup_per_doc(Q, own, *tables, d0, d1);
+      });
+    return for_document_batches(
+        Q, width, [&](uint32_t d0, uint32_t d1) { return topdown_per_doc(Q, own, d0, d1); });
+  }
+
+  std::shared_ptr<DeviceContext> ctx_;
+  std::mutex mu_;
+};
+
+}  // namespace
+}  // namespace gpu
+
+bool gpu_available() { return gpu::visible_devices() > 0; }
+
+std::unique_ptr<Engine> make_gpu_engine(int device) {
+  const int count = gpu::visible_devices();
+  if (count == 0) throw ResourceError("--engine gpu: no CUDA device is visible");
+  const int d = ((device % count) + count) % count;
+  return std::make_unique<gpu::GpuEngine>(d);
+}
+
+}  // namespace gtadoc
