@@ -73,6 +73,9 @@ int cli_main(int argc, char** argv) {
         ->check(CLI::PositiveNumber);
     c->add_option("--threads", copt.threads, "Worker threads (default: all cores)");
     c->add_flag("--force", copt.force, "Replace an existing output");
+    c->add_option("--deflate-level", copt.deflate_level,
+                  "HDF5 deflate level for the arrays, 0 (off) to 9 (default 4)")
+        ->check(CLI::Range(0, 9));
 
     // decompress
     CLI::App* d = app.add_subcommand("decompress", "Rebuild documents from an archive");

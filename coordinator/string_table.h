@@ -16,6 +16,7 @@ class StringTable {
   /// Returns the id of `s`, inserting it if new.
   uint32_t intern(std::string_view s) {
     uint64_t h = hash(s);
+    uint64_t head = head_of(s);
     size_t mask = slots_.size() - 1;
     for (size_t i = h & mask;; i = (i + 1) & mask) {
       Slot& slot = slots_[i];
@@ -23,11 +24,14 @@ class StringTable {
         uint32_t id = static_cast<uint32_t>(offsets_.size() - 1);
         arena_.insert(arena_.end(), s.begin(), s.end());
         offsets_.push_back(arena_.size());
-        slot = {h, id};
+        slot = {h, head, id, static_cast<uint32_t>(s.size())};
         if (++count_ * 4 > slots_.size() * 3) rehash(slots_.size() * 2);
         return id;
       }
-      if (slot.hash == h && get(slot.id) == s) return slot.id;
+      // Words of up to 8 bytes are decided by the slot alone (no trip to the arena).
+      if (slot.hash == h && slot.length == s.size() && slot.head == head &&
+          (s.size() <= 8 || get(slot.id) == s))
+        return slot.id;
     }
   }
 
@@ -54,8 +58,15 @@ class StringTable {
  private:
   struct Slot {
     uint64_t hash;
+    uint64_t head;  ///< first 8 bytes, zero padded
     uint32_t id;
+    uint32_t length;
   };
+  static uint64_t head_of(std::string_view s) {
+    uint64_t v = 0;
+    std::memcpy(&v, s.data(), s.size() < 8 ? s.size() : 8);
+    return v;
+  }
   static constexpr uint32_t kEmpty = 0xFFFFFFFFu;
   static uint64_t mix(uint64_t x) {
     x ^= x >> 32;
@@ -70,7 +81,7 @@ class StringTable {
     return c;
   }
   void rehash(size_t capacity) {
-    std::vector<Slot> old(capacity, Slot{0, kEmpty});
+    std::vector<Slot> old(capacity, Slot{0, 0, kEmpty, 0});
     old.swap(slots_);
     size_t mask = capacity - 1;
     for (const Slot& s : old) {

@@ -11,6 +11,7 @@
 #ifdef GTADOC_HAVE_GPU_ENGINE
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -547,10 +548,69 @@ TEST_F(GpuEngineTest, SmallMixedClasses) {
   const std::vector<std::vector<Symbol>> docs = {
       {small, block_rule}, {warp_rule, word("a"), small}, {}, {block_rule, warp_rule}};
   Matrix m;
-  m.ns = {3};
-  m.norms = {{true, true}};
+  m.ns = {2, 3};
+  m.norms = {{false, false}, {true, true}};
   m.traversals = {Traversal::kTopDown, Traversal::kBottomUp};
   check(b.finish(docs, 6), m);
+}
+
+/// Not a timed test (disabled by default): a larger random shard, every task on both engines,
+/// results compared and times printed. Run with --gtest_also_run_disabled_tests.
+TEST_F(GpuEngineTest, DISABLED_LargeShardProbe) {
+  // A text-like DAG: 10 levels of 30k rules over a 50k-word vocabulary (mixed case), rules
+  // using rules of the level below; 3000 documents of 300 symbols each.
+  std::vector<std::string> words;
+  for (int i = 0; i < 50000; ++i) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, i % 3 ? "w%05d" : "W%05d", i);
+    words.push_back(buf);
+  }
+  std::sort(words.begin(), words.end());
+  Dictionary big;
+  for (const auto& w : words) big.push_back(w);
+  const uint32_t BV = big.size();
+  std::mt19937_64 rng(1234);
+  Builder b(BV);
+  std::vector<std::vector<Symbol>> layers(1);
+  for (int l = 0; l < 10; ++l) {
+    std::vector<Symbol> layer;
+    for (int i = 0; i < 30000; ++i) {
+      std::vector<Symbol> body(2 + rng() % 3);
+      for (auto& x : body)
+        x = (l > 0 && rng() % 2) ? layers.back()[rng() % layers.back().size()]
+                                 : Symbol(rng() % BV);
+      layer.push_back(b.rule(body));
+    }
+    layers.push_back(std::move(layer));
+  }
+  std::vector<std::vector<Symbol>> docs(3000);
+  for (auto& d : docs)
+    for (int i = 0; i < 300; ++i) {
+      const auto& layer = layers[1 + rng() % 10];
+      d.push_back(rng() % 2 ? layer[rng() % layer.size()] : Symbol(rng() % BV));
+    }
+  const ShardGrammar g = b.finish(docs, 0);
+  auto cpu_engine = make_cpu_engine(0);
+  auto cs = cpu_engine->load(ShardGrammar(g));
+  auto gs = gpu().load(ShardGrammar(g));
+  const Normalization norm = normalize_dictionary(big, true, true);
+  for (const TaskCase& tc : kTasks)
+    for (Traversal t : {Traversal::kAuto, Traversal::kTopDown, Traversal::kBottomUp}) {
+      QueryOptions q;
+      q.task = tc.task;
+      q.per_doc = tc.per_doc;
+      q.lowercase = q.alnum = true;
+      q.traversal = t;
+      const uint32_t width = key_layout(q).width;
+      ShardRunStats c, s;
+      const Rows want = canonical(cpu_engine->run(*cs, q, norm, c), width, "cpu");
+      const Rows got = canonical(gpu().run(*gs, q, norm, s), width, "gpu");
+      EXPECT_EQ(difference(want, got), "") << task_name(tc.task) << " " << traversal_name(t);
+      std::printf("%-22s %-8s %-9s rows %9zu  cpu %-9s %8.3f s  gpu %-9s init %7.3f s trav %7.3f s\n",
+                  task_name(tc.task), tc.per_doc ? "per-doc" : "", traversal_name(t), got.size(),
+                  traversal_name(c.traversal), c.init_s + c.traversal_s,
+                  traversal_name(s.traversal), s.init_s, s.traversal_s);
+    }
 }
 
 TEST_F(GpuEngineTest, StatsSelectorAndForcedTraversal) {
