@@ -30,23 +30,6 @@ fs::path safe_relative_path(const std::string& name) {
   return p;
 }
 
-void write_bytes(const fs::path& file, const std::string& bytes) {
-  int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) throw InputError(file.string() + ": cannot create: " + std::strerror(errno));
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t w = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0) {
-      int err = errno;
-      ::close(fd);
-      throw InputError(file.string() + ": cannot write: " + std::strerror(err));
-    }
-    done += static_cast<size_t>(w);
-  }
-  if (::close(fd) != 0) throw InputError(file.string() + ": cannot write: " + std::strerror(errno));
-}
-
 }  // namespace
 
 uint64_t decompress(const fs::path& archive, const fs::path& out_dir,
@@ -113,7 +96,7 @@ uint64_t decompress(const fs::path& archive, const fs::path& out_dir,
           std::lock_guard<std::mutex> lock(fs_mutex);
           fs::create_directories(file.parent_path());
         }
-        write_bytes(file, text);
+        write_new_file(file, text);
         progress.add(1);
       }
       gap += n + 1;

@@ -156,21 +156,7 @@ void write_output(const std::string& path, const std::string& bytes, bool force)
     return;
   }
   AtomicOutput out(path, AtomicOutput::Kind::kFile, force);
-  int fd = ::open(out.temp_path().c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) throw InputError(path + ": cannot create: " + std::strerror(errno));
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t w = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0) {
-      int err = errno;
-      ::close(fd);
-      throw InputError(path + ": cannot write: " + std::strerror(err));
-    }
-    done += static_cast<size_t>(w);
-  }
-  if (::close(fd) != 0)
-    throw InputError(path + ": cannot write: " + std::strerror(errno));
+  write_new_file(out.temp_path(), bytes);
   out.commit();
 }
 

@@ -1,6 +1,10 @@
 #include "formats/atomic_output.h"
 
+#include <fcntl.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <random>
 #include <system_error>
@@ -19,6 +23,23 @@ fs::path unique_temp_sibling(const fs::path& target) {
     if (!fs::exists(fs::symlink_status(p, ec))) return p;
   }
   throw InputError("cannot find a free temporary name next to " + target.string());
+}
+
+void write_new_file(const fs::path& file, std::string_view bytes) {
+  int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) throw InputError(file.string() + ": cannot create: " + std::strerror(errno));
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t w = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) {
+      int err = errno;
+      ::close(fd);
+      throw InputError(file.string() + ": cannot write: " + std::strerror(err));
+    }
+    done += static_cast<size_t>(w);
+  }
+  if (::close(fd) != 0) throw InputError(file.string() + ": cannot write: " + std::strerror(errno));
 }
 
 AtomicOutput::AtomicOutput(fs::path target, Kind kind, bool force)

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <string_view>
 
 namespace gtadoc {
 
@@ -29,6 +30,10 @@ class AtomicOutput {
   bool force_;
   bool committed_ = false;
 };
+
+/// Creates `file` (which must not exist) holding exactly `bytes`; InputError naming `file` on
+/// failure.
+void write_new_file(const std::filesystem::path& file, std::string_view bytes);
 
 /// A sibling path of `target` that does not exist yet: "<target>.tmp-<pid>-<random>".
 std::filesystem::path unique_temp_sibling(const std::filesystem::path& target);
