@@ -19,6 +19,22 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+/// A loaded shard whose full load-time structures (CpuShard) are built on the first query that
+/// needs them; global word tasks run on the stored grammar directly and never need them.
+class LazyShard final : public LoadedShard {
+ public:
+  explicit LazyShard(ShardGrammar g) : raw_(std::move(g)) {}
+  const ShardGrammar& grammar() const override { return full_ ? full_->g : raw_; }
+  CpuShard& full(const Exec& ex) {
+    if (!full_) full_ = std::make_unique<CpuShard>(std::move(raw_), ex);
+    return *full_;
+  }
+
+ private:
+  ShardGrammar raw_;
+  std::unique_ptr<CpuShard> full_;
+};
+
 class CpuEngine final : public Engine {
  public:
   explicit CpuEngine(unsigned threads) : threads_(threads) {}
@@ -26,20 +42,31 @@ class CpuEngine final : public Engine {
   std::string name() const override { return "cpu"; }
 
   std::unique_ptr<LoadedShard> load(ShardGrammar grammar) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    return std::make_unique<CpuShard>(std::move(grammar), exec_for(0));
+    return std::make_unique<LazyShard>(std::move(grammar));
   }
 
   RecordBatch run(LoadedShard& shard, const QueryOptions& q, const Normalization& norm,
                   ShardRunStats& stats) override {
-    auto* s = dynamic_cast<CpuShard*>(&shard);
-    GTADOC_EXPECTS(s != nullptr, "cpu engine: the shard was loaded by another engine");
+    auto* lazy = dynamic_cast<LazyShard*>(&shard);
+    GTADOC_EXPECTS(lazy != nullptr, "cpu engine: the shard was loaded by another engine");
     const bool seq = is_sequence_task(q.task);
     if (seq && (q.n < 2 || q.n > 8))
       throw UsageError("--n must be between 2 and 8 (got " + std::to_string(q.n) + ")");
 
     std::lock_guard<std::mutex> lock(mu_);  // one query at a time shares the pool
     const auto t0 = std::chrono::steady_clock::now();
+    const bool word_task = q.task == Task::kWordCount || q.task == Task::kSort;
+    if (word_task && q.traversal != Traversal::kBottomUp) {
+      stats.traversal = Traversal::kTopDown;
+      stats.selector_reason = q.traversal == Traversal::kAuto
+                                  ? "global task: one top-down pass over the rules, no tables"
+                                  : "";
+      stats.init_s = 0;
+      RecordBatch out = word_count_direct(lazy->grammar(), norm);
+      stats.traversal_s = seconds_since(t0);
+      return out;
+    }
+    CpuShard* s = &lazy->full(exec_for(0));
     Query Q{*s, q, exec_for(q.threads), {}, {}, {}};
     Q.vocab = build_vocab(*s, norm, Q.ex);
     if (seq) {

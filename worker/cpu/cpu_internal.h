@@ -214,4 +214,7 @@ TraversalChoice select_traversal(const Query& Q);
 /// GTADOC_CPU_TABLE_BUDGET (bytes) when set.
 uint64_t table_memory_budget();
 
+/// word-count / sort top-down straight over the stored grammar (worker/cpu/direct.cpp).
+RecordBatch word_count_direct(const ShardGrammar& g, const Normalization& norm);
+
 }  // namespace gtadoc::cpu
