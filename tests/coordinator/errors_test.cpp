@@ -168,3 +168,63 @@ TEST(DecompressErrors, UnknownDocumentAndExistingOutput) {
 
 }  // namespace
 }  // namespace gtadoc
+
+namespace gtadoc {
+namespace {
+
+TEST(RunErrors, UsageErrors) {
+  Archive a;
+  TempDir out;
+  struct Bad {
+    std::vector<std::string> args;
+    std::string needle;
+  };
+  std::vector<Bad> cases = {
+      {{"frobnicate"}, "unknown task 'frobnicate'"},
+      {{"sequence-count", "--n", "9"}, "--n 9 is out of range (2..8)"},
+      {{"sequence-count", "--n", "1"}, "--n 1 is out of range (2..8)"},
+      {{"word-count", "--n", "3"}, "--n applies only to"},
+      {{"word-count", "--per-doc"}, "--per-doc applies only to sequence-count"},
+      {{"sort", "--top", "3"}, "--top does not apply to sort"},
+      {{"word-count", "--min-count", "2"}, "--min-count applies only to term-vector"},
+      {{"word-count", "--format", "xml"}, "unknown format 'xml'"},
+      {{"word-count", "--engine", "tpu"}, "unknown engine 'tpu'"},
+      {{"word-count", "--traversal", "sideways"}, "unknown traversal 'sideways'"},
+      {{"word-count", "--no-such-option"}, "no-such-option"},
+      {{"word-count", "--partitioned"}, "--partitioned needs -o"},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> args = {"run", a.path.string()};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    auto r = run_gtadoc(args);
+    SCOPED_TRACE(c.needle);
+    expect_clean_failure(r, 2, c.needle, out.path(), {});
+  }
+}
+
+TEST(RunErrors, OutputExistsCorruptShardAndMissingGpu) {
+  Archive a;
+  TempDir out;
+  testutil::write_file(out / "exists.tsv", "old");
+  auto e = run_gtadoc({"run", a.path.string(), "word-count", "-o", (out / "exists.tsv").string()});
+  expect_clean_failure(e, 1, "output exists", out.path(), {"exists.tsv"});
+  EXPECT_EQ(testutil::read_file(out / "exists.tsv"), "old");
+
+  auto g = run_gtadoc({"run", a.path.string(), "word-count", "--engine", "gpu", "-o",
+                       (out / "gpu.tsv").string()});
+  if (g.exit_code != 0) {  // no GPU here: a clear resource error, nothing written
+    expect_clean_failure(g, 1, "--engine gpu", out.path(), {"exists.tsv"});
+  }
+
+  fs::path shard = a.path / "shard-00001.h5";
+  std::string bytes = testutil::read_file(shard);
+  size_t pos = bytes.size() / 2;  // inside the data of the largest datasets
+  bytes[pos] = static_cast<char>(bytes[pos] ^ 0xFF);
+  testutil::write_file(shard, bytes);
+  auto c = run_gtadoc({"run", a.path.string(), "inverted-index", "--engine", "cpu", "-o",
+                       (out / "idx.tsv").string()});
+  expect_clean_failure(c, 1, "shard-00001.h5", out.path(), {"exists.tsv", "gpu.tsv"});
+}
+
+}  // namespace
+}  // namespace gtadoc
