@@ -7,6 +7,7 @@
 #
 #   scripts/device-check.sh                # build in ./build-device
 #   OUT=/tmp/o BUILD_DIR=build-x JOBS=8 scripts/device-check.sh
+#   GTADOC_BUILD_BENCH=ON scripts/device-check.sh   # also configure the benchmarks
 set -uo pipefail
 
 cd "$(dirname "$0")/.."
@@ -74,7 +75,8 @@ GEN=()
 command -v ninja >/dev/null 2>&1 && GEN=(-G Ninja)
 # The CUDA20 options help CMake versions that do not know nvcc's C++20 flag yet (harmless else).
 if ! step configure cmake -S "$ROOT" -B "$BUILD_DIR" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_CUDA20_STANDARD_COMPILE_OPTION=-std=c++20 \
+  -DCMAKE_CUDA_ARCHITECTURES=90 -DGTADOC_BUILD_BENCH="${GTADOC_BUILD_BENCH:-OFF}" \
+  -DCMAKE_CUDA20_STANDARD_COMPILE_OPTION=-std=c++20 \
   -DCMAKE_CUDA20_EXTENSION_COMPILE_OPTION=-std=c++20; then
   note "configure failed: nothing else to do"
   exit 1

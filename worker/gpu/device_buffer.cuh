@@ -62,10 +62,14 @@ class MemoryPool {
   /// Total bytes this pool may hold at once (kNoLimit = until the device is full).
   void set_limit(uint64_t bytes) { limit_ = bytes; }
   void reset_peak() { peak_ = in_use_; }
+  /// Returns freed memory to the driver, keeping at most `keep_unused` bytes reserved beyond
+  /// what is in use (so NCCL and other cudaMalloc users find it). Call after a synchronize.
+  void trim(uint64_t keep_unused) noexcept;
 
  private:
   int device_;
   cudaStream_t stream_;
+  cudaMemPool_t mempool_ = nullptr;
   uint64_t limit_ = kNoLimit;
   uint64_t in_use_ = 0;
   uint64_t peak_ = 0;

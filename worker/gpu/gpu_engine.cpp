@@ -43,20 +43,33 @@ uint64_t query_memory_limit() {
   return MemoryPool::kNoLimit;
 }
 
-/// Applies a query's memory limit for the lifetime of the guard.
-class LimitGuard {
+/// Freed device memory the pool keeps between queries (beyond the resident shards), so the next
+/// query's allocations are cheap; the rest goes back to the driver for NCCL and others.
+constexpr uint64_t kKeepBetweenQueries = uint64_t{512} << 20;
+
+/// A query's scope on the pool: applies its memory limit, and when the query is over (after its
+/// buffers are gone, on success or error) waits for the stream and trims the pool.
+class QueryScope {
  public:
-  LimitGuard(MemoryPool& pool, uint64_t query_limit) : pool_(pool) {
-    pool_.reset_peak();
-    pool_.set_limit(query_limit == MemoryPool::kNoLimit ? MemoryPool::kNoLimit
-                                                        : pool.in_use() + query_limit);
+  QueryScope(DeviceContext& ctx, uint64_t query_limit) : ctx_(ctx) {
+    MemoryPool& pool = ctx_.pool;
+    pool.reset_peak();
+    pool.set_limit(query_limit == MemoryPool::kNoLimit ? MemoryPool::kNoLimit
+                                                       : pool.in_use() + query_limit);
   }
-  ~LimitGuard() { pool_.set_limit(MemoryPool::kNoLimit); }
-  LimitGuard(const LimitGuard&) = delete;
-  LimitGuard& operator=(const LimitGuard&) = delete;
+  ~QueryScope() {
+    ctx_.pool.set_limit(MemoryPool::kNoLimit);
+    if (cudaStreamSynchronize(ctx_.stream.get()) == cudaSuccess) {
+      ctx_.pool.trim(kKeepBetweenQueries);
+    } else {
+      (void)cudaGetLastError();  // already reported by the failing call
+    }
+  }
+  QueryScope(const QueryScope&) = delete;
+  QueryScope& operator=(const QueryScope&) = delete;
 
  private:
-  MemoryPool& pool_;
+  DeviceContext& ctx_;
 };
 
 /// Device memory a query can still use: free memory plus what the pool holds unused.
@@ -135,7 +148,9 @@ class GpuEngine final : public Engine {
     ctx_->activate();
     const uint64_t symbols = grammar.symbols.size();
     try {
-      return std::make_unique<GpuShard>(std::move(grammar), ctx_);
+      auto shard = std::make_unique<GpuShard>(std::move(grammar), ctx_);  // synchronizes
+      ctx_->pool.trim(kKeepBetweenQueries);  // the load's sort buffers are no longer needed
+      return shard;
     } catch (const ResourceError& e) {
       throw ResourceError("gpu engine: not enough GPU memory to load a shard of " +
                           std::to_string(symbols) + " symbols (" + e.what() + ")");
@@ -153,7 +168,7 @@ class GpuEngine final : public Engine {
 
     std::lock_guard<std::mutex> lock(mu_);  // one query at a time on the stream and pool
     ctx_->activate();
-    LimitGuard limit(ctx_->pool, query_memory_limit());
+    QueryScope scope(*ctx_, query_memory_limit());
     Timer init_timer;
     Query Q(*s, q);
     Q.vocab = build_vocab(*s, norm);

@@ -9,10 +9,14 @@
 namespace gtadoc::gpu {
 
 MemoryPool::MemoryPool(int device, cudaStream_t stream) : device_(device), stream_(stream) {
-  cudaMemPool_t pool;
-  CUDA_TRY(cudaDeviceGetDefaultMemPool(&pool, device));
+  CUDA_TRY(cudaDeviceGetDefaultMemPool(&mempool_, device));
   uint64_t keep = ~uint64_t{0};
-  CUDA_TRY(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+  CUDA_TRY(cudaMemPoolSetAttribute(mempool_, cudaMemPoolAttrReleaseThreshold, &keep));
+}
+
+void MemoryPool::trim(uint64_t keep_unused) noexcept {
+  const uint64_t keep = in_use_ + keep_unused < in_use_ ? ~uint64_t{0} : in_use_ + keep_unused;
+  (void)cudaMemPoolTrimTo(mempool_, static_cast<size_t>(keep));
 }
 
 void* MemoryPool::allocate(size_t bytes) {
