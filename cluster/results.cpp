@@ -58,11 +58,6 @@ std::vector<size_t> top_candidates(const RecordBatch& r, size_t begin, size_t en
   return idx;
 }
 
-void sort_and_limit(std::vector<OutputRow>& rows, uint64_t top) {
-  std::sort(rows.begin(), rows.end());
-  if (top > 0 && rows.size() > top) rows.resize(top);
-}
-
 std::vector<OutputRow> word_rows(const RecordBatch& r, const ResultContext& ctx, bool by_count) {
   // Word ids are in byte order of the (normalized) words, so rows order by (~count, id).
   RowBuilder b(ctx);
