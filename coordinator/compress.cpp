@@ -218,7 +218,10 @@ CompressStats compress(const std::vector<std::string>& inputs, const fs::path& o
   const uint64_t archive_id = take(header, hp);
   const fs::path dir(std::string(header.begin() + hp, header.end()));
 
-  unsigned threads = resolve_threads(options.threads);
+  // Ranks sharing a node share its cores unless --threads says otherwise.
+  unsigned threads = options.threads > 0
+                         ? options.threads
+                         : std::max(1u, resolve_threads(0) / static_cast<unsigned>(comm.local_size()));
   uint64_t total_bytes = 0;
   std::vector<uint64_t> sizes;
   for (const auto& d : docs) total_bytes += d.bytes;
