@@ -66,8 +66,8 @@ bool launched_by_mpi() {
     if (std::strcmp(force, "0") == 0) return false;
     if (std::strcmp(force, "1") == 0) return true;
   }
-  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE",
-                           "MV2_COMM_WORLD_SIZE"}) {
+  for (const char* name :
+       {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", "MV2_COMM_WORLD_SIZE"}) {
     if (env_set(name)) return true;
   }
   if (env_set("SLURM_PROCID")) {
@@ -80,17 +80,26 @@ bool launched_by_mpi() {
 template <typename T>
 MPI_Datatype mpi_type();
 template <>
-MPI_Datatype mpi_type<uint8_t>() { return MPI_BYTE; }
+MPI_Datatype mpi_type<uint8_t>() {
+  return MPI_BYTE;
+}
 template <>
-MPI_Datatype mpi_type<uint32_t>() { return MPI_UINT32_T; }
+MPI_Datatype mpi_type<uint32_t>() {
+  return MPI_UINT32_T;
+}
 template <>
-MPI_Datatype mpi_type<uint64_t>() { return MPI_UINT64_T; }
+MPI_Datatype mpi_type<uint64_t>() {
+  return MPI_UINT64_T;
+}
 
 MPI_Op mpi_op(ReduceOp op) {
   switch (op) {
-    case ReduceOp::kSum: return MPI_SUM;
-    case ReduceOp::kMax: return MPI_MAX;
-    case ReduceOp::kMin: return MPI_MIN;
+    case ReduceOp::kSum:
+      return MPI_SUM;
+    case ReduceOp::kMax:
+      return MPI_MAX;
+    case ReduceOp::kMin:
+      return MPI_MIN;
   }
   GTADOC_FAIL("unknown ReduceOp");
 }
@@ -112,13 +121,17 @@ int to_int(size_t v) {
   return static_cast<int>(v);
 }
 
-size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
+size_t ceil_div(size_t a, size_t b) {
+  return (a + b - 1) / b;
+}
 
 }  // namespace
 
 Comm::Comm() : mpi_(std::make_unique<Mpi>()) {}
 
-Comm::~Comm() { finalize(); }
+Comm::~Comm() {
+  finalize();
+}
 
 Comm& Comm::init(int& argc, char**& argv) {
   if (g_world) return *g_world;
@@ -136,8 +149,8 @@ Comm& Comm::init(int& argc, char**& argv) {
     MPI_TRY(MPI_Comm_set_errhandler(comm->mpi_->world, MPI_ERRORS_RETURN));
     MPI_TRY(MPI_Comm_rank(comm->mpi_->world, &comm->rank_));
     MPI_TRY(MPI_Comm_size(comm->mpi_->world, &comm->size_));
-    MPI_TRY(MPI_Comm_split_type(comm->mpi_->world, MPI_COMM_TYPE_SHARED, comm->rank_,
-                                MPI_INFO_NULL, &comm->mpi_->node));
+    MPI_TRY(MPI_Comm_split_type(comm->mpi_->world, MPI_COMM_TYPE_SHARED, comm->rank_, MPI_INFO_NULL,
+                                &comm->mpi_->node));
     MPI_TRY(MPI_Comm_rank(comm->mpi_->node, &comm->local_rank_));
     MPI_TRY(MPI_Comm_size(comm->mpi_->node, &comm->local_size_));
     comm->distributed_ = true;
@@ -221,8 +234,8 @@ void Comm::allreduce(std::span<uint64_t> values, ReduceOp op) {
   const size_t chunk = std::max<size_t>(1, max_message_bytes_ / sizeof(uint64_t));
   for (size_t done = 0; done < values.size();) {
     const size_t n = std::min(values.size() - done, chunk);
-    MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, values.data() + done, to_int(n), MPI_UINT64_T,
-                          mpi_op(op), mpi_->world));
+    MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, values.data() + done, to_int(n), MPI_UINT64_T, mpi_op(op),
+                          mpi_->world));
     done += n;
   }
 }
@@ -327,9 +340,9 @@ std::vector<std::vector<uint8_t>> Comm::allgather_bytes(std::span<const uint8_t>
     }
     stage.resize(static_cast<size_t>(offset));
     const int mine = counts[static_cast<size_t>(rank_)];
-    MPI_TRY(MPI_Allgatherv(nonnull(buf.data() + std::min<size_t>(base, buf.size())), mine,
-                           MPI_BYTE, nonnull(stage.data()), counts.data(), displs.data(),
-                           MPI_BYTE, mpi_->world));
+    MPI_TRY(MPI_Allgatherv(nonnull(buf.data() + std::min<size_t>(base, buf.size())), mine, MPI_BYTE,
+                           nonnull(stage.data()), counts.data(), displs.data(), MPI_BYTE,
+                           mpi_->world));
     for (size_t r = 0; r < p; ++r) {
       if (counts[r] > 0) std::memcpy(out[r].data() + base, stage.data() + displs[r], counts[r]);
     }

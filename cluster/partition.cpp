@@ -106,8 +106,7 @@ PartitionedRecords partition_records(const RecordBatch& batch, const KeyLayout& 
   return out;
 }
 
-std::vector<uint32_t> choose_range_splitters(Comm& comm, const RecordBatch& local,
-                                             uint32_t parts) {
+std::vector<uint32_t> choose_range_splitters(Comm& comm, const RecordBatch& local, uint32_t parts) {
   if (parts <= 1) return {};
   const size_t n = local.size();
   const uint32_t w = local.width;

@@ -19,7 +19,8 @@ std::string dump(const ojson& j) {
 
 class RowBuilder {
  public:
-  explicit RowBuilder(const ResultContext& ctx) : ctx_(ctx), json_(ctx.format == OutputFormat::kJson) {}
+  explicit RowBuilder(const ResultContext& ctx)
+      : ctx_(ctx), json_(ctx.format == OutputFormat::kJson) {}
 
   std::string_view word(WordId w) const { return ctx_.norm.dict[w]; }
   std::string doc_tsv(DocId d) const {
@@ -106,8 +107,8 @@ std::vector<OutputRow> inverted_rows(const RecordBatch& r, const ResultContext& 
         list += b.doc_tsv(d);
       }
     }
-    row.text = b.json() ? dump(ojson{{"word", word}, {"docs", std::move(docs)}})
-                        : word + '\t' + list;
+    row.text =
+        b.json() ? dump(ojson{{"word", word}, {"docs", std::move(docs)}}) : word + '\t' + list;
     rows.push_back(std::move(row));
   }
   return rows;  // records are sorted by word id, which is byte order of the words
@@ -120,7 +121,7 @@ std::vector<OutputRow> term_vector_rows(const RecordBatch& r, const ResultContex
   std::sort(owned.begin(), owned.end());
   size_t i = 0;
   for (DocId d : owned) {
-    while (i < r.size() && r.keys[i * 2] < d) ++i;  // records of docs not listed (none expected)
+    while (i < r.size() && r.keys[i * 2] < d) ++i;   // records of docs not listed (none expected)
     std::vector<std::pair<uint64_t, WordId>> terms;  // (count, word)
     for (; i < r.size() && r.keys[i * 2] == d; ++i)
       if (r.counts[i] >= ctx.q.min_count) terms.push_back({r.counts[i], r.keys[i * 2 + 1]});
@@ -132,7 +133,8 @@ std::vector<OutputRow> term_vector_rows(const RecordBatch& r, const ResultContex
     row.k1 = d;
     if (b.json()) {
       ojson arr = ojson::array();
-      for (auto& [c, w] : terms) arr.push_back(ojson{{"word", std::string(b.word(w))}, {"count", c}});
+      for (auto& [c, w] : terms)
+        arr.push_back(ojson{{"word", std::string(b.word(w))}, {"count", c}});
       row.text = dump(ojson{{"doc", b.doc_json(d)}, {"terms", std::move(arr)}});
     } else {
       row.text = b.doc_tsv(d) + '\t';
@@ -323,7 +325,9 @@ std::vector<OutputRow> ranked_rows(const RecordBatch& r, const ResultContext& ct
   return rows;
 }
 
-void put_u64(std::string& out, uint64_t v) { out.append(reinterpret_cast<const char*>(&v), 8); }
+void put_u64(std::string& out, uint64_t v) {
+  out.append(reinterpret_cast<const char*>(&v), 8);
+}
 uint64_t get_u64(const std::string& in, size_t& pos) {
   if (pos + 8 > in.size()) GTADOC_FAIL("truncated row buffer");
   uint64_t v;
@@ -338,22 +342,32 @@ std::string escape_tsv_name(const std::string& name) {
   std::string out;
   out.reserve(name.size());
   for (char c : name) {
-    if (c == '\t') out += "\\t";
-    else if (c == '\n') out += "\\n";
-    else if (c == '\\') out += "\\\\";
-    else out += c;
+    if (c == '\t')
+      out += "\\t";
+    else if (c == '\n')
+      out += "\\n";
+    else if (c == '\\')
+      out += "\\\\";
+    else
+      out += c;
   }
   return out;
 }
 
 std::vector<OutputRow> build_rows(const RecordBatch& reduced, const ResultContext& ctx) {
   switch (ctx.q.task) {
-    case Task::kWordCount: return word_rows(reduced, ctx, true);
-    case Task::kSort: return word_rows(reduced, ctx, false);
-    case Task::kInvertedIndex: return inverted_rows(reduced, ctx);
-    case Task::kTermVector: return term_vector_rows(reduced, ctx);
-    case Task::kSequenceCount: return sequence_rows(reduced, ctx);
-    case Task::kRankedInvertedIndex: return ranked_rows(reduced, ctx);
+    case Task::kWordCount:
+      return word_rows(reduced, ctx, true);
+    case Task::kSort:
+      return word_rows(reduced, ctx, false);
+    case Task::kInvertedIndex:
+      return inverted_rows(reduced, ctx);
+    case Task::kTermVector:
+      return term_vector_rows(reduced, ctx);
+    case Task::kSequenceCount:
+      return sequence_rows(reduced, ctx);
+    case Task::kRankedInvertedIndex:
+      return ranked_rows(reduced, ctx);
   }
   GTADOC_FAIL("unknown task");
 }

@@ -64,28 +64,30 @@ namespace detail {
 }  // namespace gtadoc
 
 /// Precondition on data or arguments: throws InternalError with location when violated.
-#define GTADOC_EXPECTS(cond, msg)                                                        \
-  do {                                                                                   \
-    if (!(cond)) throw ::gtadoc::InternalError(std::string(msg), __FILE__, __LINE__);   \
+#define GTADOC_EXPECTS(cond, msg)                                                     \
+  do {                                                                                \
+    if (!(cond)) throw ::gtadoc::InternalError(std::string(msg), __FILE__, __LINE__); \
   } while (0)
 /// Unconditional internal failure.
 #define GTADOC_FAIL(msg) throw ::gtadoc::InternalError(std::string(msg), __FILE__, __LINE__)
 /// HDF5 call returning a negative value on failure (herr_t / hid_t / htri_t). Yields the value.
-#define H5_TRY(call)                                                         \
-  ([&]() {                                                                   \
-    auto h5_try_rc_ = (call);                                                \
+#define H5_TRY(call)                                                                 \
+  ([&]() {                                                                           \
+    auto h5_try_rc_ = (call);                                                        \
     if (h5_try_rc_ < 0) ::gtadoc::detail::throw_h5_error(#call, __FILE__, __LINE__); \
-    return h5_try_rc_;                                                       \
+    return h5_try_rc_;                                                               \
   }())
 /// MPI call returning MPI_SUCCESS (0) on success.
-#define MPI_TRY(call)                                                                   \
-  do {                                                                                  \
-    int mpi_try_rc_ = (call);                                                           \
-    if (mpi_try_rc_ != 0) ::gtadoc::detail::throw_mpi_error(mpi_try_rc_, #call, __FILE__, __LINE__); \
+#define MPI_TRY(call)                                                            \
+  do {                                                                           \
+    int mpi_try_rc_ = (call);                                                    \
+    if (mpi_try_rc_ != 0)                                                        \
+      ::gtadoc::detail::throw_mpi_error(mpi_try_rc_, #call, __FILE__, __LINE__); \
   } while (0)
 /// CUDA runtime call returning cudaSuccess (0) on success.
-#define CUDA_TRY(call)                                                                     \
-  do {                                                                                     \
-    int cuda_try_rc_ = static_cast<int>(call);                                             \
-    if (cuda_try_rc_ != 0) ::gtadoc::detail::throw_cuda_error(cuda_try_rc_, #call, __FILE__, __LINE__); \
+#define CUDA_TRY(call)                                                             \
+  do {                                                                             \
+    int cuda_try_rc_ = static_cast<int>(call);                                     \
+    if (cuda_try_rc_ != 0)                                                         \
+      ::gtadoc::detail::throw_cuda_error(cuda_try_rc_, #call, __FILE__, __LINE__); \
   } while (0)

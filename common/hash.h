@@ -33,8 +33,8 @@ constexpr uint64_t hash_u32s(std::span<const uint32_t> values, uint64_t seed = k
   uint64_t h = seed + 0x9e3779b97f4a7c15ULL * (static_cast<uint64_t>(n) + 1);
   size_t i = 0;
   for (; i + 2 <= n; i += 2) {
-    const uint64_t word = static_cast<uint64_t>(values[i]) |
-                          (static_cast<uint64_t>(values[i + 1]) << 32);
+    const uint64_t word =
+        static_cast<uint64_t>(values[i]) | (static_cast<uint64_t>(values[i + 1]) << 32);
     h = mix64(h ^ word) + 0x632be59bd9b4e019ULL;
   }
   if (i < n) h = mix64(h ^ static_cast<uint64_t>(values[i])) + 0x632be59bd9b4e019ULL;

@@ -11,7 +11,7 @@ void init_logging(int verbosity, const std::string& prefix) {
   auto logger = spdlog::get("gtadoc");
   if (!logger) logger = spdlog::stderr_color_mt("gtadoc");
   spdlog::set_default_logger(logger);
-  spdlog::set_level(verbosity <= 0 ? spdlog::level::warn
+  spdlog::set_level(verbosity <= 0   ? spdlog::level::warn
                     : verbosity == 1 ? spdlog::level::info
                                      : spdlog::level::debug);
   std::string pattern = "gtadoc";
@@ -19,13 +19,21 @@ void init_logging(int verbosity, const std::string& prefix) {
   spdlog::set_pattern(pattern + ": %l: %v");
 }
 
-bool stderr_is_terminal() { return ::isatty(STDERR_FILENO) == 1; }
+bool stderr_is_terminal() {
+  return ::isatty(STDERR_FILENO) == 1;
+}
 
 Progress::Progress(std::string label, uint64_t total, std::string unit, bool enabled)
-    : label_(std::move(label)), unit_(std::move(unit)), total_(total), enabled_(enabled),
-      start_(std::chrono::steady_clock::now()), last_draw_(start_) {}
+    : label_(std::move(label)),
+      unit_(std::move(unit)),
+      total_(total),
+      enabled_(enabled),
+      start_(std::chrono::steady_clock::now()),
+      last_draw_(start_) {}
 
-Progress::~Progress() { finish(); }
+Progress::~Progress() {
+  finish();
+}
 
 void Progress::add(uint64_t amount) {
   done_ += amount;

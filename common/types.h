@@ -6,11 +6,11 @@
 
 namespace gtadoc {
 
-using WordId = uint32_t;   ///< index into the global dictionary (byte order of the words)
-using DocId = uint32_t;    ///< index into the document table (byte order of the names)
-using RuleId = uint32_t;   ///< index of a rule inside one shard grammar
-using Symbol = uint32_t;   ///< an element of a rule body, see below
-using Count = uint64_t;    ///< exact occurrence counts
+using WordId = uint32_t;  ///< index into the global dictionary (byte order of the words)
+using DocId = uint32_t;   ///< index into the document table (byte order of the names)
+using RuleId = uint32_t;  ///< index of a rule inside one shard grammar
+using Symbol = uint32_t;  ///< an element of a rule body, see below
+using Count = uint64_t;   ///< exact occurrence counts
 
 /// Symbol encoding inside a shard with global vocabulary size V:
 ///   s <  V                          -> word s
@@ -18,12 +18,24 @@ using Count = uint64_t;    ///< exact occurrence counts
 ///   s >= kBoundaryBit               -> boundary between documents (root only), low bits unique
 inline constexpr Symbol kBoundaryBit = 0x80000000u;
 
-constexpr bool is_boundary(Symbol s) { return (s & kBoundaryBit) != 0; }
-constexpr bool is_word(Symbol s, uint32_t num_words) { return s < num_words; }
-constexpr bool is_rule(Symbol s, uint32_t num_words) { return s >= num_words && !is_boundary(s); }
-constexpr RuleId rule_of(Symbol s, uint32_t num_words) { return s - num_words; }
-constexpr Symbol rule_symbol(RuleId r, uint32_t num_words) { return num_words + r; }
-constexpr Symbol boundary_symbol(uint32_t i) { return kBoundaryBit | i; }
+constexpr bool is_boundary(Symbol s) {
+  return (s & kBoundaryBit) != 0;
+}
+constexpr bool is_word(Symbol s, uint32_t num_words) {
+  return s < num_words;
+}
+constexpr bool is_rule(Symbol s, uint32_t num_words) {
+  return s >= num_words && !is_boundary(s);
+}
+constexpr RuleId rule_of(Symbol s, uint32_t num_words) {
+  return s - num_words;
+}
+constexpr Symbol rule_symbol(RuleId r, uint32_t num_words) {
+  return num_words + r;
+}
+constexpr Symbol boundary_symbol(uint32_t i) {
+  return kBoundaryBit | i;
+}
 
 /// Format version written into every archive file; readers reject any other value.
 inline constexpr uint32_t kFormatVersion = 1;

@@ -31,11 +31,16 @@ uint64_t parse_size(const std::string& text) {
   }
   std::string suffix = text.substr(pos);
   uint64_t mult = 1;
-  if (suffix == "" || suffix == "B") mult = 1;
-  else if (suffix == "k" || suffix == "K" || suffix == "KiB") mult = 1ull << 10;
-  else if (suffix == "M" || suffix == "MiB") mult = 1ull << 20;
-  else if (suffix == "G" || suffix == "GiB") mult = 1ull << 30;
-  else throw UsageError("--shard-size: '" + text + "' is not a size (e.g. 64M)");
+  if (suffix == "" || suffix == "B")
+    mult = 1;
+  else if (suffix == "k" || suffix == "K" || suffix == "KiB")
+    mult = 1ull << 10;
+  else if (suffix == "M" || suffix == "MiB")
+    mult = 1ull << 20;
+  else if (suffix == "G" || suffix == "GiB")
+    mult = 1ull << 30;
+  else
+    throw UsageError("--shard-size: '" + text + "' is not a size (e.g. 64M)");
   if (value == 0) throw UsageError("--shard-size must be positive");
   return value * mult;
 }
@@ -124,9 +129,10 @@ int cli_main(int argc, char** argv) {
       copt.progress = progress;
       CompressStats s = compress(inputs, c_out, copt, *comm);
       if (comm->rank() == 0)
-        spdlog::info("compressed {} documents ({} bytes, {} words) into {} shards, {} bytes, "
-                     "{:.2f}s",
-                     s.documents, s.input_bytes, s.words, s.shards, s.archive_bytes, s.seconds);
+        spdlog::info(
+            "compressed {} documents ({} bytes, {} words) into {} shards, {} bytes, "
+            "{:.2f}s",
+            s.documents, s.input_bytes, s.words, s.shards, s.archive_bytes, s.seconds);
     } else if (d->parsed()) {
       dopt.progress = progress;
       if (comm->rank() == 0) decompress(d_archive, d_out, dopt);

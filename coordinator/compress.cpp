@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <cstring>
-#include <span>
 #include <mutex>
 #include <numeric>
 #include <queue>
 #include <random>
+#include <span>
 
 #include "cluster/assignment.h"
 #include "cluster/collective_error.h"
@@ -145,7 +145,9 @@ uint64_t directory_bytes(const fs::path& dir) {
 namespace {
 
 // Byte serialization for the few small messages compression exchanges between ranks.
-void put(std::string& out, uint64_t v) { out.append(reinterpret_cast<const char*>(&v), 8); }
+void put(std::string& out, uint64_t v) {
+  out.append(reinterpret_cast<const char*>(&v), 8);
+}
 uint64_t take(const std::vector<uint8_t>& in, size_t& pos) {
   GTADOC_EXPECTS(pos + 8 <= in.size(), "truncated message");
   uint64_t v;
@@ -219,9 +221,10 @@ CompressStats compress(const std::vector<std::string>& inputs, const fs::path& o
   const fs::path dir(std::string(header.begin() + hp, header.end()));
 
   // Ranks sharing a node share its cores unless --threads says otherwise.
-  unsigned threads = options.threads > 0
-                         ? options.threads
-                         : std::max(1u, resolve_threads(0) / static_cast<unsigned>(comm.local_size()));
+  unsigned threads =
+      options.threads > 0
+          ? options.threads
+          : std::max(1u, resolve_threads(0) / static_cast<unsigned>(comm.local_size()));
   uint64_t total_bytes = 0;
   std::vector<uint64_t> sizes;
   for (const auto& d : docs) total_bytes += d.bytes;
@@ -259,9 +262,8 @@ CompressStats compress(const std::vector<std::string>& inputs, const fs::path& o
     comm.broadcast(global_bytes);
     Dictionary global = deserialize_dictionary(global_bytes);
     std::vector<WordId> to_global(dict.size());
-    parallel_for(dict.size(), threads, [&](size_t i) {
-      to_global[i] = global.find(dict[static_cast<WordId>(i)]);
-    });
+    parallel_for(dict.size(), threads,
+                 [&](size_t i) { to_global[i] = global.find(dict[static_cast<WordId>(i)]); });
     for (auto& w : work)
       for (WordId& id : w.local_to_global) id = to_global[id];
     dict = std::move(global);

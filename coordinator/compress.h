@@ -18,7 +18,7 @@ struct CompressOptions {
   unsigned threads = 0;               ///< 0 = all hardware threads
   bool force = false;                 ///< replace an existing output
   bool progress = false;              ///< draw progress on the terminal
-  int deflate_level = 4;  // 6 saves ~2% more space at ~30% more compression time
+  int deflate_level = 4;              // 6 saves ~2% more space at ~30% more compression time
 };
 
 struct CompressStats {

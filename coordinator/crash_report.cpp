@@ -21,11 +21,15 @@ void write_str(const char* s) {
 
 void on_signal(int sig) {
   int cur = g_current.load();
-  const char* what = sig == SIGTERM || sig == SIGINT ? "stopped by signal " : "crashed with signal ";
+  const char* what =
+      sig == SIGTERM || sig == SIGINT ? "stopped by signal " : "crashed with signal ";
   char num[8];
   int n = sig, k = 0;
   char rev[8];
-  do { rev[k++] = static_cast<char>('0' + n % 10); n /= 10; } while (n > 0 && k < 7);
+  do {
+    rev[k++] = static_cast<char>('0' + n % 10);
+    n /= 10;
+  } while (n > 0 && k < 7);
   for (int i = 0; i < k; ++i) num[i] = rev[k - 1 - i];
   num[k] = '\0';
   write_str("gtadoc: error: ");
@@ -48,7 +52,8 @@ void install_crash_report() {
   static bool installed = false;
   if (installed) return;
   installed = true;
-  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT}) std::signal(sig, on_signal);
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT})
+    std::signal(sig, on_signal);
 }
 
 void quiet_crash_report() {

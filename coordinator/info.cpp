@@ -46,9 +46,15 @@ std::string archive_info(const fs::path& archive, bool json) {
     auto& arr = j["shard_table"] = nlohmann::ordered_json::array();
     for (size_t i = 0; i < m.shards.size(); ++i) {
       const auto& s = m.shards[i];
-      arr.push_back({{"shard", i},           {"first_doc", s.first_doc}, {"documents", s.num_docs},
-                     {"input_bytes", s.input_bytes}, {"words", s.words},  {"rules", s.rules},
-                     {"symbols", s.symbols}, {"dag_depth", s.depth},     {"file_bytes", s.file_bytes}});
+      arr.push_back({{"shard", i},
+                     {"first_doc", s.first_doc},
+                     {"documents", s.num_docs},
+                     {"input_bytes", s.input_bytes},
+                     {"words", s.words},
+                     {"rules", s.rules},
+                     {"symbols", s.symbols},
+                     {"dag_depth", s.depth},
+                     {"file_bytes", s.file_bytes}});
     }
     return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   }
@@ -66,8 +72,8 @@ std::string archive_info(const fs::path& archive, bool json) {
   line("rules", std::to_string(rules));
   line("symbols", std::to_string(symbols));
   line("DAG depth", std::to_string(depth));
-  line("archive bytes", fmt::format("{} (manifest {}, shards {})", total, manifest_bytes,
-                                    shard_bytes));
+  line("archive bytes",
+       fmt::format("{} (manifest {}, shards {})", total, manifest_bytes, shard_bytes));
   line("ratio", fmt::format("{:.2f}x", ratio));
   return out;
 }

@@ -77,7 +77,8 @@ std::vector<ShardPlan> plan_shards(const std::vector<InputDocument>& docs, uint6
   uint64_t total = 0;
   for (const auto& d : docs) total += d.bytes;
   uint64_t n = shards;
-  if (n == 0) n = std::max<uint64_t>(1, (total + shard_size - 1) / std::max<uint64_t>(1, shard_size));
+  if (n == 0)
+    n = std::max<uint64_t>(1, (total + shard_size - 1) / std::max<uint64_t>(1, shard_size));
   n = std::min<uint64_t>(n, docs.size());
   std::vector<ShardPlan> plan;
   size_t i = 0;
@@ -107,7 +108,7 @@ std::vector<ShardPlan> plan_shards(const std::vector<InputDocument>& docs, uint6
 std::string read_whole_file(const fs::path& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw InputError(path.string() + ": cannot read: " + std::strerror(errno));
-  struct stat st{};
+  struct stat st {};
   std::string data;
   if (::fstat(fd, &st) == 0 && st.st_size > 0) data.reserve(static_cast<size_t>(st.st_size));
   char buf[1 << 16];

@@ -2,4 +2,6 @@
 // one-line message and an exit code.
 #include "coordinator/cli.h"
 
-int main(int argc, char** argv) { return gtadoc::cli_main(argc, argv); }
+int main(int argc, char** argv) {
+  return gtadoc::cli_main(argc, argv);
+}

@@ -11,8 +11,8 @@
 #include <cstring>
 #include <fstream>
 #include <future>
-#include <nlohmann/json.hpp>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "cluster/assignment.h"
 #include "cluster/collective_error.h"
@@ -60,9 +60,12 @@ void validate(RunCommand& c) {
   } else if (c.format != "json") {
     throw UsageError("--format: unknown format '" + c.format + "' (expected tsv or json)");
   }
-  if (c.traversal == "auto") c.q.traversal = Traversal::kAuto;
-  else if (c.traversal == "top-down") c.q.traversal = Traversal::kTopDown;
-  else if (c.traversal == "bottom-up") c.q.traversal = Traversal::kBottomUp;
+  if (c.traversal == "auto")
+    c.q.traversal = Traversal::kAuto;
+  else if (c.traversal == "top-down")
+    c.q.traversal = Traversal::kTopDown;
+  else if (c.traversal == "bottom-up")
+    c.q.traversal = Traversal::kBottomUp;
   else
     throw UsageError("--traversal: unknown traversal '" + c.traversal +
                      "' (expected auto, top-down or bottom-up)");
@@ -129,12 +132,15 @@ RecordBatch process_shards(const RunCommand& c, Comm& comm, const Manifest& m,
       t.traversal += stats.traversal_s;
       t.traversals.push_back(std::string(traversal_name(stats.traversal)) +
                              (stats.selector_reason.empty() ? "" : ": " + stats.selector_reason));
-      spdlog::info("shard {}: {} records, {} traversal ({}), read {:.3f}s init {:.3f}s "
-                   "traversal {:.3f}s",
-                   s, batch.size(), traversal_name(stats.traversal), stats.selector_reason, read_s,
-                   stats.init_s, stats.traversal_s);
-      if (local.size() == 0) local = std::move(batch);
-      else local.append(batch);
+      spdlog::info(
+          "shard {}: {} records, {} traversal ({}), read {:.3f}s init {:.3f}s "
+          "traversal {:.3f}s",
+          s, batch.size(), traversal_name(stats.traversal), stats.selector_reason, read_s,
+          stats.init_s, stats.traversal_s);
+      if (local.size() == 0)
+        local = std::move(batch);
+      else
+        local.append(batch);
     } catch (const Error& e) {
       if (next.valid()) next.wait();
       // The rank is named by raise_if_any_failed when the failure is reported collectively.
@@ -173,8 +179,8 @@ void write_stats(const RunCommand& c, Comm& comm, const std::string& engine, con
   j["ranks"] = comm.size();
   j["threads"] = c.q.threads;
   j["shards"] = m.shards.size();
-  const char* keys[] = {"load_s", "init_s", "traversal_s", "shuffle_s", "merge_s", "write_s",
-                        "total_s"};
+  const char* keys[] = {"load_s",  "init_s",  "traversal_s", "shuffle_s",
+                        "merge_s", "write_s", "total_s"};
   for (size_t i = 0; i < ns.size(); ++i) j[keys[i]] = static_cast<double>(ns[i]) / 1e9;
   j["rank0_traversals"] = t.traversals;
   std::string text = j.dump(2) + "\n";
@@ -237,9 +243,8 @@ void execute_run(RunCommand& c, Comm& comm) {
   for (const auto& s : m.shards) sizes.push_back(s.input_bytes);
   auto assignment = assign_by_size(sizes, comm.size());
   RecordBatch local;
-  run_collectively(comm, [&] {
-    local = process_shards(c, comm, m, norm, *engine, assignment[comm.rank()], t);
-  });
+  run_collectively(
+      comm, [&] { local = process_shards(c, comm, m, norm, *engine, assignment[comm.rank()], t); });
 
   Timer shuffle_timer;
   const KeyLayout layout = key_layout(c.q);
@@ -284,9 +289,8 @@ void execute_run(RunCommand& c, Comm& comm) {
     fs::path tmp(std::string(name.begin(), name.end()));
     char part[64];
     std::snprintf(part, sizeof part, "part-%05d.%s", comm.rank(), c.format.c_str());
-    run_collectively(comm, [&] {
-      write_output((tmp / part).string(), render_rows(rows, fmt), false);
-    });
+    run_collectively(comm,
+                     [&] { write_output((tmp / part).string(), render_rows(rows, fmt), false); });
     run_collectively(comm, [&] {
       if (comm.rank() != 0) return;
       write_output((tmp / "_SUCCESS").string(), "", false);
@@ -314,9 +318,10 @@ void execute_run(RunCommand& c, Comm& comm) {
   }
   t.write = write_timer.seconds();
   if (!c.stats_file.empty()) write_stats(c, comm, engine->name(), m, t, timer.seconds());
-  spdlog::info("timings: load {:.3f}s init {:.3f}s traversal {:.3f}s shuffle {:.3f}s merge "
-               "{:.3f}s write {:.3f}s",
-               t.load, t.init, t.traversal, t.shuffle, t.merge, t.write);
+  spdlog::info(
+      "timings: load {:.3f}s init {:.3f}s traversal {:.3f}s shuffle {:.3f}s merge "
+      "{:.3f}s write {:.3f}s",
+      t.load, t.init, t.traversal, t.shuffle, t.merge, t.write);
 }
 
 }  // namespace gtadoc

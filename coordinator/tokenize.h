@@ -19,7 +19,9 @@ constexpr std::array<bool, 256> make_space_table() {
 inline constexpr std::array<bool, 256> kIsSpace = make_space_table();
 }  // namespace detail
 
-inline bool is_space_byte(unsigned char c) { return detail::kIsSpace[c]; }
+inline bool is_space_byte(unsigned char c) {
+  return detail::kIsSpace[c];
+}
 
 /// Calls on_gap(gap) and on_word(word) alternately, starting and ending with a gap.
 template <typename OnGap, typename OnWord>

@@ -28,9 +28,9 @@ struct ShardEntry {
   uint32_t num_docs = 0;
   uint64_t input_bytes = 0;  ///< bytes of the original documents
   uint64_t words = 0;
-  uint64_t rules = 0;    ///< including the root
-  uint64_t symbols = 0;  ///< total rule body length, root included
-  uint32_t depth = 0;    ///< DAG depth (root height)
+  uint64_t rules = 0;       ///< including the root
+  uint64_t symbols = 0;     ///< total rule body length, root included
+  uint32_t depth = 0;       ///< DAG depth (root height)
   uint64_t file_bytes = 0;  ///< size of the shard file on disk
 };
 

@@ -21,7 +21,10 @@ WordId Dictionary::find(std::string_view word) const {
   uint32_t lo = 0, hi = size();
   while (lo < hi) {
     uint32_t mid = lo + (hi - lo) / 2;
-    if ((*this)[mid] < word) lo = mid + 1; else hi = mid;
+    if ((*this)[mid] < word)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   return (lo < size() && (*this)[lo] == word) ? lo : size();
 }

@@ -73,6 +73,8 @@ void validate_grammar(const ShardGrammar& g, std::string_view what);
 void expand_document(const ShardGrammar& g, uint32_t d, std::vector<WordId>& out);
 
 /// Depth of the DAG: the root's height (0 when the root holds only words).
-inline uint32_t dag_depth(const ShardGrammar& g) { return g.num_levels() - 1; }
+inline uint32_t dag_depth(const ShardGrammar& g) {
+  return g.num_levels() - 1;
+}
 
 }  // namespace gtadoc

@@ -11,7 +11,14 @@
 
 namespace gtadoc {
 
-enum class Task { kWordCount, kSort, kInvertedIndex, kTermVector, kSequenceCount, kRankedInvertedIndex };
+enum class Task {
+  kWordCount,
+  kSort,
+  kInvertedIndex,
+  kTermVector,
+  kSequenceCount,
+  kRankedInvertedIndex
+};
 enum class Traversal { kAuto, kTopDown, kBottomUp };
 enum class OutputFormat { kTsv, kJson };
 
@@ -22,15 +29,15 @@ const char* traversal_name(Traversal t);
 
 struct QueryOptions {
   Task task = Task::kWordCount;
-  uint32_t n = 3;            ///< sequence length for sequence tasks, 2..8
-  bool per_doc = false;      ///< sequence-count --per-doc
-  bool lowercase = false;    ///< map ASCII A-Z to a-z
-  bool alnum = false;        ///< trim non-alphanumeric ASCII at both ends, drop empty words
-  uint64_t top = 0;          ///< 0 = all; term-vector default is 10 (set by the CLI)
-  uint64_t min_count = 1;    ///< term-vector
-  bool ids = false;          ///< print document ids instead of names
+  uint32_t n = 3;          ///< sequence length for sequence tasks, 2..8
+  bool per_doc = false;    ///< sequence-count --per-doc
+  bool lowercase = false;  ///< map ASCII A-Z to a-z
+  bool alnum = false;      ///< trim non-alphanumeric ASCII at both ends, drop empty words
+  uint64_t top = 0;        ///< 0 = all; term-vector default is 10 (set by the CLI)
+  uint64_t min_count = 1;  ///< term-vector
+  bool ids = false;        ///< print document ids instead of names
   Traversal traversal = Traversal::kAuto;
-  unsigned threads = 0;      ///< 0 = all hardware threads
+  unsigned threads = 0;  ///< 0 = all hardware threads
 };
 
 inline constexpr WordId kDroppedWord = 0xFFFFFFFFu;

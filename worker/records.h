@@ -12,8 +12,8 @@ namespace gtadoc {
 
 struct RecordBatch {
   uint32_t width = 1;
-  std::vector<uint32_t> keys;     ///< size() * width values, row-major
-  std::vector<uint64_t> counts;   ///< one per record
+  std::vector<uint32_t> keys;    ///< size() * width values, row-major
+  std::vector<uint64_t> counts;  ///< one per record
 
   size_t size() const { return counts.size(); }
   std::span<const uint32_t> key(size_t i) const { return {keys.data() + i * width, width}; }

@@ -86,7 +86,10 @@ class Counter {
 
 void count_file(const char* path, Counter& c, std::vector<char>& buf) {
   int fd = ::open(path, O_RDONLY);
-  if (fd < 0) { std::perror(path); std::exit(1); }
+  if (fd < 0) {
+    std::perror(path);
+    std::exit(1);
+  }
   struct stat st;
   ::fstat(fd, &st);
   buf.resize(static_cast<size_t>(st.st_size) + 1);

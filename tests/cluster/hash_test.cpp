@@ -10,7 +10,9 @@
 namespace gtadoc {
 namespace {
 
-uint64_t h(std::vector<uint32_t> v) { return hash_u32s(v); }
+uint64_t h(std::vector<uint32_t> v) {
+  return hash_u32s(v);
+}
 
 TEST(Hash, GoldenValues) {
   EXPECT_EQ(h({}), 0x6b4d49123624120fULL);

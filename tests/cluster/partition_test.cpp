@@ -92,8 +92,8 @@ TEST(Partition, HashPropertiesAcrossSizesWidthsAndParts) {
     for (uint32_t width : {1u, 2u, 3u, 5u}) {
       for (uint32_t pw = 1; pw <= width; pw += 2) {
         for (uint32_t parts : {1u, 2u, 3u, 4u, 7u}) {
-          SCOPED_TRACE(testing::Message() << "n=" << n << " width=" << width << " pw=" << pw
-                                          << " parts=" << parts);
+          SCOPED_TRACE(testing::Message()
+                       << "n=" << n << " width=" << width << " pw=" << pw << " parts=" << parts);
           const RecordBatch in = random_batch(seed++, n, width, 50);
           check_partition(in, KeyLayout{width, pw, false}, parts, {});
         }

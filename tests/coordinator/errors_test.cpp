@@ -2,10 +2,10 @@
 // a non-zero exit (2 for usage errors), and nothing half-written next to the output.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
-#include <algorithm>
 #include <string>
 
 #include "tests/testutil/corpus.h"
@@ -19,7 +19,9 @@ using testutil::run_gtadoc;
 using testutil::TempDir;
 using testutil::write_file;
 
-size_t lines(const std::string& s) { return std::count(s.begin(), s.end(), '\n'); }
+size_t lines(const std::string& s) {
+  return std::count(s.begin(), s.end(), '\n');
+}
 
 /// One line on stderr containing `needle`, exit code `code`, and no leftovers in `dir`
 /// other than the entries listed in `keep`.
@@ -37,9 +39,9 @@ struct Archive {
   fs::path path;
   Archive() {
     for (int i = 0; i < 6; ++i)
-      write_file(tmp / ("in/doc" + std::to_string(i)),
-                 std::string(3000, 'a') + " some words repeated some words repeated " +
-                     std::to_string(i));
+      write_file(
+          tmp / ("in/doc" + std::to_string(i)),
+          std::string(3000, 'a') + " some words repeated some words repeated " + std::to_string(i));
     path = tmp / "a.gtd";
     auto r = run_gtadoc({"compress", (tmp / "in").string(), "-o", path.string(), "--shards", "2"});
     EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -76,7 +78,8 @@ TEST(CompressErrors, OutputExistsAndForce) {
   auto r = run_gtadoc({"compress", (tmp / "in").string(), "-o", (tmp / "a.gtd").string()});
   expect_clean_failure(r, 1, "output exists", tmp.path(), {"in", "a.gtd"});
   EXPECT_TRUE(fs::exists(tmp / "a.gtd/marker"));
-  auto f = run_gtadoc({"compress", (tmp / "in").string(), "-o", (tmp / "a.gtd").string(), "--force"});
+  auto f =
+      run_gtadoc({"compress", (tmp / "in").string(), "-o", (tmp / "a.gtd").string(), "--force"});
   EXPECT_EQ(f.exit_code, 0) << f.err;
   EXPECT_FALSE(fs::exists(tmp / "a.gtd/marker"));
   EXPECT_TRUE(fs::exists(tmp / "a.gtd/manifest.h5"));
@@ -87,11 +90,11 @@ TEST(CompressErrors, UsageErrorsExitTwo) {
   write_file(tmp / "in/a", "text");
   auto r = run_gtadoc({"compress", (tmp / "in").string()});
   expect_clean_failure(r, 2, "--output", tmp.path(), {"in"});
-  auto u = run_gtadoc({"compress", (tmp / "in").string(), "-o", (tmp / "o.gtd").string(),
-                       "--bogus"});
+  auto u =
+      run_gtadoc({"compress", (tmp / "in").string(), "-o", (tmp / "o.gtd").string(), "--bogus"});
   expect_clean_failure(u, 2, "bogus", tmp.path(), {"in"});
-  auto s = run_gtadoc({"compress", (tmp / "in").string(), "-o", (tmp / "o.gtd").string(),
-                       "--shard-size", "lots"});
+  auto s = run_gtadoc(
+      {"compress", (tmp / "in").string(), "-o", (tmp / "o.gtd").string(), "--shard-size", "lots"});
   expect_clean_failure(s, 2, "--shard-size", tmp.path(), {"in"});
   auto n = run_gtadoc({"frobnicate"});
   EXPECT_EQ(n.exit_code, 2);
@@ -158,8 +161,8 @@ TEST(ArchiveErrors, MissingShardFile) {
 TEST(DecompressErrors, UnknownDocumentAndExistingOutput) {
   Archive a;
   TempDir out;
-  auto r = run_gtadoc({"decompress", a.path.string(), "-o", (out / "docs").string(), "--doc",
-                       "nonexistent"});
+  auto r = run_gtadoc(
+      {"decompress", a.path.string(), "-o", (out / "docs").string(), "--doc", "nonexistent"});
   expect_clean_failure(r, 1, "no document named 'nonexistent'", out.path(), {});
   fs::create_directory(out / "docs");
   auto e = run_gtadoc({"decompress", a.path.string(), "-o", (out / "docs").string()});
@@ -210,8 +213,8 @@ TEST(RunErrors, OutputExistsCorruptShardAndMissingGpu) {
   expect_clean_failure(e, 1, "output exists", out.path(), {"exists.tsv"});
   EXPECT_EQ(testutil::read_file(out / "exists.tsv"), "old");
 
-  auto g = run_gtadoc({"run", a.path.string(), "word-count", "--engine", "gpu", "-o",
-                       (out / "gpu.tsv").string()});
+  auto g = run_gtadoc(
+      {"run", a.path.string(), "word-count", "--engine", "gpu", "-o", (out / "gpu.tsv").string()});
   if (g.exit_code != 0) {  // no GPU here: a clear resource error, nothing written
     expect_clean_failure(g, 1, "--engine gpu", out.path(), {"exists.tsv"});
   }

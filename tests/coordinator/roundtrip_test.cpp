@@ -54,7 +54,8 @@ void write_nasty_corpus(const fs::path& dir) {
   write_file(dir / "no-trailing-newline", "hello world");
   write_file(dir / "crlf.txt", "line one\r\nline two\r\n\r\nend");
   write_file(dir / "controls", "a\tb\vc\fd\re\n\x0b\x0c tail \t");
-  write_file(dir / "huge-ws", "start" + std::string(300000, ' ') + "\n\n" + std::string(5000, '\t') + "end");
+  write_file(dir / "huge-ws",
+             "start" + std::string(300000, ' ') + "\n\n" + std::string(5000, '\t') + "end");
   write_file(dir / "nul-bytes", std::string("a\0b c\0\0 \0", 9));
   write_file(dir / "invalid-utf8", "caf\xc3\xa9 \xff\xfe \x80\x80 ok \xed\xa0\x80 \xc3");
   write_file(dir / "long-word", std::string(200 * 1024, 'x') + " y " + std::string(1000, 'z'));
@@ -123,7 +124,8 @@ TEST(Info, ReportsCountsAsTextAndJson) {
   TempDir tmp;
   write_file(tmp / "in/a", "a b c a b c\n");
   write_file(tmp / "in/b", "");
-  ASSERT_EQ(run_gtadoc({"compress", (tmp / "in").string(), "-o", (tmp / "a.gtd").string()}).exit_code, 0);
+  ASSERT_EQ(
+      run_gtadoc({"compress", (tmp / "in").string(), "-o", (tmp / "a.gtd").string()}).exit_code, 0);
   auto text = run_gtadoc({"info", (tmp / "a.gtd").string()});
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_NE(text.out.find("documents         2"), std::string::npos) << text.out;

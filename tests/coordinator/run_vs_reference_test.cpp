@@ -33,13 +33,20 @@ Case make_case(const std::string& task, std::vector<std::string> opts) {
   c.q.top = task == "term-vector" ? 10 : 0;
   for (size_t i = 0; i < opts.size(); ++i) {
     const std::string& o = opts[i];
-    if (o == "--n") c.q.n = std::stoul(opts[++i]);
-    else if (o == "--top") c.q.top = std::stoull(opts[++i]);
-    else if (o == "--min-count") c.q.min_count = std::stoull(opts[++i]);
-    else if (o == "--per-doc") c.q.per_doc = true;
-    else if (o == "--ids") c.q.ids = true;
-    else if (o == "--lowercase") c.q.lowercase = true;
-    else if (o == "--alnum") c.q.alnum = true;
+    if (o == "--n")
+      c.q.n = std::stoul(opts[++i]);
+    else if (o == "--top")
+      c.q.top = std::stoull(opts[++i]);
+    else if (o == "--min-count")
+      c.q.min_count = std::stoull(opts[++i]);
+    else if (o == "--per-doc")
+      c.q.per_doc = true;
+    else if (o == "--ids")
+      c.q.ids = true;
+    else if (o == "--lowercase")
+      c.q.lowercase = true;
+    else if (o == "--alnum")
+      c.q.alnum = true;
   }
   return c;
 }
@@ -99,8 +106,10 @@ void write_adversarial_corpus(const fs::path& dir) {
   for (int i = 0; i < 3000; ++i) longrule += "u" + std::to_string(rng() % 100000) + " ";
   write_file(dir / "long-a", longrule);
   write_file(dir / "long-b", longrule);  // one very long rule shared by two documents
-  for (int i = 0; i < 4; ++i) write_file(dir / ("same/" + std::to_string(i)), "same text, Same TEXT.\n");
-  write_file(dir / "odd names/tab\there", "The the THE the. (the) \xff\xfe caf\xc3\xa9 Caf\xc3\xa9");
+  for (int i = 0; i < 4; ++i)
+    write_file(dir / ("same/" + std::to_string(i)), "same text, Same TEXT.\n");
+  write_file(dir / "odd names/tab\there",
+             "The the THE the. (the) \xff\xfe caf\xc3\xa9 Caf\xc3\xa9");
   write_file(dir / "odd names/back\\slash", "a\x01 b a b a\x01 b");
   write_file(dir / "odd names/new\nline", "x y z x y z");
 }

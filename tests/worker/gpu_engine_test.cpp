@@ -36,12 +36,46 @@ using Rows = std::vector<Row>;
 
 /// Words with case variants, words --alnum trims or drops entirely, and bytes >= 0x80.
 Dictionary make_dictionary() {
-  std::vector<std::string> w = {
-      "the", "The",  "THE",  "the,", "(the)", "dog",  "Dog", "DOG!",  "ran",  "over",
-      "Over", "hill", "hill.", "a",   "A",     "b2",   "B2",  "--",    "...",  "!",
-      "?",   "\xc3\xa9t\xc3\xa9", "\xc3\x89T\xc3\xa9", "\xfe", "\xfe?", "x-y", "'z'", "z",
-      "Q",   "q",    "\x02", "c\x02", "fox",  "FOX", "fox;", "jump", "jumped", "-",  "7",
-      "8"};
+  std::vector<std::string> w = {"the",
+                                "The",
+                                "THE",
+                                "the,",
+                                "(the)",
+                                "dog",
+                                "Dog",
+                                "DOG!",
+                                "ran",
+                                "over",
+                                "Over",
+                                "hill",
+                                "hill.",
+                                "a",
+                                "A",
+                                "b2",
+                                "B2",
+                                "--",
+                                "...",
+                                "!",
+                                "?",
+                                "\xc3\xa9t\xc3\xa9",
+                                "\xc3\x89T\xc3\xa9",
+                                "\xfe",
+                                "\xfe?",
+                                "x-y",
+                                "'z'",
+                                "z",
+                                "Q",
+                                "q",
+                                "\x02",
+                                "c\x02",
+                                "fox",
+                                "FOX",
+                                "fox;",
+                                "jump",
+                                "jumped",
+                                "-",
+                                "7",
+                                "8"};
   std::sort(w.begin(), w.end());
   w.erase(std::unique(w.begin(), w.end()), w.end());
   Dictionary d;
@@ -173,9 +207,9 @@ Rows canonical(const RecordBatch& b, uint32_t width, const std::string& who) {
   }
   rows.reserve(b.size());
   for (size_t i = 0; i < b.size(); ++i) {
-    rows.emplace_back(std::vector<uint32_t>(b.keys.begin() + i * width,
-                                            b.keys.begin() + (i + 1) * width),
-                      b.counts[i]);
+    rows.emplace_back(
+        std::vector<uint32_t>(b.keys.begin() + i * width, b.keys.begin() + (i + 1) * width),
+        b.counts[i]);
     if (b.counts[i] == 0) ADD_FAILURE() << who << ": zero count";
   }
   std::sort(rows.begin(), rows.end());
@@ -221,14 +255,15 @@ struct TaskCase {
   Task task;
   bool per_doc = false;
 };
-const TaskCase kTasks[] = {{Task::kWordCount},     {Task::kSort},
-                           {Task::kInvertedIndex}, {Task::kTermVector},
-                           {Task::kSequenceCount}, {Task::kSequenceCount, true},
+const TaskCase kTasks[] = {{Task::kWordCount},          {Task::kSort},
+                           {Task::kInvertedIndex},      {Task::kTermVector},
+                           {Task::kSequenceCount},      {Task::kSequenceCount, true},
                            {Task::kRankedInvertedIndex}};
 
 struct Matrix {
   std::vector<uint32_t> ns{2, 3, 5, 8};
-  std::vector<std::pair<bool, bool>> norms{{false, false}, {true, false}, {false, true}, {true, true}};
+  std::vector<std::pair<bool, bool>> norms{
+      {false, false}, {true, false}, {false, true}, {true, true}};
   std::vector<Traversal> traversals{Traversal::kAuto, Traversal::kTopDown, Traversal::kBottomUp};
   bool brute = true;  ///< also compare with the brute force (small expansions only)
 };
@@ -310,8 +345,8 @@ class GpuEngineTest : public ::testing::Test {
             try {
               got = gpu().run(*gpu_shard, q, norm, stats);
             } catch (const std::exception& e) {
-              ADD_FAILURE() << what.str() << " traversal=" << traversal_name(t)
-                            << ": threw " << e.what();
+              ADD_FAILURE() << what.str() << " traversal=" << traversal_name(t) << ": threw "
+                            << e.what();
               if (++failures > 12) return runs;
               continue;
             }
@@ -365,12 +400,11 @@ TEST_F(GpuEngineTest, DeepChainOf200NestedRules) {
     prev = b.rule({left, prev, right});
     chain.push_back(prev);
   }
-  const std::vector<std::vector<Symbol>> docs = {
-      {chain[199]},
-      {word("a"), chain[120], chain[160], word("A")},
-      {chain[0], chain[0], chain[1]},
-      {},
-      {chain[199], chain[198], word("!")}};
+  const std::vector<std::vector<Symbol>> docs = {{chain[199]},
+                                                 {word("a"), chain[120], chain[160], word("A")},
+                                                 {chain[0], chain[0], chain[1]},
+                                                 {},
+                                                 {chain[199], chain[198], word("!")}};
   const ShardGrammar g = b.finish(docs, 11);
   EXPECT_EQ(dag_depth(g), 200u);
   check(g);
@@ -484,8 +518,8 @@ TEST_F(GpuEngineTest, BodyLengthsAtWorkloadClassBoundaries) {
       // Only dropped words except near the end (head) / near the start (tail).
       const bool keep_late = i + 3 >= len, keep_early = i < 3;
       head_late[i] = keep_late ? (i % 2 ? quad : word("jump")) : punct[i % punct.size()];
-      tail_early[i] = keep_early ? (i % 2 ? pair : word("B2")) : (i % 3 ? empty_under_alnum
-                                                                      : Symbol(punct[i % 5]));
+      tail_early[i] = keep_early ? (i % 2 ? pair : word("B2"))
+                                 : (i % 3 ? empty_under_alnum : Symbol(punct[i % 5]));
     }
     const Symbol m1 = b.rule(mixed), m2 = b.rule(head_late), m3 = b.rule(tail_early);
     docs.push_back({word("the"), m1, word("dog"), m2, m3, word("hill")});
@@ -577,8 +611,7 @@ TEST_F(GpuEngineTest, DISABLED_LargeShardProbe) {
     for (int i = 0; i < 30000; ++i) {
       std::vector<Symbol> body(2 + rng() % 3);
       for (auto& x : body)
-        x = (l > 0 && rng() % 2) ? layers.back()[rng() % layers.back().size()]
-                                 : Symbol(rng() % BV);
+        x = (l > 0 && rng() % 2) ? layers.back()[rng() % layers.back().size()] : Symbol(rng() % BV);
       layer.push_back(b.rule(body));
     }
     layers.push_back(std::move(layer));
@@ -606,10 +639,11 @@ TEST_F(GpuEngineTest, DISABLED_LargeShardProbe) {
       const Rows want = canonical(cpu_engine->run(*cs, q, norm, c), width, "cpu");
       const Rows got = canonical(gpu().run(*gs, q, norm, s), width, "gpu");
       EXPECT_EQ(difference(want, got), "") << task_name(tc.task) << " " << traversal_name(t);
-      std::printf("%-22s %-8s %-9s rows %9zu  cpu %-9s %8.3f s  gpu %-9s init %7.3f s trav %7.3f s\n",
-                  task_name(tc.task), tc.per_doc ? "per-doc" : "", traversal_name(t), got.size(),
-                  traversal_name(c.traversal), c.init_s + c.traversal_s,
-                  traversal_name(s.traversal), s.init_s, s.traversal_s);
+      std::printf(
+          "%-22s %-8s %-9s rows %9zu  cpu %-9s %8.3f s  gpu %-9s init %7.3f s trav %7.3f s\n",
+          task_name(tc.task), tc.per_doc ? "per-doc" : "", traversal_name(t), got.size(),
+          traversal_name(c.traversal), c.init_s + c.traversal_s, traversal_name(s.traversal),
+          s.init_s, s.traversal_s);
     }
 }
 
@@ -629,8 +663,7 @@ TEST_F(GpuEngineTest, StatsSelectorAndForcedTraversal) {
   q.task = Task::kTermVector;
   q.traversal = Traversal::kAuto;
   gpu().run(*shard, q, norm, stats);
-  EXPECT_NE(stats.selector_reason.find("per-document"), std::string::npos)
-      << stats.selector_reason;
+  EXPECT_NE(stats.selector_reason.find("per-document"), std::string::npos) << stats.selector_reason;
 }
 
 TEST_F(GpuEngineTest, RejectsBadN) {
@@ -676,15 +709,15 @@ TEST_F(GpuEngineTest, SeveralShardsAndShardOutlivingEngine) {
   q.lowercase = q.alnum = true;
   ShardRunStats stats;
   for (int i = 0; i < 2; ++i) {
-    EXPECT_EQ(difference(brute_force(g1, norm, q),
-                         canonical(engine->run(*s1, q, norm, stats), 4, "gpu")),
-              "");
-    EXPECT_EQ(difference(brute_force(g2, norm, q),
-                         canonical(engine->run(*s2, q, norm, stats), 4, "gpu")),
-              "");
+    EXPECT_EQ(
+        difference(brute_force(g1, norm, q), canonical(engine->run(*s1, q, norm, stats), 4, "gpu")),
+        "");
+    EXPECT_EQ(
+        difference(brute_force(g2, norm, q), canonical(engine->run(*s2, q, norm, stats), 4, "gpu")),
+        "");
   }
   EXPECT_THROW(cpu().run(*s1, q, norm, stats), Error);  // a GPU shard on the CPU engine
-  engine.reset();  // shards keep the device context alive
+  engine.reset();                                       // shards keep the device context alive
   s1.reset();
   s2.reset();
 }
@@ -710,9 +743,9 @@ TEST_F(GpuEngineTest, OutOfMemoryFallsBackOrFailsCleanly) {
       const uint32_t width = key_layout(q).width;
       ShardRunStats stats;
       const Rows want = canonical(cpu().run(*cs, q, norm, stats), width, "cpu");
-      for (uint64_t limit : {uint64_t{1} << 24, uint64_t{1} << 20, uint64_t{1} << 18,
-                             uint64_t{1} << 16, uint64_t{1} << 14, uint64_t{1} << 12,
-                             uint64_t{64}}) {
+      for (uint64_t limit :
+           {uint64_t{1} << 24, uint64_t{1} << 20, uint64_t{1} << 18, uint64_t{1} << 16,
+            uint64_t{1} << 14, uint64_t{1} << 12, uint64_t{64}}) {
         SCOPED_TRACE(::testing::Message() << task_name(tc.task) << (tc.per_doc ? " per-doc" : "")
                                           << " " << traversal_name(t) << " limit " << limit);
         ScopedEnv env("GTADOC_GPU_QUERY_MEMORY_LIMIT", std::to_string(limit));

@@ -42,25 +42,43 @@ std::vector<RawDocument> xy() {
 // ------------------------------------------------------------------------------ helpers
 
 TEST(RawReferenceHelpers, SplitsOnTheSixWhitespaceBytesOnly) {
-  EXPECT_EQ(rawref::split_words("  a\x0b" "b\x0c" "c\rd\te\nf g  \r\n"),
+  EXPECT_EQ(rawref::split_words("  a\x0b"
+                                "b\x0c"
+                                "c\rd\te\nf g  \r\n"),
             (std::vector<std::string>{"a", "b", "c", "d", "e", "f", "g"}));
   // NUL, other control bytes, NBSP (C2 A0) and 0x85 are word bytes.
-  EXPECT_EQ(rawref::split_words("a\0b a\xc2\xa0" "b \x1f \x85"s),
-            (std::vector<std::string>{"a\0b"s, "a\xc2\xa0" "b", "\x1f", "\x85"}));
+  EXPECT_EQ(rawref::split_words("a\0b a\xc2\xa0"
+                                "b \x1f \x85"s),
+            (std::vector<std::string>{"a\0b"s,
+                                      "a\xc2\xa0"
+                                      "b",
+                                      "\x1f", "\x85"}));
   EXPECT_TRUE(rawref::split_words("").empty());
   EXPECT_TRUE(rawref::split_words(" \t\r\n\x0b\x0c").empty());
 }
 
 TEST(RawReferenceHelpers, Normalizes) {
   EXPECT_EQ(rawref::normalize_word("HeLLo-World", true, false), "hello-world");
-  EXPECT_EQ(rawref::normalize_word("\xc3\x89" "COLE", true, false), "\xc3\x89" "cole");
+  EXPECT_EQ(rawref::normalize_word("\xc3\x89"
+                                   "COLE",
+                                   true, false),
+            "\xc3\x89"
+            "cole");
   EXPECT_EQ(rawref::normalize_word("(Hello!)", false, true), "Hello");
   EXPECT_EQ(rawref::normalize_word("don't", false, true), "don't");
   EXPECT_EQ(rawref::normalize_word("...a.b...", false, true), "a.b");
-  EXPECT_EQ(rawref::normalize_word("\xc2\xab" "x" "\xc2\xbb", false, true),
-            "\xc2\xab" "x" "\xc2\xbb");
+  EXPECT_EQ(rawref::normalize_word("\xc2\xab"
+                                   "x"
+                                   "\xc2\xbb",
+                                   false, true),
+            "\xc2\xab"
+            "x"
+            "\xc2\xbb");
   EXPECT_EQ(rawref::normalize_word("--.--", false, true), "");
-  EXPECT_EQ(rawref::normalize_word("\x7f" "a\x00"s, false, true), "a");
+  EXPECT_EQ(rawref::normalize_word("\x7f"
+                                   "a\x00"s,
+                                   false, true),
+            "a");
   EXPECT_EQ(rawref::normalize_word("'ABC'", true, true), "abc");
 }
 
@@ -120,19 +138,26 @@ TEST(RawReference, Sort) {
 }
 
 TEST(RawReference, SortIsUnsignedByteOrder) {
-  EXPECT_EQ(tsv({{"d", "z Z \xc3\xa9 a"}}, query(Task::kSort)),
-            "Z\t1\na\t1\nz\t1\n\xc3\xa9\t1\n");
+  EXPECT_EQ(tsv({{"d", "z Z \xc3\xa9 a"}}, query(Task::kSort)), "Z\t1\na\t1\nz\t1\n\xc3\xa9\t1\n");
   EXPECT_EQ(tsv({{"d", "abc ab a"}}, query(Task::kSort)), "a\t1\nab\t1\nabc\t1\n");
   // Words sharing their first 8 bytes, and a NUL right after a common prefix.
-  EXPECT_EQ(tsv({{"d", "abcdefghij abcdefghi abcdefgh abcdefghik abcdefgh\0x"s}},
+  EXPECT_EQ(
+      tsv({{"d", "abcdefghij abcdefghi abcdefgh abcdefghik abcdefgh\0x"s}}, query(Task::kSort)),
+      "abcdefgh\t1\nabcdefgh\0x\t1\nabcdefghi\t1\nabcdefghij\t1\nabcdefghik\t1\n"s);
+  EXPECT_EQ(tsv({{"d",
+                  "a\0b a\xc2\xa0"
+                  "b \x1f \x85"s}},
                 query(Task::kSort)),
-            "abcdefgh\t1\nabcdefgh\0x\t1\nabcdefghi\t1\nabcdefghij\t1\nabcdefghik\t1\n"s);
-  EXPECT_EQ(tsv({{"d", "a\0b a\xc2\xa0" "b \x1f \x85"s}}, query(Task::kSort)),
-            "\x1f\t1\na\0b\t1\na\xc2\xa0" "b\t1\n\x85\t1\n"s);
+            "\x1f\t1\na\0b\t1\na\xc2\xa0"
+            "b\t1\n\x85\t1\n"s);
 }
 
 TEST(RawReference, WhitespaceAndCrlf) {
-  EXPECT_EQ(tsv({{"w", "  a\x0b" "b\x0c" "c\rd\te\nf g  \r\n"}}, query(Task::kSort)),
+  EXPECT_EQ(tsv({{"w",
+                  "  a\x0b"
+                  "b\x0c"
+                  "c\rd\te\nf g  \r\n"}},
+                query(Task::kSort)),
             "a\t1\nb\t1\nc\t1\nd\t1\ne\t1\nf\t1\ng\t1\n");
   EXPECT_EQ(tsv({{"w", "a\r\nb\r\na\r\n"}}, query(Task::kWordCount)), "a\t2\nb\t1\n");
 }
@@ -175,8 +200,8 @@ TEST(RawReference, InvertedIndexJson) {
 
 TEST(RawReference, DocumentsOrderedByNameBytes) {
   // '-' (2D) < '/' (2F) < '0' (30) < 'B' < 'Z' < 'a' < C3: whole names compare as bytes.
-  std::vector<RawDocument> docs = {{"a0", "w"},      {"\xc3\xa9", "w"}, {"a/b", "w"},
-                                   {"B", "w"},       {"a-c", "w"},      {"Z/x", "w"}};
+  std::vector<RawDocument> docs = {{"a0", "w"}, {"\xc3\xa9", "w"}, {"a/b", "w"},
+                                   {"B", "w"},  {"a-c", "w"},      {"Z/x", "w"}};
   QueryOptions q = query(Task::kInvertedIndex);
   EXPECT_EQ(tsv(docs, q), "w\tB,Z/x,a-c,a/b,a0,\xc3\xa9\n");
   q.ids = true;
@@ -197,7 +222,8 @@ TEST(RawReference, DocumentNamesAreEscapedInTsv) {
 TEST(RawReference, TermVector) {
   QueryOptions q = query(Task::kTermVector);
   q.top = 10;  // the CLI default
-  EXPECT_EQ(tsv(cats(), q), "a.txt\tcat:2 The:1 sat.:1 the:1\nb.txt\tthe:2 cat:1 dog:1\nc/empty\t\n");
+  EXPECT_EQ(tsv(cats(), q),
+            "a.txt\tcat:2 The:1 sat.:1 the:1\nb.txt\tthe:2 cat:1 dog:1\nc/empty\t\n");
   q.top = 2;
   EXPECT_EQ(tsv(cats(), q), "a.txt\tcat:2 The:1\nb.txt\tthe:2 cat:1\nc/empty\t\n");
   q.top = 0;
@@ -226,8 +252,10 @@ TEST(RawReference, TermVectorJson) {
   q.top = 2;
   EXPECT_EQ(json(cats(), q),
             "[\n"
-            "{\"doc\":\"a.txt\",\"terms\":[{\"word\":\"cat\",\"count\":2},{\"word\":\"The\",\"count\":1}]},\n"
-            "{\"doc\":\"b.txt\",\"terms\":[{\"word\":\"the\",\"count\":2},{\"word\":\"cat\",\"count\":1}]},\n"
+            "{\"doc\":\"a.txt\",\"terms\":[{\"word\":\"cat\",\"count\":2},{\"word\":\"The\","
+            "\"count\":1}]},\n"
+            "{\"doc\":\"b.txt\",\"terms\":[{\"word\":\"the\",\"count\":2},{\"word\":\"cat\","
+            "\"count\":1}]},\n"
             "{\"doc\":\"c/empty\",\"terms\":[]}\n"
             "]\n");
   q.ids = true;
@@ -321,7 +349,8 @@ TEST(RawReference, SequenceCountJson) {
             "]\n");
 }
 
-// ------------------------------------------------------------------------------ ranked-inverted-index
+// ------------------------------------------------------------------------------
+// ranked-inverted-index
 
 TEST(RawReference, RankedInvertedIndex) {
   QueryOptions q = query(Task::kRankedInvertedIndex);
@@ -341,12 +370,14 @@ TEST(RawReference, RankedInvertedIndex) {
 TEST(RawReference, RankedInvertedIndexJson) {
   QueryOptions q = query(Task::kRankedInvertedIndex);
   q.n = 2;
-  EXPECT_EQ(json(xy(), q),
-            "[\n"
-            "{\"sequence\":\"x y\",\"docs\":[{\"doc\":\"d1\",\"count\":3},{\"doc\":\"d0\",\"count\":2}]},\n"
-            "{\"sequence\":\"y x\",\"docs\":[{\"doc\":\"d1\",\"count\":2},{\"doc\":\"d0\",\"count\":1},"
-            "{\"doc\":\"d2\",\"count\":1}]}\n"
-            "]\n");
+  EXPECT_EQ(
+      json(xy(), q),
+      "[\n"
+      "{\"sequence\":\"x "
+      "y\",\"docs\":[{\"doc\":\"d1\",\"count\":3},{\"doc\":\"d0\",\"count\":2}]},\n"
+      "{\"sequence\":\"y x\",\"docs\":[{\"doc\":\"d1\",\"count\":2},{\"doc\":\"d0\",\"count\":1},"
+      "{\"doc\":\"d2\",\"count\":1}]}\n"
+      "]\n");
   q.ids = true;
   EXPECT_EQ(json(xy(), q),
             "[\n"
@@ -361,8 +392,7 @@ TEST(RawReference, RankedInvertedIndexJson) {
 TEST(RawReference, LowercaseAndAlnum) {
   const std::vector<RawDocument> docs = {{"d", "Hello, WORLD! -- hello... (world) 'x'"}};
   QueryOptions q = query(Task::kWordCount);
-  EXPECT_EQ(tsv(docs, q),
-            "'x'\t1\n(world)\t1\n--\t1\nHello,\t1\nWORLD!\t1\nhello...\t1\n");
+  EXPECT_EQ(tsv(docs, q), "'x'\t1\n(world)\t1\n--\t1\nHello,\t1\nWORLD!\t1\nhello...\t1\n");
   q.lowercase = true;
   EXPECT_EQ(tsv(docs, q), "'x'\t1\n(world)\t1\n--\t1\nhello,\t1\nhello...\t1\nworld!\t1\n");
   q.lowercase = false;
@@ -379,11 +409,23 @@ TEST(RawReference, LowercaseAndAlnum) {
 TEST(RawReference, AlnumKeepsInnerBytesAndHighBytes) {
   QueryOptions q = query(Task::kSort);
   q.alnum = true;
-  EXPECT_EQ(tsv({{"d", "don't a.b. \xc2\xab" "x" "\xc2\xbb \xc3\xa9! --.-- 42%"}}, q),
-            "42\t1\na.b\t1\ndon't\t1\n\xc2\xab" "x" "\xc2\xbb\t1\n\xc3\xa9\t1\n");
+  EXPECT_EQ(tsv({{"d",
+                  "don't a.b. \xc2\xab"
+                  "x"
+                  "\xc2\xbb \xc3\xa9! --.-- 42%"}},
+                q),
+            "42\t1\na.b\t1\ndon't\t1\n\xc2\xab"
+            "x"
+            "\xc2\xbb\t1\n\xc3\xa9\t1\n");
   QueryOptions lower = query(Task::kWordCount);
   lower.lowercase = true;  // only ASCII letters change
-  EXPECT_EQ(tsv({{"d", "\xc3\x89" "COLE \xc3\x89" "cole"}}, lower), "\xc3\x89" "cole\t2\n");
+  EXPECT_EQ(tsv({{"d",
+                  "\xc3\x89"
+                  "COLE \xc3\x89"
+                  "cole"}},
+                lower),
+            "\xc3\x89"
+            "cole\t2\n");
 }
 
 TEST(RawReference, DocumentEmptiedByAlnumStillHasATermVectorRow) {

@@ -39,8 +39,8 @@ __global__ void child_table_lengths_kernel(const uint32_t* child, uint64_t begin
 
 /// Children's table entries x uses, keyed by the parent's row.
 __global__ void child_table_pairs_kernel(UnitCsr ch, uint64_t begin, const uint64_t* off,
-                                         uint64_t nseg, uint64_t total, uint32_t unit0,
-                                         TableView t, uint64_t* keys, uint64_t* vals) {
+                                         uint64_t nseg, uint64_t total, uint32_t unit0, TableView t,
+                                         uint64_t* keys, uint64_t* vals) {
   for (uint64_t j = global_thread(); j < total; j += global_stride()) {
     const uint64_t i = find_segment(off, nseg, j);
     const uint64_t e = begin + i;
@@ -107,8 +107,8 @@ Pairs gather_units(Query& Q, const OwnSet& own, const RuleTables* t, uint32_t u0
   if (nch > 0) {
     GTADOC_EXPECTS(t != nullptr, "gather_units: children without tables");
     DeviceBuffer<uint64_t> lens(nch, Q.pool);
-    child_table_lengths_kernel<<<grid_for(nch), kBlock, 0, Q.stream>>>(
-        s.ch_item.data(), cb, nch, t->len.data(), lens.data());
+    child_table_lengths_kernel<<<grid_for(nch), kBlock, 0, Q.stream>>>(s.ch_item.data(), cb, nch,
+                                                                       t->len.data(), lens.data());
     GTADOC_CHECK_LAUNCH();
     n_tab = exclusive_offsets(lens.data(), nch, off.data(), Q.pool);
   }
@@ -156,8 +156,7 @@ RuleTables build_rule_tables(Query& Q, const OwnSet& own) {
     t.items[h] = DeviceBuffer<uint32_t>(p.n, Q.pool);
     if (p.n > 0) {
       split_table_kernel<<<grid_for(p.n), kBlock, 0, Q.stream>>>(p.keys.data(), p.n,
-                                                                  t.items[h].data(),
-                                                                  row_len.data());
+                                                                 t.items[h].data(), row_len.data());
       GTADOC_CHECK_LAUNCH();
     }
     exclusive_offsets(row_len.data(), rows, off.data(), Q.pool);

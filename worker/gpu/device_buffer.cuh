@@ -138,15 +138,15 @@ class DeviceBuffer {
   void upload(const T* host, size_t n, size_t at = 0) {
     GTADOC_EXPECTS(at + n <= size_, "DeviceBuffer::upload out of range");
     if (n != 0)
-      CUDA_TRY(cudaMemcpyAsync(ptr_ + at, host, n * sizeof(T), cudaMemcpyHostToDevice,
-                               pool_->stream()));
+      CUDA_TRY(
+          cudaMemcpyAsync(ptr_ + at, host, n * sizeof(T), cudaMemcpyHostToDevice, pool_->stream()));
   }
   /// Copies [at, at + n) to host memory and waits for the copy.
   void download(T* host, size_t n, size_t at = 0) const {
     GTADOC_EXPECTS(at + n <= size_, "DeviceBuffer::download out of range");
     if (n == 0) return;
-    CUDA_TRY(cudaMemcpyAsync(host, ptr_ + at, n * sizeof(T), cudaMemcpyDeviceToHost,
-                             pool_->stream()));
+    CUDA_TRY(
+        cudaMemcpyAsync(host, ptr_ + at, n * sizeof(T), cudaMemcpyDeviceToHost, pool_->stream()));
     CUDA_TRY(cudaStreamSynchronize(pool_->stream()));
   }
   std::vector<T> to_host(size_t n) const {
@@ -171,8 +171,7 @@ class DeviceBuffer {
 /// Device-to-device copy of n elements on the pool's stream.
 template <class T>
 void copy_async(T* dst, const T* src, size_t n, cudaStream_t stream) {
-  if (n != 0)
-    CUDA_TRY(cudaMemcpyAsync(dst, src, n * sizeof(T), cudaMemcpyDeviceToDevice, stream));
+  if (n != 0) CUDA_TRY(cudaMemcpyAsync(dst, src, n * sizeof(T), cudaMemcpyDeviceToDevice, stream));
 }
 
 }  // namespace gtadoc::gpu

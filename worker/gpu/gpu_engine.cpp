@@ -1,9 +1,10 @@
-// The GPU engine (host code: no kernels here): loads shards into device memory (GpuShard) and runs a query as init (the
-// normalization remap uploaded as device arrays, head/tail buffers for sequence tasks, the
-// traversal selector) followed by the chosen traversal. Out-of-memory never aborts a query: a
-// failed bottom-up table build falls back to top-down, per-document work is retried in smaller
-// batches of documents, global sequence-count in smaller pieces of the shard, and only when a
-// single document (or position range of one symbol) does not fit is a ResourceError raised.
+// The GPU engine (host code: no kernels here): loads shards into device memory (GpuShard) and runs
+// a query as init (the normalization remap uploaded as device arrays, head/tail buffers for
+// sequence tasks, the traversal selector) followed by the chosen traversal. Out-of-memory never
+// aborts a query: a failed bottom-up table build falls back to top-down, per-document work is
+// retried in smaller batches of documents, global sequence-count in smaller pieces of the shard,
+// and only when a single document (or position range of one symbol) does not fit is a ResourceError
+// raised.
 #include <cuda_runtime.h>
 
 #include <cstdlib>
@@ -183,8 +184,8 @@ class GpuEngine final : public Engine {
     if (q.traversal == Traversal::kAuto) {
       choice = select_traversal(Q, available_device_bytes(*ctx_));
       spdlog::info("gpu engine: {} on shard of docs {}..{}: {} ({})", task_name(q.task),
-                   s->g.first_doc, s->g.first_doc + s->num_docs,
-                   traversal_name(choice.traversal), choice.reason);
+                   s->g.first_doc, s->g.first_doc + s->num_docs, traversal_name(choice.traversal),
+                   choice.reason);
     } else {
       choice.traversal = q.traversal;
     }
@@ -244,7 +245,9 @@ class GpuEngine final : public Engine {
 }  // namespace
 }  // namespace gpu
 
-bool gpu_available() { return gpu::visible_devices() > 0; }
+bool gpu_available() {
+  return gpu::visible_devices() > 0;
+}
 
 std::unique_ptr<Engine> make_gpu_engine(int device) {
   const int count = gpu::visible_devices();

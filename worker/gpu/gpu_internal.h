@@ -63,7 +63,7 @@ struct UnitCsr {
   const uint64_t* off = nullptr;   ///< units + 1 offsets
   const uint32_t* unit = nullptr;  ///< entry -> unit
   const uint32_t* item = nullptr;
-  const uint32_t* cnt = nullptr;   ///< nullptr: every count is 1
+  const uint32_t* cnt = nullptr;  ///< nullptr: every count is 1
 };
 
 class GpuShard final : public LoadedShard {
@@ -72,24 +72,26 @@ class GpuShard final : public LoadedShard {
   const ShardGrammar& grammar() const override { return g; }
 
   uint32_t num_inner_levels() const { return static_cast<uint32_t>(levels.size()); }
-  UnitCsr children() const { return {ch_off.data(), ch_unit.data(), ch_item.data(), ch_cnt.data()}; }
+  UnitCsr children() const {
+    return {ch_off.data(), ch_unit.data(), ch_item.data(), ch_cnt.data()};
+  }
   UnitCsr terms() const { return {tm_off.data(), tm_unit.data(), tm_item.data(), tm_cnt.data()}; }
 
   std::shared_ptr<DeviceContext> ctx;  // declared first: destroyed after every buffer
   ShardGrammar g;
-  uint32_t inner = 0;     ///< rules other than the root
+  uint32_t inner = 0;  ///< rules other than the root
   uint32_t num_docs = 0;
-  uint32_t units = 0;     ///< inner + num_docs
-  uint64_t S = 0;         ///< symbols of all bodies
+  uint32_t units = 0;               ///< inner + num_docs
+  uint64_t S = 0;                   ///< symbols of all bodies
   std::vector<WordId> local_words;  ///< local word index -> global word id (ascending)
 
   DeviceBuffer<uint32_t> body;        ///< S re-encoded symbols
   DeviceBuffer<uint32_t> sym_unit;    ///< S: unit of each position (kNoUnit at boundaries)
   DeviceBuffer<uint64_t> unit_begin;  ///< units: absolute body range of each unit
   DeviceBuffer<uint64_t> unit_end;
-  DeviceBuffer<uint64_t> ch_off;      ///< children: distinct child rules per unit, with uses
+  DeviceBuffer<uint64_t> ch_off;  ///< children: distinct child rules per unit, with uses
   DeviceBuffer<uint32_t> ch_unit, ch_item, ch_cnt;
-  DeviceBuffer<uint64_t> tm_off;      ///< terms: distinct local words per unit, with uses
+  DeviceBuffer<uint64_t> tm_off;  ///< terms: distinct local words per unit, with uses
   DeviceBuffer<uint32_t> tm_unit, tm_item, tm_cnt;
   DeviceBuffer<uint64_t> root_uses;   ///< inner: occurrences in the root (all segments)
   DeviceBuffer<uint32_t> level_of;    ///< inner: height
@@ -128,9 +130,9 @@ enum class DocSlot { kNone, kFirst, kLast };
 
 /// How an item becomes record key values (trivially copyable, passed to kernels).
 struct KeySpec {
-  uint32_t n = 1;                      ///< words per item
-  const uint32_t* gid_items = nullptr; ///< n word items per n-gram id (sequence tasks)
-  const uint32_t* item_word = nullptr; ///< word item -> normalized word id
+  uint32_t n = 1;                       ///< words per item
+  const uint32_t* gid_items = nullptr;  ///< n word items per n-gram id (sequence tasks)
+  const uint32_t* item_word = nullptr;  ///< word item -> normalized word id
   DocSlot slot = DocSlot::kNone;
   DocId first_doc = 0;
   uint32_t width() const { return n + (slot == DocSlot::kNone ? 0 : 1); }
@@ -178,7 +180,7 @@ RecordBatch topdown_per_doc(Query& Q, const OwnSet& own, uint32_t d0, uint32_t d
 struct RuleTables {
   std::vector<DeviceBuffer<uint32_t>> items;  ///< per level
   std::vector<DeviceBuffer<uint64_t>> counts;
-  DeviceBuffer<const uint32_t*> item_ptr;     ///< inner rule -> its row
+  DeviceBuffer<const uint32_t*> item_ptr;  ///< inner rule -> its row
   DeviceBuffer<const uint64_t*> count_ptr;
   DeviceBuffer<uint64_t> len;
   uint64_t entries = 0;

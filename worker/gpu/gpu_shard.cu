@@ -32,8 +32,7 @@ __global__ void csr_keys_kernel(const uint32_t* body, const uint32_t* sym_unit, 
 }
 
 __global__ void csr_split_kernel(const uint64_t* keys, const uint32_t* lens, uint64_t n,
-                                 uint32_t* unit, uint32_t* item, uint32_t* cnt,
-                                 uint32_t* row_len) {
+                                 uint32_t* unit, uint32_t* item, uint32_t* cnt, uint32_t* row_len) {
   for (uint64_t e = global_thread(); e < n; e += global_stride()) {
     const uint32_t u = static_cast<uint32_t>(keys[e] >> 32);
     unit[e] = u;
@@ -67,8 +66,8 @@ CsrBuffers build_csr(const GpuShard& s, bool rules, uint64_t taken, MemoryPool& 
   if (taken > 0) {
     DeviceBuffer<uint64_t> keys(s.S, pool), alt(s.S, pool);
     const uint64_t sentinel = static_cast<uint64_t>(s.units) << 32;
-    csr_keys_kernel<<<grid_for(s.S), kBlock, 0, st>>>(s.body.data(), s.sym_unit.data(), s.S,
-                                                      rules, sentinel, keys.data());
+    csr_keys_kernel<<<grid_for(s.S), kBlock, 0, st>>>(s.body.data(), s.sym_unit.data(), s.S, rules,
+                                                      sentinel, keys.data());
     GTADOC_CHECK_LAUNCH();
     sort_keys(keys, alt, s.S, 32 + bits_for(s.units), pool);
     // Only the first `taken` sorted keys are real; the sentinels follow.
@@ -80,9 +79,9 @@ CsrBuffers build_csr(const GpuShard& s, bool rules, uint64_t taken, MemoryPool& 
   out.item = DeviceBuffer<uint32_t>(n, pool);
   out.cnt = DeviceBuffer<uint32_t>(n, pool);
   if (n > 0) {
-    csr_split_kernel<<<grid_for(n), kBlock, 0, st>>>(uniq.data(), lens.data(), n,
-                                                     out.unit.data(), out.item.data(),
-                                                     out.cnt.data(), row_len.data());
+    csr_split_kernel<<<grid_for(n), kBlock, 0, st>>>(uniq.data(), lens.data(), n, out.unit.data(),
+                                                     out.item.data(), out.cnt.data(),
+                                                     row_len.data());
     GTADOC_CHECK_LAUNCH();
   }
   const uint64_t total = exclusive_offsets(row_len.data(), s.units, out.off.data(), pool);
@@ -95,7 +94,9 @@ CsrBuffers build_csr(const GpuShard& s, bool rules, uint64_t taken, MemoryPool& 
 DeviceContext::DeviceContext(int dev)
     : device(activate_device(dev)), stream(), pool(dev, stream.get()) {}
 
-void DeviceContext::activate() const { CUDA_TRY(cudaSetDevice(device)); }
+void DeviceContext::activate() const {
+  CUDA_TRY(cudaSetDevice(device));
+}
 
 GpuShard::GpuShard(ShardGrammar grammar, std::shared_ptr<DeviceContext> context)
     : ctx(std::move(context)), g(std::move(grammar)) {

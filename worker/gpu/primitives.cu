@@ -1,10 +1,10 @@
 // CUB entry points of the GPU engine, instantiated once here (CUB is slow to compile): scans for
 // exact output sizing, radix sorts, reduce-by-key and the suffix minimum used by the sequence
 // window scan. Temporary storage comes from the MemoryPool like every other allocation.
-#include <cub/cub.cuh>
 #include <thrust/iterator/constant_iterator.h>
 #include <thrust/iterator/reverse_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
+#include <cub/cub.cuh>
 
 #include "worker/gpu/primitives.cuh"
 
@@ -41,7 +41,9 @@ uint64_t offsets_impl(In in, uint64_t n, uint64_t* out, MemoryPool& pool) {
   return total;
 }
 
-uint64_t read_count(const DeviceBuffer<uint64_t>& d) { return d.get(0); }
+uint64_t read_count(const DeviceBuffer<uint64_t>& d) {
+  return d.get(0);
+}
 
 }  // namespace
 
@@ -56,9 +58,9 @@ template <class K, class V>
 void sort_pairs(DeviceBuffer<K>& keys, DeviceBuffer<K>& keys_alt, DeviceBuffer<V>& vals,
                 DeviceBuffer<V>& vals_alt, uint64_t n, int end_bit, MemoryPool& pool) {
   if (n <= 1) return;
-  GTADOC_EXPECTS(keys.size() >= n && keys_alt.size() >= n && vals.size() >= n &&
-                     vals_alt.size() >= n,
-                 "sort_pairs: buffers shorter than the sequence");
+  GTADOC_EXPECTS(
+      keys.size() >= n && keys_alt.size() >= n && vals.size() >= n && vals_alt.size() >= n,
+      "sort_pairs: buffers shorter than the sequence");
   cub::DoubleBuffer<K> dk(keys.data(), keys_alt.data());
   cub::DoubleBuffer<V> dv(vals.data(), vals_alt.data());
   end_bit = std::clamp(end_bit, 1, static_cast<int>(sizeof(K) * 8));
@@ -92,8 +94,8 @@ void sort_keys(DeviceBuffer<uint64_t>& keys, DeviceBuffer<uint64_t>& keys_alt, u
   if (dk.selector != 0) std::swap(keys, keys_alt);
 }
 
-uint64_t reduce_by_key(const uint64_t* keys, const uint64_t* vals, uint64_t n,
-                       uint64_t* keys_out, uint64_t* sums_out, MemoryPool& pool) {
+uint64_t reduce_by_key(const uint64_t* keys, const uint64_t* vals, uint64_t n, uint64_t* keys_out,
+                       uint64_t* sums_out, MemoryPool& pool) {
   if (n == 0) return 0;
   DeviceBuffer<uint64_t> runs(1, pool);
   with_temp(pool, [&](void* t, size_t& b) {
@@ -103,8 +105,8 @@ uint64_t reduce_by_key(const uint64_t* keys, const uint64_t* vals, uint64_t n,
   return read_count(runs);
 }
 
-uint64_t reduce_by_key(const uint32_t* keys, const uint64_t* vals, uint64_t n,
-                       uint32_t* keys_out, uint64_t* sums_out, MemoryPool& pool) {
+uint64_t reduce_by_key(const uint32_t* keys, const uint64_t* vals, uint64_t n, uint32_t* keys_out,
+                       uint64_t* sums_out, MemoryPool& pool) {
   if (n == 0) return 0;
   DeviceBuffer<uint64_t> runs(1, pool);
   with_temp(pool, [&](void* t, size_t& b) {

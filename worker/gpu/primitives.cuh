@@ -26,7 +26,9 @@ inline unsigned grid_for(uint64_t n, int block = kBlock) {
 }
 
 /// Bits needed to hold every value in [0, v] (at least 1).
-inline int bits_for(uint64_t v) { return std::max(1, static_cast<int>(std::bit_width(v))); }
+inline int bits_for(uint64_t v) {
+  return std::max(1, static_cast<int>(std::bit_width(v)));
+}
 
 /// Grid-stride loop index helpers.
 __device__ inline uint64_t global_thread() {
@@ -105,10 +107,10 @@ void sort_keys(DeviceBuffer<uint64_t>& keys, DeviceBuffer<uint64_t>& keys_alt, u
 
 /// Runs of equal keys in a key-sorted sequence: unique keys and the sums of their values.
 /// Returns the number of runs (synchronizes).
-uint64_t reduce_by_key(const uint64_t* keys, const uint64_t* vals, uint64_t n,
-                       uint64_t* keys_out, uint64_t* sums_out, MemoryPool& pool);
-uint64_t reduce_by_key(const uint32_t* keys, const uint64_t* vals, uint64_t n,
-                       uint32_t* keys_out, uint64_t* sums_out, MemoryPool& pool);
+uint64_t reduce_by_key(const uint64_t* keys, const uint64_t* vals, uint64_t n, uint64_t* keys_out,
+                       uint64_t* sums_out, MemoryPool& pool);
+uint64_t reduce_by_key(const uint32_t* keys, const uint64_t* vals, uint64_t n, uint32_t* keys_out,
+                       uint64_t* sums_out, MemoryPool& pool);
 /// Runs of equal keys: unique keys and run lengths. Returns the number of runs (synchronizes).
 uint64_t run_length_encode(const uint64_t* keys, uint64_t n, uint64_t* keys_out,
                            uint32_t* lengths_out, MemoryPool& pool);

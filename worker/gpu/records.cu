@@ -37,8 +37,8 @@ __global__ void dense_records_kernel(KeySpec ks, uint32_t width, const uint64_t*
 }
 
 __global__ void pair_records_kernel(KeySpec ks, uint32_t width, const uint64_t* pkeys,
-                                    const uint64_t* sums, uint64_t n, uint32_t doc0,
-                                    uint32_t* keys, uint64_t* counts) {
+                                    const uint64_t* sums, uint64_t n, uint32_t doc0, uint32_t* keys,
+                                    uint64_t* counts) {
   for (uint64_t j = global_thread(); j < n; j += global_stride()) {
     const uint32_t row = static_cast<uint32_t>(pkeys[j] >> 32);
     write_key(ks, keys + j * width, static_cast<uint32_t>(pkeys[j]), doc0 + row);
@@ -99,9 +99,8 @@ RecordBatch emit_dense(Query& Q, const uint64_t* acc, uint64_t items) {
   DeviceBuffer<uint32_t> keys(n * width, Q.pool);
   DeviceBuffer<uint64_t> counts(n, Q.pool);
   if (n > 0) {
-    dense_records_kernel<<<grid_for(items), kBlock, 0, Q.stream>>>(ks, width, acc, pos.data(),
-                                                                   items, keys.data(),
-                                                                   counts.data());
+    dense_records_kernel<<<grid_for(items), kBlock, 0, Q.stream>>>(
+        ks, width, acc, pos.data(), items, keys.data(), counts.data());
     GTADOC_CHECK_LAUNCH();
   }
   return download(keys, counts, n, width);
@@ -142,10 +141,9 @@ RecordBatch merge_batches(std::vector<RecordBatch>& parts, uint32_t width, bool 
   std::vector<size_t> order(all.size());
   std::iota(order.begin(), order.end(), size_t{0});
   auto key_less = [&](size_t a, size_t b) {
-    return std::lexicographical_compare(all.keys.begin() + a * width,
-                                        all.keys.begin() + (a + 1) * width,
-                                        all.keys.begin() + b * width,
-                                        all.keys.begin() + (b + 1) * width);
+    return std::lexicographical_compare(
+        all.keys.begin() + a * width, all.keys.begin() + (a + 1) * width,
+        all.keys.begin() + b * width, all.keys.begin() + (b + 1) * width);
   };
   std::sort(order.begin(), order.end(), key_less);
   RecordBatch out;

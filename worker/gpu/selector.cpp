@@ -60,7 +60,8 @@ TraversalChoice select_traversal(const Query& Q, uint64_t free_device_bytes) {
   const uint32_t samples = std::min<uint32_t>(D, 48);
   std::vector<uint32_t> stamp(s.inner, 0), queue;
   double sampled_cost = 0, work = 0;
-  const double work_cap = 8.0 * (static_cast<double>(s.inner) + static_cast<double>(s.h_ch_off.back()));
+  const double work_cap =
+      8.0 * (static_cast<double>(s.inner) + static_cast<double>(s.h_ch_off.back()));
   uint32_t done = 0;
   for (uint32_t i = 0; i < samples; ++i) {
     if (done > 0 && work > work_cap) break;
@@ -92,10 +93,11 @@ TraversalChoice select_traversal(const Query& Q, uint64_t free_device_bytes) {
   const double est_top_down = done == 0 ? 0 : sampled_cost / done * D;
   const double budget = static_cast<double>(free_device_bytes) / 2;
   if (table_bytes > budget)
-    return {Traversal::kTopDown,
-            fmt::format("per-document task, bottom-up tables need up to {:.0f} MiB, over half of "
-                        "the {:.0f} MiB of free device memory",
-                        table_bytes / (1 << 20), static_cast<double>(free_device_bytes) / (1 << 20))};
+    return {
+        Traversal::kTopDown,
+        fmt::format("per-document task, bottom-up tables need up to {:.0f} MiB, over half of "
+                    "the {:.0f} MiB of free device memory",
+                    table_bytes / (1 << 20), static_cast<double>(free_device_bytes) / (1 << 20))};
   const std::string numbers =
       fmt::format("est. entries moved bottom-up {:.3g} vs top-down {:.3g} ({} of {} docs sampled)",
                   est_bottom_up, est_top_down, done, D);

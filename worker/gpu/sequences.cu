@@ -180,8 +180,7 @@ struct KeyPack {
       cols[j * stride + at] = v;
     }
   }
-  __device__ uint32_t unpack(const uint64_t* cols, uint64_t stride, uint64_t at,
-                             uint32_t t) const {
+  __device__ uint32_t unpack(const uint64_t* cols, uint64_t stride, uint64_t at, uint32_t t) const {
     const uint32_t j = t / ipw;
     const uint32_t shift = (j * ipw + column_items(j) - 1 - t) * b;
     const uint64_t mask = b >= 64 ? ~uint64_t{0} : (uint64_t{1} << b) - 1;
@@ -292,8 +291,7 @@ __global__ void write_windows_kernel(WindowScan ws, KeyPack kp, uint64_t p0, uin
     const uint64_t at = off[p] - base;
     for (uint32_t i = 0; i < c; ++i) {
       kp.pack(buf + i, cols, stride, at + i);
-      if (weight_out != nullptr)
-        weight_out[at + i] = unit < ws.inner ? ws.weight[unit] : 1;
+      if (weight_out != nullptr) weight_out[at + i] = unit < ws.inner ? ws.weight[unit] : 1;
       if (unit_out != nullptr) unit_out[at + i] = unit;
     }
   }
@@ -309,8 +307,7 @@ __global__ void group_flags_kernel(const uint64_t* scols, uint32_t nw, uint64_t 
 }
 
 /// first[g] = sorted position of group g's first window; group id of every sorted window.
-__global__ void group_ids_kernel(const uint64_t* goff, uint64_t W, uint64_t* first,
-                                 uint32_t* gid) {
+__global__ void group_ids_kernel(const uint64_t* goff, uint64_t W, uint64_t* first, uint32_t* gid) {
   for (uint64_t i = global_thread(); i < W; i += global_stride()) {
     const uint64_t g = goff[i + 1] - 1;
     if (goff[i] != goff[i + 1]) first[g] = i;
@@ -332,8 +329,7 @@ __global__ void group_items_kernel(KeyPack kp, const uint64_t* scols, uint64_t W
 
 __global__ void ngram_records_kernel(KeyPack kp, const uint64_t* scols, uint64_t W,
                                      const uint64_t* first, const uint64_t* sums, uint64_t G,
-                                     const uint32_t* item_word, uint32_t* keys,
-                                     uint64_t* counts) {
+                                     const uint32_t* item_word, uint32_t* keys, uint64_t* counts) {
   for (uint64_t g = global_thread(); g < G; g += global_stride()) {
     for (uint32_t t = 0; t < kp.n; ++t)
       keys[g * kp.n + t] = item_word[kp.unpack(scols, W, first[g], t)];
@@ -341,18 +337,25 @@ __global__ void ngram_records_kernel(KeyPack kp, const uint64_t* scols, uint64_t
   }
 }
 
-__global__ void own_offsets_kernel(const uint64_t* unit_begin, const uint64_t* off,
-                                   uint32_t units, uint64_t W, uint64_t* own_off) {
+__global__ void own_offsets_kernel(const uint64_t* unit_begin, const uint64_t* off, uint32_t units,
+                                   uint64_t W, uint64_t* own_off) {
   for (uint64_t u = global_thread(); u <= units; u += global_stride())
     own_off[u] = u < units ? off[unit_begin[u]] : W;
 }
 
 WindowScan make_scan(const Query& Q, const WindowIndex* idx, const uint64_t* weights) {
   const GpuShard& s = Q.s;
-  return WindowScan{s.body.data(),  s.sym_unit.data(), s.unit_end.data(),
-                    Q.lnorm.data(), Q.slen.data(),     Q.head.data(),
-                    Q.tail.data(),  idx ? idx->nxt.data() : nullptr,
-                    weights,        s.inner,           Q.k};
+  return WindowScan{s.body.data(),
+                    s.sym_unit.data(),
+                    s.unit_end.data(),
+                    Q.lnorm.data(),
+                    Q.slen.data(),
+                    Q.head.data(),
+                    Q.tail.data(),
+                    idx ? idx->nxt.data() : nullptr,
+                    weights,
+                    s.inner,
+                    Q.k};
 }
 
 /// Windows grouped by n-gram: sorted packed columns, the permutation from sorted to original
@@ -375,8 +378,8 @@ Grouped group_windows(Query& Q, const KeyPack& kp, DeviceBuffer<uint64_t>& cols,
     DeviceBuffer<uint64_t> keys(W, Q.pool), keys_alt(W, Q.pool);
     for (uint32_t j = kp.nw; j-- > 0;) {
       gather_async(cols.data() + j * W, gr.perm.data(), keys.data(), W, Q.stream);
-      sort_pairs(keys, keys_alt, gr.perm, perm_alt, W,
-                 static_cast<int>(kp.column_items(j) * kp.b), Q.pool);
+      sort_pairs(keys, keys_alt, gr.perm, perm_alt, W, static_cast<int>(kp.column_items(j) * kp.b),
+                 Q.pool);
     }
   }
   gr.scols = DeviceBuffer<uint64_t>(uint64_t{kp.nw} * W, Q.pool);
@@ -385,15 +388,14 @@ Grouped group_windows(Query& Q, const KeyPack& kp, DeviceBuffer<uint64_t>& cols,
   cols.reset();
   DeviceBuffer<uint32_t> flags(W, Q.pool);
   DeviceBuffer<uint64_t> goff(W + 1, Q.pool);
-  group_flags_kernel<<<grid_for(W), kBlock, 0, Q.stream>>>(gr.scols.data(), kp.nw, W,
-                                                            flags.data());
+  group_flags_kernel<<<grid_for(W), kBlock, 0, Q.stream>>>(gr.scols.data(), kp.nw, W, flags.data());
   GTADOC_CHECK_LAUNCH();
   gr.groups = exclusive_offsets(flags.data(), W, goff.data(), Q.pool);
   flags.reset();
   gr.first = DeviceBuffer<uint64_t>(gr.groups, Q.pool);
   gr.gid = DeviceBuffer<uint32_t>(W, Q.pool);
   group_ids_kernel<<<grid_for(W), kBlock, 0, Q.stream>>>(goff.data(), W, gr.first.data(),
-                                                          gr.gid.data());
+                                                         gr.gid.data());
   GTADOC_CHECK_LAUNCH();
   return gr;
 }
@@ -406,8 +408,8 @@ void build_heads_tails(Query& Q) {
   Q.slen = DeviceBuffer<uint64_t>(s.inner, Q.pool);
   Q.head = DeviceBuffer<uint32_t>(uint64_t{s.inner} * Q.k, Q.pool);
   Q.tail = DeviceBuffer<uint32_t>(uint64_t{s.inner} * Q.k, Q.pool);
-  const HeadTailOp op{s.body.data(),  s.unit_begin.data(), s.unit_end.data(), Q.lnorm.data(),
-                      Q.slen.data(),  Q.head.data(),       Q.tail.data(),     Q.k};
+  const HeadTailOp op{s.body.data(), s.unit_begin.data(), s.unit_end.data(), Q.lnorm.data(),
+                      Q.slen.data(), Q.head.data(),       Q.tail.data(),     Q.k};
   for (uint32_t h = 0; h < s.num_inner_levels(); ++h) launch_level(s, s.levels[h], op, Q.stream);
 }
 
@@ -425,8 +427,8 @@ WindowIndex index_windows(Query& Q, const uint64_t* weights) {
   }
   DeviceBuffer<uint32_t> counts(s.S, Q.pool);
   if (s.S > 0) {
-    count_windows_kernel<<<grid_for(s.S), kBlock, 0, Q.stream>>>(make_scan(Q, &idx, weights),
-                                                                 s.S, counts.data());
+    count_windows_kernel<<<grid_for(s.S), kBlock, 0, Q.stream>>>(make_scan(Q, &idx, weights), s.S,
+                                                                 counts.data());
     GTADOC_CHECK_LAUNCH();
   }
   idx.windows = exclusive_offsets(counts.data(), s.S, idx.off.data(), Q.pool);
@@ -447,8 +449,8 @@ RecordBatch sequence_count_topdown(Query& Q, const WindowIndex& idx, const uint6
   DeviceBuffer<uint64_t> cols(uint64_t{kp.nw} * W, Q.pool);
   DeviceBuffer<uint64_t> wts(W, Q.pool);
   write_windows_kernel<<<grid_for(p1 - p0), kBlock, 0, Q.stream>>>(
-      make_scan(Q, &idx, weights), kp, p0, p1, idx.off.data(), base, W, cols.data(),
-      wts.data(), nullptr);
+      make_scan(Q, &idx, weights), kp, p0, p1, idx.off.data(), base, W, cols.data(), wts.data(),
+      nullptr);
   GTADOC_CHECK_LAUNCH();
   Grouped gr = group_windows(Q, kp, cols, W);
   DeviceBuffer<uint64_t> sorted_w(W, Q.pool);
@@ -462,10 +464,9 @@ RecordBatch sequence_count_topdown(Query& Q, const WindowIndex& idx, const uint6
   GTADOC_EXPECTS(G == gr.groups, "gpu engine: n-gram groups do not match");
   DeviceBuffer<uint32_t> keys(G * Q.n, Q.pool);
   DeviceBuffer<uint64_t> counts(G, Q.pool);
-  ngram_records_kernel<<<grid_for(G), kBlock, 0, Q.stream>>>(kp, gr.scols.data(), W,
-                                                             gr.first.data(), sums.data(), G,
-                                                             Q.item_word.data(), keys.data(),
-                                                             counts.data());
+  ngram_records_kernel<<<grid_for(G), kBlock, 0, Q.stream>>>(
+      kp, gr.scols.data(), W, gr.first.data(), sums.data(), G, Q.item_word.data(), keys.data(),
+      counts.data());
   GTADOC_CHECK_LAUNCH();
   out.keys.resize(G * Q.n);
   out.counts.resize(G);
@@ -499,7 +500,7 @@ OwnSet intern_windows(Query& Q) {
     idx = WindowIndex();
     Grouped gr = group_windows(Q, kp, cols, W);
     scatter_kernel<<<grid_for(W), kBlock, 0, Q.stream>>>(gr.gid.data(), gr.perm.data(), W,
-                                                          own.item_store.data());
+                                                         own.item_store.data());
     GTADOC_CHECK_LAUNCH();
     Q.gid_items = DeviceBuffer<uint32_t>(gr.groups * Q.n, Q.pool);
     if (gr.groups > 0) {

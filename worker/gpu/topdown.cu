@@ -91,9 +91,9 @@ __global__ void level_keys_kernel(const uint32_t* rule, const uint32_t* level_of
   for (uint64_t i = global_thread(); i < n; i += global_stride()) keys[i] = level_of[rule[i]];
 }
 
-__global__ void gather_triples_kernel(const uint32_t* doc, const uint32_t* rule, const uint64_t* weight,
-                                      const uint32_t* perm, uint64_t n, uint32_t* odoc,
-                                      uint32_t* orule, uint64_t* oweight) {
+__global__ void gather_triples_kernel(const uint32_t* doc, const uint32_t* rule,
+                                      const uint64_t* weight, const uint32_t* perm, uint64_t n,
+                                      uint32_t* odoc, uint32_t* orule, uint64_t* oweight) {
   for (uint64_t i = global_thread(); i < n; i += global_stride()) {
     const uint32_t j = perm[i];
     odoc[i] = doc[j];
@@ -169,8 +169,8 @@ class PerDocTopDown {
       p.n = oe - ob;
       p.keys = DeviceBuffer<uint64_t>(p.n, Q_.pool);
       p.vals = DeviceBuffer<uint64_t>(p.n, Q_.pool);
-      own_range_pairs_kernel<<<grid_for(p.n), kBlock, 0, Q_.stream>>>(
-          own_.csr, ob, p.n, u0, p.keys.data(), p.vals.data());
+      own_range_pairs_kernel<<<grid_for(p.n), kBlock, 0, Q_.stream>>>(own_.csr, ob, p.n, u0,
+                                                                      p.keys.data(), p.vals.data());
       GTADOC_CHECK_LAUNCH();
       out_.add(std::move(p));
     }
@@ -210,8 +210,8 @@ class PerDocTopDown {
     perm_alt.reset();
     auto sorted = std::make_shared<Triples>(make_triples(t.n));
     gather_triples_kernel<<<grid_for(t.n), kBlock, 0, Q_.stream>>>(
-        t.doc.data(), t.rule.data(), t.weight.data(), perm.data(), t.n,
-        sorted->doc.data(), sorted->rule.data(), sorted->weight.data());
+        t.doc.data(), t.rule.data(), t.weight.data(), perm.data(), t.n, sorted->doc.data(),
+        sorted->rule.data(), sorted->weight.data());
     GTADOC_CHECK_LAUNCH();
     t = Triples();
     perm.reset();
@@ -256,8 +256,8 @@ class PerDocTopDown {
 
     // 2. Their own entries, x weight.
     DeviceBuffer<uint64_t> lens(m.n, Q_.pool), off(m.n + 1, Q_.pool);
-    row_lengths_kernel<<<grid_for(m.n), kBlock, 0, Q_.stream>>>(m.keys.data(), m.n,
-                                                                 own_.csr.off, lens.data());
+    row_lengths_kernel<<<grid_for(m.n), kBlock, 0, Q_.stream>>>(m.keys.data(), m.n, own_.csr.off,
+                                                                lens.data());
     GTADOC_CHECK_LAUNCH();
     const uint64_t total = exclusive_offsets(lens.data(), m.n, off.data(), Q_.pool);
     if (total > 0) {
@@ -265,9 +265,9 @@ class PerDocTopDown {
       p.n = total;
       p.keys = DeviceBuffer<uint64_t>(total, Q_.pool);
       p.vals = DeviceBuffer<uint64_t>(total, Q_.pool);
-      expand_own_kernel<<<grid_for(total), kBlock, 0, Q_.stream>>>(
-          m.keys.data(), m.vals.data(), off.data(), m.n, own_.csr, total, p.keys.data(),
-          p.vals.data());
+      expand_own_kernel<<<grid_for(total), kBlock, 0, Q_.stream>>>(m.keys.data(), m.vals.data(),
+                                                                   off.data(), m.n, own_.csr, total,
+                                                                   p.keys.data(), p.vals.data());
       GTADOC_CHECK_LAUNCH();
       out_.add(std::move(p));
     }
@@ -275,7 +275,7 @@ class PerDocTopDown {
     // 3. Their children become triples of lower levels.
     if (h == 0) return;
     row_lengths_kernel<<<grid_for(m.n), kBlock, 0, Q_.stream>>>(m.keys.data(), m.n,
-                                                                 s_.ch_off.data(), lens.data());
+                                                                s_.ch_off.data(), lens.data());
     GTADOC_CHECK_LAUNCH();
     const uint64_t kids = exclusive_offsets(lens.data(), m.n, off.data(), Q_.pool);
     lens.reset();

@@ -31,11 +31,11 @@ Vocab build_vocab(const GpuShard& s, const Normalization& norm) {
   v.lnorm.resize(nl);
   for (size_t i = 0; i < nl; ++i) {
     const WordId r = norm.remap[s.local_words[i]];
-    v.lnorm[i] = r == kDroppedWord
-                     ? kNoItem
-                     : static_cast<uint32_t>(
-                           std::lower_bound(v.item_word.begin(), v.item_word.end(), r) -
-                           v.item_word.begin());
+    v.lnorm[i] =
+        r == kDroppedWord
+            ? kNoItem
+            : static_cast<uint32_t>(std::lower_bound(v.item_word.begin(), v.item_word.end(), r) -
+                                    v.item_word.begin());
   }
   return v;
 }

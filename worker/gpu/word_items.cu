@@ -56,10 +56,9 @@ OwnSet word_own_set(Query& Q) {
   own.cnt_store = DeviceBuffer<uint32_t>(kept, Q.pool);
   own.off_store = DeviceBuffer<uint64_t>(uint64_t{s.units} + 1, Q.pool);
   if (n > 0) {
-    filter_kernel<<<grid_for(n), kBlock, 0, Q.stream>>>(s.terms(), Q.lnorm.data(), pos.data(), n,
-                                                        own.unit_store.data(),
-                                                        own.item_store.data(),
-                                                        own.cnt_store.data());
+    filter_kernel<<<grid_for(n), kBlock, 0, Q.stream>>>(
+        s.terms(), Q.lnorm.data(), pos.data(), n, own.unit_store.data(), own.item_store.data(),
+        own.cnt_store.data());
     GTADOC_CHECK_LAUNCH();
   }
   remap_offsets_kernel<<<grid_for(uint64_t{s.units} + 1), kBlock, 0, Q.stream>>>(

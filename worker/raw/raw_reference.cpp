@@ -238,7 +238,9 @@ size_t sequence_occurrences(const std::vector<std::vector<std::string>>& streams
 }
 
 /// Convenience for building rows: a key (std::string_view) as a std::string.
-std::string str(std::string_view s) { return std::string(s); }
+std::string str(std::string_view s) {
+  return std::string(s);
+}
 
 // ------------------------------------------------------------------------------- the tasks
 
@@ -441,12 +443,24 @@ std::string raw_reference_output(std::vector<RawDocument> docs, const QueryOptio
 
   Output out(fmt, docs, q.ids);
   switch (q.task) {
-    case Task::kWordCount: word_count(streams, q, out); break;
-    case Task::kSort: sort_task(streams, out); break;
-    case Task::kInvertedIndex: inverted_index(streams, out); break;
-    case Task::kTermVector: term_vector(streams, q, out); break;
-    case Task::kSequenceCount: sequence_count(streams, q, out); break;
-    case Task::kRankedInvertedIndex: ranked_inverted_index(streams, q, out); break;
+    case Task::kWordCount:
+      word_count(streams, q, out);
+      break;
+    case Task::kSort:
+      sort_task(streams, out);
+      break;
+    case Task::kInvertedIndex:
+      inverted_index(streams, out);
+      break;
+    case Task::kTermVector:
+      term_vector(streams, q, out);
+      break;
+    case Task::kSequenceCount:
+      sequence_count(streams, q, out);
+      break;
+    case Task::kRankedInvertedIndex:
+      ranked_inverted_index(streams, q, out);
+      break;
   }
   return out.finish();
 }

@@ -17,9 +17,9 @@
 
 #include <cuda_runtime.h>
 
-#include <cub/cub.cuh>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
+#include <cub/cub.cuh>
 
 #include <algorithm>
 #include <chrono>
@@ -41,7 +41,7 @@ using gpu::MemoryPool;
 using gpu::Stream;
 
 constexpr int kThreads = 256;
-constexpr int kMaxFields = 9;                 ///< a document plus 8 words
+constexpr int kMaxFields = 9;                  ///< a document plus 8 words
 constexpr uint64_t kMaxWords = 0xFFFFFFFEull;  ///< word indices, counts and ids are u32
 
 /// One word: its normalized bytes are text[begin, begin + len); doc is its document id.
@@ -264,8 +264,8 @@ void merge_sort_u32(DeviceBuffer<uint32_t>& keys, uint64_t n, Less less, MemoryP
 }
 
 /// rank[perm[r]] = r, and by_rank[r] = rep[perm[r]] (when rep is not null).
-__global__ void invert_kernel(const uint32_t* perm, uint64_t n, const uint32_t* rep,
-                              uint32_t* rank, uint32_t* by_rank) {
+__global__ void invert_kernel(const uint32_t* perm, uint64_t n, const uint32_t* rep, uint32_t* rank,
+                              uint32_t* by_rank) {
   for (uint64_t r = thread_index(); r < n; r += thread_stride()) {
     rank[perm[r]] = static_cast<uint32_t>(r);
     if (rep != nullptr) by_rank[r] = rep[perm[r]];
@@ -382,8 +382,8 @@ enum class OrderMode { kKeep, kCount, kDocCount, kGroupCount };
 /// the key order of the runs for equal (prefix, count).
 template <class F>
 __global__ void order_keys_kernel(const uint32_t* rep_item, const uint32_t* count, uint64_t runs,
-                                  F fields, OrderMode mode, const uint32_t* group,
-                                  uint64_t* keys, uint32_t* vals) {
+                                  F fields, OrderMode mode, const uint32_t* group, uint64_t* keys,
+                                  uint32_t* vals) {
   for (uint64_t r = thread_index(); r < runs; r += thread_stride()) {
     uint64_t prefix = 0;
     if (mode == OrderMode::kDocCount) prefix = fields.key(rep_item[r], 0);
@@ -582,8 +582,8 @@ std::string run(const std::vector<RawDocument>& docs, const QueryOptions& q, Out
   {
     DeviceBuffer<uint64_t> num(1, pool);
     uint64_t* c = num.data();
-    auto flags = thrust::make_transform_iterator(thrust::counting_iterator<uint64_t>(0),
-                                                 WordStartCount{tx});
+    auto flags =
+        thrust::make_transform_iterator(thrust::counting_iterator<uint64_t>(0), WordStartCount{tx});
     cub_call(pool, [&](void* tmp, size_t& b) {
       return cub::DeviceReduce::Sum(tmp, b, flags, c, total, st);
     });
@@ -693,8 +693,7 @@ std::string run(const std::vector<RawDocument>& docs, const QueryOptions& q, Out
              by_rank.data());
     }
     wid = DeviceBuffer<uint32_t>(nwords, pool);
-    launch(word_ids_kernel, nwords, st, idx.data(), gid.data(), nwords, rank.data(),
-           wid.data());
+    launch(word_ids_kernel, nwords, st, idx.data(), gid.data(), nwords, rank.data(), wid.data());
 
     if (sequences) {
       DeviceBuffer<uint32_t> perm(distinct, pool);
@@ -706,8 +705,7 @@ std::string run(const std::vector<RawDocument>& docs, const QueryOptions& q, Out
              static_cast<uint32_t*>(nullptr));
     }
     DeviceBuffer<Span> reps(distinct, pool);
-    launch(gather_kernel<Span>, distinct, st, spans.data(), by_rank.data(), distinct,
-           reps.data());
+    launch(gather_kernel<Span>, distinct, st, spans.data(), by_rank.data(), distinct, reps.data());
     rep_spans = reps.to_host();
   }
   t.distinct_words = distinct;
@@ -761,8 +759,8 @@ std::string run(const std::vector<RawDocument>& docs, const QueryOptions& q, Out
         std::vector<int> bits(n, wbits);
         if (per_doc) bits.insert(bits.begin(), dbits);
         if (ranked) bits.push_back(dbits);
-        const SeqFields fields{spans.data(), wid.data(), space_rank.data(), win.data(),
-                               static_cast<int>(n), mode};
+        const SeqFields fields{spans.data(), wid.data(),          space_rank.data(),
+                               win.data(),   static_cast<int>(n), mode};
         if (ranked) {
           rows = reduce_rows(windows, fields, bits, OrderMode::kGroupCount, static_cast<int>(n),
                              all, pool);
@@ -800,8 +798,12 @@ std::string run(const std::vector<RawDocument>& docs, const QueryOptions& q, Out
       switch (q.task) {
         case Task::kWordCount:
         case Task::kSort:
-        case Task::kInvertedIndex: mark(f[0]); break;
-        case Task::kTermVector: mark(f[1]); break;
+        case Task::kInvertedIndex:
+          mark(f[0]);
+          break;
+        case Task::kTermVector:
+          mark(f[1]);
+          break;
         case Task::kSequenceCount:
         case Task::kRankedInvertedIndex: {
           const uint32_t first = (q.task == Task::kSequenceCount && q.per_doc) ? 1 : 0;

@@ -33,11 +33,11 @@ namespace gtadoc {
 
 /// Seconds per phase (wall clock, the device synchronized at each phase end) and sizes.
 struct RawGpuTimings {
-  double upload_s = 0;    ///< sort documents by name, concatenate, copy to the device
-  double tokenize_s = 0;  ///< parallel split, normalization, compaction
-  double group_s = 0;     ///< hash, sort, verify, byte-order ranks of the distinct words
-  double reduce_s = 0;    ///< task tuples, sort, run counts, output order, download of rows
-  double format_s = 0;    ///< host: word strings and output bytes
+  double upload_s = 0;          ///< sort documents by name, concatenate, copy to the device
+  double tokenize_s = 0;        ///< parallel split, normalization, compaction
+  double group_s = 0;           ///< hash, sort, verify, byte-order ranks of the distinct words
+  double reduce_s = 0;          ///< task tuples, sort, run counts, output order, download of rows
+  double format_s = 0;          ///< host: word strings and output bytes
   uint64_t bytes = 0;           ///< text bytes uploaded (documents plus one separator each)
   uint64_t words = 0;           ///< kept words (after normalization)
   uint64_t distinct_words = 0;  ///< distinct normalized words

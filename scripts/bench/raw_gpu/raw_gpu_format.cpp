@@ -107,9 +107,13 @@ class Fields {
   std::vector<bool> have_doc_, have_word_;
 };
 
-uint64_t cut(uint64_t top, uint64_t size) { return top != 0 && top < size ? top : size; }
+uint64_t cut(uint64_t top, uint64_t size) {
+  return top != 0 && top < size ? top : size;
+}
 
-void append_count(std::string& out, uint64_t count) { out += std::to_string(count); }
+void append_count(std::string& out, uint64_t count) {
+  out += std::to_string(count);
+}
 
 }  // namespace
 
@@ -132,8 +136,8 @@ std::string json_string(std::string_view s) {
     out += '"';
     return out;
   }
-  return nlohmann::json(std::string(s)).dump(-1, ' ', false,
-                                             nlohmann::json::error_handler_t::replace);
+  return nlohmann::json(std::string(s))
+      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 std::string tsv_doc_name(std::string_view name) {
@@ -156,13 +160,14 @@ std::string tsv_doc_name(std::string_view name) {
 std::vector<size_t> sorted_doc_order(const std::vector<RawDocument>& docs) {
   std::vector<size_t> order(docs.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return name_less(docs[a].name, docs[b].name);
-  });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return name_less(docs[a].name, docs[b].name); });
   return order;
 }
 
-int bits_for(uint64_t v) { return std::max(1, static_cast<int>(std::bit_width(v))); }
+int bits_for(uint64_t v) {
+  return std::max(1, static_cast<int>(std::bit_width(v)));
+}
 
 std::vector<KeyChunk> plan_key_chunks(const std::vector<int>& field_bits) {
   std::vector<KeyChunk> chunks;

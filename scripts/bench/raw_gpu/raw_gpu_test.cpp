@@ -38,7 +38,9 @@ using Docs = std::vector<RawDocument>;
 
 // ------------------------------------------------------------------ corpora
 
-std::string S(const char* p, size_t n) { return std::string(p, n); }
+std::string S(const char* p, size_t n) {
+  return std::string(p, n);
+}
 
 struct Corpus {
   std::string name;
@@ -63,7 +65,9 @@ Corpus nasty_corpus() {
   d.push_back({"empty", ""});
   d.push_back({"ws-only", " \t\r\n\v\f  \n"});
   d.push_back({"crlf", "Hello,\r\nWorld!\r\nhello world\r\nno-newline-at-end"});
-  d.push_back({"nul", S("a\0b a\0 a \0 \0\0 a\x01 a\x01" "b ab a a\0 ab", 31)});
+  d.push_back({"nul", S("a\0b a\0 a \0 \0\0 a\x01 a\x01"
+                        "b ab a a\0 ab",
+                        31)});
   d.push_back({"bad-utf8",
                "\xC3 \xC3\xA9 caf\xC3\xA9 \xFF\xFE \xE2\x82 \xE2\x82\xAC \xC2\xA0x x\xC2\xA0 "
                "\x85y \x7F \xF0\x9F\x98\x80 \xC3 \xE2\x82 caf\xC3"});
@@ -169,9 +173,9 @@ Corpus short_docs_corpus() {
 
 Corpus sequence_order_corpus() {
   std::mt19937_64 rng(13);
-  const std::vector<std::string> vocab = {"a",  S("a\x01", 2), "a!", "a\x1f", "ab", "a\x7f",
-                                          "a\xC3\xA9", "b", "A", "a.", S("a\0", 2), "!a",
-                                          "a\xC3", "aa", "a-b"};
+  const std::vector<std::string> vocab = {"a",         S("a\x01", 2), "a!",    "a\x1f", "ab",
+                                          "a\x7f",     "a\xC3\xA9",   "b",     "A",     "a.",
+                                          S("a\0", 2), "!a",          "a\xC3", "aa",    "a-b"};
   Docs d;
   for (int i = 0; i < 30; ++i) {
     std::string text;
@@ -249,9 +253,9 @@ Corpus sample_corpus() {
 }
 
 std::vector<Corpus> small_corpora() {
-  return {spec_corpus(),         nasty_corpus(),    long_word_corpus(),
-          boundary_corpus(),     tiny_docs_corpus(), identical_corpus(),
-          short_docs_corpus(),   sequence_order_corpus(), all_empty_corpus()};
+  return {spec_corpus(),       nasty_corpus(),          long_word_corpus(),
+          boundary_corpus(),   tiny_docs_corpus(),      identical_corpus(),
+          short_docs_corpus(), sequence_order_corpus(), all_empty_corpus()};
 }
 
 // ------------------------------------------------------------------ query variants
@@ -409,9 +413,12 @@ Rows emulate_rows(const Docs& docs, const QueryOptions& q, std::vector<std::stri
     if (!sequences) {
       for (const std::string& w : s) {
         std::vector<uint32_t> key;
-        if (q.task == Task::kTermVector) key = {d, id[w]};
-        else if (q.task == Task::kInvertedIndex) key = {id[w], d};
-        else key = {id[w]};
+        if (q.task == Task::kTermVector)
+          key = {d, id[w]};
+        else if (q.task == Task::kInvertedIndex)
+          key = {id[w], d};
+        else
+          key = {id[w]};
         auto& e = runs[key];
         e.first = key;
         ++e.second;
@@ -440,8 +447,8 @@ Rows emulate_rows(const Docs& docs, const QueryOptions& q, std::vector<std::stri
   std::vector<Run> list;
   for (auto& [key, e] : runs) list.push_back({key, e.first, e.second, 0});
   for (size_t r = 0; r < list.size(); ++r) {
-    const bool same = r > 0 && std::equal(list[r].key.begin(), list[r].key.begin() + n,
-                                          list[r - 1].key.begin());
+    const bool same =
+        r > 0 && std::equal(list[r].key.begin(), list[r].key.begin() + n, list[r - 1].key.begin());
     list[r].group = r == 0 ? 0 : list[r - 1].group + (same ? 0 : 1);
   }
   auto by_count = [](const Run& a, const Run& b) { return a.count > b.count; };
@@ -552,8 +559,8 @@ TEST(RawGpuHost, SequenceOrderFromRankTuples) {
   // Sorting sequences by (space ranks of the leading words, plain rank of the last) must give
   // the byte order of the joined strings.
   std::mt19937_64 rng(4);
-  const std::vector<std::string> vocab = {"a",  S("a\x01", 2), "a!", "ab", "b", S("a\0", 2),
-                                          "a\x1f", "\xC3", "\xC3\xA9", "!", "a\x7f"};
+  const std::vector<std::string> vocab = {
+      "a", S("a\x01", 2), "a!", "ab", "b", S("a\0", 2), "a\x1f", "\xC3", "\xC3\xA9", "!", "a\x7f"};
   std::vector<uint32_t> plain(vocab.size()), space(vocab.size());
   auto u8 = [](const std::string& s) { return reinterpret_cast<const uint8_t*>(s.data()); };
   for (uint32_t i = 0; i < vocab.size(); ++i) {
@@ -630,13 +637,13 @@ TEST(RawGpuHost, KeyChunkPlans) {
 }
 
 TEST(RawGpuHost, DocumentOrderIsStableByteOrder) {
-  Docs d = {{"a0", ""}, {"a/b", ""}, {"dup", "1"}, {"a-c", ""}, {"dup", "2"}, {"\xFF", ""},
-            {"Z", ""},  {"", ""},    {"a", ""}};
+  Docs d = {{"a0", ""},   {"a/b", ""}, {"dup", "1"}, {"a-c", ""}, {"dup", "2"},
+            {"\xFF", ""}, {"Z", ""},   {"", ""},     {"a", ""}};
   const std::vector<size_t> order = sorted_doc_order(d);
   std::vector<std::string> got;
   for (size_t i : order) got.push_back(d[i].name + d[i].text);
-  EXPECT_EQ(got, (std::vector<std::string>{"", "Z", "a", "a-c", "a/b", "a0", "dup1", "dup2",
-                                           "\xFF"}));
+  EXPECT_EQ(got,
+            (std::vector<std::string>{"", "Z", "a", "a-c", "a/b", "a0", "dup1", "dup2", "\xFF"}));
 }
 
 /// The formatter fed with CPU-built rows gives the reference bytes for every variant.
@@ -660,7 +667,9 @@ TEST(RawGpuHost, FormatterMatchesReferenceOnSmallCorpora) {
   for (const Corpus& c : small_corpora()) check_formatter(c);
 }
 
-TEST(RawGpuHost, FormatterMatchesReferenceOnZipfCorpus) { check_formatter(zipf_corpus()); }
+TEST(RawGpuHost, FormatterMatchesReferenceOnZipfCorpus) {
+  check_formatter(zipf_corpus());
+}
 
 TEST(RawGpuHost, FormatterMatchesReferenceOnSample) {
   const Corpus c = sample_corpus();
@@ -788,8 +797,7 @@ TEST(RawGpu, SampleCorpusTimingsAndCounts) {
   EXPECT_EQ(raw_gpu_output(c.docs, q, OutputFormat::kTsv), first);
   std::cerr << "sample word-count: upload " << t.upload_s << " s, tokenize " << t.tokenize_s
             << " s, group " << t.group_s << " s, reduce " << t.reduce_s << " s, format "
-            << t.format_s << " s, " << t.words << " words, " << t.distinct_words
-            << " distinct\n";
+            << t.format_s << " s, " << t.words << " words, " << t.distinct_words << " distinct\n";
 }
 
 TEST(RawGpu, SingleDocumentCorpora) {

@@ -20,7 +20,9 @@
 namespace gtadoc {
 namespace {
 
-Comm& comm() { return Comm::world(); }
+Comm& comm() {
+  return Comm::world();
+}
 
 // Rank `rank`'s input: `n` records with keys drawn from [0, key_range) and counts that name
 // their source and row, so every record is unique.
@@ -66,7 +68,9 @@ std::vector<uint8_t> pattern(int rank, size_t n) {
   return v;
 }
 
-size_t pattern_size(int rank) { return rank == 1 ? 0 : static_cast<size_t>(rank) * 37 + 5; }
+size_t pattern_size(int rank) {
+  return rank == 1 ? 0 : static_cast<size_t>(rank) * 37 + 5;
+}
 
 class MessageLimit {  // lowers Comm's message size limit for one scope
  public:
@@ -128,7 +132,9 @@ void check_gather_broadcast() {
   for (int r = 0; r < c.size(); ++r) EXPECT_EQ(every[r], pattern(r, pattern_size(r))) << r;
 }
 
-TEST(Comm, GatherAndBroadcast) { check_gather_broadcast(); }
+TEST(Comm, GatherAndBroadcast) {
+  check_gather_broadcast();
+}
 
 TEST(Comm, GatherAndBroadcastInManyRounds) {
   MessageLimit limit(7);
@@ -190,9 +196,15 @@ RecordBatch expected_for(int me, uint32_t width, size_t n_of_rank0, uint32_t key
   return want;
 }
 
-size_t same_rows(int, size_t n) { return n; }
-size_t rank0_only(int rank, size_t n) { return rank == 0 ? n : 0; }
-size_t uneven_rows(int rank, size_t n) { return n * (rank + 1) / 2 + static_cast<size_t>(rank); }
+size_t same_rows(int, size_t n) {
+  return n;
+}
+size_t rank0_only(int rank, size_t n) {
+  return rank == 0 ? n : 0;
+}
+size_t uneven_rows(int rank, size_t n) {
+  return n * (rank + 1) / 2 + static_cast<size_t>(rank);
+}
 
 void check_shuffle(uint32_t width, const KeyLayout& layout, size_t n, size_t round_bytes,
                    size_t (*rows)(int, size_t), uint64_t salt) {
