@@ -45,10 +45,11 @@ class StringTable {
   static uint64_t hash(std::string_view s) {
     uint64_t h = 0x9E3779B97F4A7C15ull ^ (s.size() * 0xD6E8FEB86659FD93ull);
     size_t i = 0;
-    for (; i + 8 <= s.size(); i += 8) {
+    for (; i + 8 <= s.size(); i += 8) {  // one multiply per block, full mix at the end
       uint64_t v;
       std::memcpy(&v, s.data() + i, 8);
-      h = mix(h ^ v);
+      h = ((h ^ v) * 0x9FB21C651E98DF25ull);
+      h ^= h >> 29;
     }
     uint64_t tail = 0;
     std::memcpy(&tail, s.data() + i, s.size() - i);
