@@ -59,7 +59,7 @@ std::vector<size_t> top_candidates(const RecordBatch& r, size_t begin, size_t en
   return idx;
 }
 
-std::vector<OutputRow> word_rows(const RecordBatch& r, const ResultContext& ctx, bool by_count) {
+void word_rows(const RecordBatch& r, const ResultContext& ctx, bool by_count, RowSink& sink) {
   // Word ids are in byte order of the (normalized) words, so rows order by (~count, id).
   RowBuilder b(ctx);
   std::vector<size_t> idx = top_candidates(r, 0, r.size(), by_count ? ctx.q.top : 0);
@@ -69,10 +69,9 @@ std::vector<OutputRow> word_rows(const RecordBatch& r, const ResultContext& ctx,
   };
   std::sort(idx.begin(), idx.end(), less);
   if (by_count && ctx.q.top > 0 && idx.size() > ctx.q.top) idx.resize(ctx.q.top);
-  std::vector<OutputRow> rows(idx.size());
   for (size_t k = 0; k < idx.size(); ++k) {
     size_t i = idx[k];
-    OutputRow& row = rows[k];
+    OutputRow row;
     std::string_view w = b.word(r.keys[i]);
     row.k1 = by_count ? ~r.counts[i] : r.keys[i];
     row.k2 = r.keys[i];
@@ -84,13 +83,12 @@ std::vector<OutputRow> word_rows(const RecordBatch& r, const ResultContext& ctx,
       row.text += '\t';
       row.text += std::to_string(r.counts[i]);
     }
+    sink.add(std::move(row));
   }
-  return rows;
 }
 
-std::vector<OutputRow> inverted_rows(const RecordBatch& r, const ResultContext& ctx) {
+void inverted_rows(const RecordBatch& r, const ResultContext& ctx, RowSink& sink) {
   RowBuilder b(ctx);
-  std::vector<OutputRow> rows;
   for (size_t i = 0; i < r.size();) {
     WordId w = r.keys[i * 2];
     OutputRow row;
@@ -109,14 +107,13 @@ std::vector<OutputRow> inverted_rows(const RecordBatch& r, const ResultContext& 
     }
     row.text =
         b.json() ? dump(ojson{{"word", word}, {"docs", std::move(docs)}}) : word + '\t' + list;
-    rows.push_back(std::move(row));
+    sink.add(std::move(row));
   }
-  return rows;  // records are sorted by word id, which is byte order of the words
+  // records are sorted by word id, which is byte order of the words
 }
 
-std::vector<OutputRow> term_vector_rows(const RecordBatch& r, const ResultContext& ctx) {
+void term_vector_rows(const RecordBatch& r, const ResultContext& ctx, RowSink& sink) {
   RowBuilder b(ctx);
-  std::vector<OutputRow> rows;
   std::vector<DocId> owned = ctx.owned_docs;
   std::sort(owned.begin(), owned.end());
   size_t i = 0;
@@ -145,9 +142,8 @@ std::vector<OutputRow> term_vector_rows(const RecordBatch& r, const ResultContex
         row.text += std::to_string(terms[t].first);
       }
     }
-    rows.push_back(std::move(row));
+    sink.add(std::move(row));
   }
-  return rows;
 }
 
 /// Orders sequences by their joined bytes using integers only. The joined string is the
@@ -211,14 +207,13 @@ class SequenceOrder {
   std::vector<uint32_t> space_rank_;  ///< empty: rank of w+' ' is w
 };
 
-std::vector<OutputRow> sequence_rows(const RecordBatch& r, const ResultContext& ctx) {
+void sequence_rows(const RecordBatch& r, const ResultContext& ctx, RowSink& sink) {
   RowBuilder b(ctx);
   const uint32_t n = ctx.q.n;
   const bool per_doc = ctx.q.per_doc;
   const uint32_t off = per_doc ? 1 : 0;
   const SequenceOrder order(ctx.norm.dict, n);
   auto gram = [&](size_t i) { return &r.keys[i * r.width + off]; };
-  std::vector<OutputRow> rows;
   auto emit_group = [&](size_t begin, size_t end, DocId doc) {
     std::vector<size_t> idx = top_candidates(r, begin, end, ctx.q.top);
     if (order.identity()) {
@@ -237,7 +232,7 @@ std::vector<OutputRow> sequence_rows(const RecordBatch& r, const ResultContext& 
     for (size_t i : idx) {
       OutputRow row;
       const uint64_t c = r.counts[i];
-      row.key = order.key(gram(i));
+      if (!sink.direct()) row.key = order.key(gram(i));
       std::string joined = b.joined(gram(i), n);
       if (per_doc) {
         row.k1 = doc;
@@ -259,12 +254,12 @@ std::vector<OutputRow> sequence_rows(const RecordBatch& r, const ResultContext& 
           row.text = std::move(joined);
         }
       }
-      rows.push_back(std::move(row));
+      sink.add(std::move(row));
     }
   };
   if (!per_doc) {
     emit_group(0, r.size(), 0);
-    return rows;
+    return;
   }
   for (size_t i = 0; i < r.size();) {
     DocId d = r.keys[i * r.width];
@@ -273,10 +268,9 @@ std::vector<OutputRow> sequence_rows(const RecordBatch& r, const ResultContext& 
     emit_group(i, j, d);
     i = j;
   }
-  return rows;
 }
 
-std::vector<OutputRow> ranked_rows(const RecordBatch& r, const ResultContext& ctx) {
+void ranked_rows(const RecordBatch& r, const ResultContext& ctx, RowSink& sink) {
   RowBuilder b(ctx);
   const uint32_t n = ctx.q.n;
   const SequenceOrder order(ctx.norm.dict, n);
@@ -293,8 +287,6 @@ std::vector<OutputRow> ranked_rows(const RecordBatch& r, const ResultContext& ct
   std::sort(groups.begin(), groups.end(), [&](const auto& x, const auto& y) {
     return order.less(&r.keys[x.first * r.width], &r.keys[y.first * r.width]);
   });
-  std::vector<OutputRow> rows;
-  rows.reserve(groups.size());
   std::vector<std::pair<uint64_t, DocId>> postings;
   for (auto [i, j] : groups) {
     const uint32_t* gram = &r.keys[i * r.width];
@@ -304,7 +296,7 @@ std::vector<OutputRow> ranked_rows(const RecordBatch& r, const ResultContext& ct
       return a.first != c.first ? a.first > c.first : a.second < c.second;
     });
     OutputRow row;
-    row.key = order.key(gram);
+    if (!sink.direct()) row.key = order.key(gram);
     std::string joined = b.joined(gram, n);
     if (b.json()) {
       ojson arr = ojson::array();
@@ -320,9 +312,8 @@ std::vector<OutputRow> ranked_rows(const RecordBatch& r, const ResultContext& ct
         row.text += std::to_string(postings[p].first);
       }
     }
-    rows.push_back(std::move(row));
+    sink.add(std::move(row));
   }
-  return rows;
 }
 
 void put_u64(std::string& out, uint64_t v) {
@@ -354,22 +345,49 @@ std::string escape_tsv_name(const std::string& name) {
   return out;
 }
 
-std::vector<OutputRow> build_rows(const RecordBatch& reduced, const ResultContext& ctx) {
+void RowSink::add(OutputRow&& row) {
+  if (!direct_) {
+    rows_.push_back(std::move(row));
+    return;
+  }
+  if (format_ == OutputFormat::kJson) {
+    out_ += count_ == 0 ? "[\n" : ",\n";
+    out_ += row.text;
+  } else {
+    out_ += row.text;
+    out_ += '\n';
+  }
+  ++count_;
+}
+
+std::string RowSink::take_rendered() {
+  GTADOC_EXPECTS(direct_, "take_rendered on a sink that keeps rows");
+  if (format_ == OutputFormat::kJson) out_ += count_ == 0 ? "[\n]\n" : "\n]\n";
+  return std::move(out_);
+}
+
+void build_rows(const RecordBatch& reduced, const ResultContext& ctx, RowSink& sink) {
   switch (ctx.q.task) {
     case Task::kWordCount:
-      return word_rows(reduced, ctx, true);
+      return word_rows(reduced, ctx, true, sink);
     case Task::kSort:
-      return word_rows(reduced, ctx, false);
+      return word_rows(reduced, ctx, false, sink);
     case Task::kInvertedIndex:
-      return inverted_rows(reduced, ctx);
+      return inverted_rows(reduced, ctx, sink);
     case Task::kTermVector:
-      return term_vector_rows(reduced, ctx);
+      return term_vector_rows(reduced, ctx, sink);
     case Task::kSequenceCount:
-      return sequence_rows(reduced, ctx);
+      return sequence_rows(reduced, ctx, sink);
     case Task::kRankedInvertedIndex:
-      return ranked_rows(reduced, ctx);
+      return ranked_rows(reduced, ctx, sink);
   }
   GTADOC_FAIL("unknown task");
+}
+
+std::vector<OutputRow> build_rows(const RecordBatch& reduced, const ResultContext& ctx) {
+  RowSink sink(ctx.format, false);
+  build_rows(reduced, ctx, sink);
+  return sink.take_rows();
 }
 
 std::vector<OutputRow> merge_rows(std::vector<std::vector<OutputRow>> parts,

@@ -35,7 +35,29 @@ struct ResultContext {
   std::vector<DocId> owned_docs;
 };
 
-/// Builds this owner's rows, sorted, with per-owner limits applied.
+/// Where built rows go: kept (to be merged with other owners' rows) or, when this owner's rows
+/// are the whole result (one rank), rendered straight into the result bytes, which keeps memory
+/// at the size of the output.
+class RowSink {
+ public:
+  RowSink(OutputFormat format, bool render_directly) : format_(format), direct_(render_directly) {}
+  bool direct() const { return direct_; }
+  void add(OutputRow&& row);
+  std::vector<OutputRow> take_rows() { return std::move(rows_); }
+  /// The finished result bytes (same as render_rows of the rows added); direct sinks only.
+  std::string take_rendered();
+
+ private:
+  OutputFormat format_;
+  bool direct_;
+  std::vector<OutputRow> rows_;
+  std::string out_;
+  uint64_t count_ = 0;
+};
+
+/// Builds this owner's rows, sorted, with per-owner limits applied, into `sink`.
+void build_rows(const RecordBatch& reduced, const ResultContext& ctx, RowSink& sink);
+/// The same, kept as rows.
 std::vector<OutputRow> build_rows(const RecordBatch& reduced, const ResultContext& ctx);
 
 /// Merges the sorted row lists of all owners (in place into the first) and applies --top for

@@ -269,8 +269,12 @@ void execute_run(RunCommand& c, Comm& comm) {
         ctx.owned_docs.push_back(d);
     }
   }
-  std::vector<OutputRow> rows = build_rows(owned, ctx);
+  // A part file, or the only rank's rows, is already in final order: render straight to bytes.
+  RowSink sink(fmt, c.partitioned || comm.size() == 1);
+  build_rows(owned, ctx, sink);
   owned = RecordBatch{};
+  std::string rendered = sink.direct() ? sink.take_rendered() : std::string();
+  std::vector<OutputRow> rows = sink.take_rows();
   t.merge = merge_timer.seconds();
 
   Timer write_timer;
@@ -290,18 +294,14 @@ void execute_run(RunCommand& c, Comm& comm) {
     char part[64];
     std::snprintf(part, sizeof part, "part-%05d.%s", comm.rank(), c.format.c_str());
     run_collectively(comm,
-                     [&] { write_output((tmp / part).string(), render_rows(rows, fmt), false); });
+                     [&] { write_output((tmp / part).string(), rendered, false); });
     run_collectively(comm, [&] {
       if (comm.rank() != 0) return;
       write_output((tmp / "_SUCCESS").string(), "", false);
       dir->commit();
     });
   } else if (comm.size() == 1) {
-    std::vector<std::vector<OutputRow>> parts_rows;
-    parts_rows.push_back(std::move(rows));
-    run_collectively(comm, [&] {
-      write_output(c.output, render_rows(merge_rows(std::move(parts_rows), c.q), fmt), c.force);
-    });
+    run_collectively(comm, [&] { write_output(c.output, rendered, c.force); });
   } else {
     std::string mine = serialize_rows(rows);
     rows.clear();
