@@ -48,9 +48,25 @@ void tokenize_shard(ShardWork& w, const std::vector<InputDocument>& docs, Progre
     const InputDocument& doc = docs[w.plan.first_doc + i];
     std::string text = read_whole_file(doc.path);
     uint64_t before = w.tokens.size();
+    // Words are interned a few behind the tokenizer, so each one's table slot has been
+    // prefetched by the time it is looked up (the vocabulary table is far larger than cache).
+    constexpr size_t kAhead = 8;
+    std::string_view pending[kAhead];
+    uint64_t pending_hash[kAhead];
+    size_t queued = 0;
     tokenize(
         text, [&](std::string_view gap) { w.gaps.push_back(w.ws.intern(gap)); },
-        [&](std::string_view word) { w.tokens.push_back(w.vocab.intern(word)); });
+        [&](std::string_view word) {
+          size_t slot = queued % kAhead;
+          if (queued >= kAhead)
+            w.tokens.push_back(w.vocab.intern(pending[slot], pending_hash[slot]));
+          pending[slot] = word;
+          pending_hash[slot] = StringTable::hash(word);
+          w.vocab.prefetch(pending_hash[slot]);
+          ++queued;
+        });
+    for (size_t k = queued > kAhead ? queued - kAhead : 0; k < queued; ++k)
+      w.tokens.push_back(w.vocab.intern(pending[k % kAhead], pending_hash[k % kAhead]));
     w.doc_words.push_back(w.tokens.size() - before);
     w.doc_bytes.push_back(text.size());
     if (i + 1 < w.plan.num_docs) w.tokens.push_back(boundary_symbol(i));

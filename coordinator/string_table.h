@@ -14,8 +14,13 @@ class StringTable {
   explicit StringTable(size_t expected = 1024) { rehash(capacity_for(expected)); }
 
   /// Returns the id of `s`, inserting it if new.
-  uint32_t intern(std::string_view s) {
-    uint64_t h = hash(s);
+  uint32_t intern(std::string_view s) { return intern(s, hash(s)); }
+
+  /// Starts loading the slot a string with hash `h` probes first (call a few words ahead).
+  void prefetch(uint64_t h) const { __builtin_prefetch(&slots_[h & (slots_.size() - 1)]); }
+
+  /// intern() with the hash already computed (must equal hash(s)).
+  uint32_t intern(std::string_view s, uint64_t h) {
     uint64_t head = head_of(s);
     size_t mask = slots_.size() - 1;
     for (size_t i = h & mask;; i = (i + 1) & mask) {
