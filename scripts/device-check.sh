@@ -7,7 +7,7 @@
 #
 #   scripts/device-check.sh                # build in ./build-device
 #   OUT=/tmp/o BUILD_DIR=build-x JOBS=8 scripts/device-check.sh
-#   GTADOC_BUILD_BENCH=ON scripts/device-check.sh   # also configure the benchmarks
+#   BENCH=0 scripts/device-check.sh               # tests only, no benchmarks
 set -uo pipefail
 
 cd "$(dirname "$0")/.."
@@ -75,7 +75,7 @@ GEN=()
 command -v ninja >/dev/null 2>&1 && GEN=(-G Ninja)
 # The CUDA20 options help CMake versions that do not know nvcc's C++20 flag yet (harmless else).
 if ! step configure cmake -S "$ROOT" -B "$BUILD_DIR" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_CUDA_ARCHITECTURES=90 -DGTADOC_BUILD_BENCH="${GTADOC_BUILD_BENCH:-OFF}" \
+  -DCMAKE_CUDA_ARCHITECTURES=90 -DGTADOC_BUILD_BENCH="${GTADOC_BUILD_BENCH:-ON}" \
   -DCMAKE_CUDA20_STANDARD_COMPILE_OPTION=-std=c++20 \
   -DCMAKE_CUDA20_EXTENSION_COMPILE_OPTION=-std=c++20; then
   note "configure failed: nothing else to do"
@@ -129,6 +129,17 @@ if command -v compute-sanitizer >/dev/null 2>&1; then
 else
   note "FAIL  compute-sanitizer not found"
   failed=1
+fi
+
+# Benchmarks (BENCH=0 skips): every task x engine on the corpora carried in .device-data/, or
+# on the bundled sample; tables land in $OUT/bench-*.{md,json}.
+if [ "${BENCH:-1}" != 0 ]; then
+  if step bench-build cmake --build "$BUILD_DIR" -j "$JOBS" --target gtadoc_reference \
+    raw_wordcount raw_gpu; then
+    step bench env OUT="$OUT" BUILD_DIR="$BUILD_DIR" REPS="${REPS:-2}" \
+      "$ROOT/scripts/bench/device-bench.sh"
+    grep -q "match=False" "$OUT/bench.log" && note "FAIL  a benchmark output differs from the reference" && failed=1
+  fi
 fi
 
 if [ "$failed" -eq 0 ]; then

@@ -15,6 +15,9 @@ mkdir -p "$DATA"
 for t in .device-data/*.tar.xz; do
   [ -f "$t" ] && tar xJf "$t" -C "$DATA"
 done
+if [ -z "$(ls "$DATA")" ]; then  # nothing carried: the bundled sample
+  cp -r data/sample "$DATA/sample"
+fi
 CORPORA=${CORPORA:-$(ls "$DATA")}
 args=()
 for c in $CORPORA; do args+=(--corpus "$c=$DATA/$c"); done
