@@ -39,6 +39,7 @@ GPU_TESTS=(
   RejectsBadN
   DefaultNormalizationAndRepeatedQueries
   SeveralShardsAndShardOutlivingEngine
+  CachedPreparationsAcrossNormalizationsAndN
   OutOfMemoryFallsBackOrFailsCleanly
 )
 # Small GPU cases for the sanitizers (they slow kernels down by orders of magnitude).

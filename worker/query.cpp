@@ -104,6 +104,7 @@ KeyLayout key_layout(const QueryOptions& q) {
 
 Normalization normalize_dictionary(const Dictionary& dict, bool lowercase, bool alnum) {
   Normalization out;
+  out.cache_key = 1u + (lowercase ? 1u : 0u) + (alnum ? 2u : 0u);
   const uint32_t num_words = dict.size();
   if (!lowercase && !alnum) {
     out.identity = true;

@@ -49,6 +49,10 @@ struct Normalization {
   std::vector<WordId> remap;
   Dictionary dict;
   bool identity = true;
+  /// Names the options it was made with (normalize_dictionary: 1 + lowercase + 2 x alnum), so an
+  /// engine may keep per-shard preparations across queries keyed by it; 0 (a hand-made remap)
+  /// means "never reuse". Shards and normalizations must come from the same archive.
+  uint32_t cache_key = 0;
 };
 Normalization normalize_dictionary(const Dictionary& dict, bool lowercase, bool alnum);
 

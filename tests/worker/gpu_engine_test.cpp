@@ -722,6 +722,40 @@ TEST_F(GpuEngineTest, SeveralShardsAndShardOutlivingEngine) {
   s2.reset();
 }
 
+/// Per-shard preparations (vocabulary, heads/tails, selector estimates) are reused across
+/// queries: alternating normalizations and n on one loaded shard must give every answer exactly,
+/// including a hand-made normalization (never cached) between cached ones.
+TEST_F(GpuEngineTest, CachedPreparationsAcrossNormalizationsAndN) {
+  const ShardGrammar g = random_grammar({}, V, 41);
+  auto gs = gpu().load(ShardGrammar(g));
+  const Normalization norms[] = {normalize_dictionary(dict, false, false),
+                                 normalize_dictionary(dict, true, false),
+                                 normalize_dictionary(dict, false, true),
+                                 normalize_dictionary(dict, true, true)};
+  Normalization hand = normalize_dictionary(dict, true, true);
+  hand.cache_key = 0;  // a hand-made remap: the engine must not reuse anything keyed by it
+  for (int round = 0; round < 2; ++round)
+    for (uint32_t n : {2u, 3u, 5u})
+      for (int ni = 0; ni < 5; ++ni) {
+        const Normalization& norm = ni < 4 ? norms[ni] : hand;
+        for (const TaskCase& tc : kTasks) {
+          QueryOptions q;
+          q.task = tc.task;
+          q.per_doc = tc.per_doc;
+          q.n = n;
+          q.lowercase = ni == 1 || ni == 3 || ni == 4;
+          q.alnum = ni >= 2;
+          const uint32_t width = key_layout(q).width;
+          ShardRunStats stats;
+          SCOPED_TRACE(::testing::Message() << task_name(tc.task) << " n " << n << " norm " << ni
+                                            << " round " << round);
+          EXPECT_EQ(difference(brute_force(g, norm, q),
+                               canonical(gpu().run(*gs, q, norm, stats), width, "gpu")),
+                    "");
+        }
+      }
+}
+
 /// Memory limits force every fallback (tables -> top-down, document batches, pieces of the
 /// shard). For every limit the result is either exact or a clean ResourceError.
 TEST_F(GpuEngineTest, OutOfMemoryFallsBackOrFailsCleanly) {

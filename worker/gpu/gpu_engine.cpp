@@ -172,17 +172,44 @@ class GpuEngine final : public Engine {
     QueryScope scope(*ctx_, query_memory_limit());
     Timer init_timer;
     Query Q(*s, q);
-    Q.vocab = build_vocab(*s, norm);
-    Q.lnorm = DeviceBuffer<uint32_t>(Q.vocab.lnorm, Q.pool);
-    Q.item_word = DeviceBuffer<uint32_t>(Q.vocab.item_word, Q.pool);
+    Q.pv = prepared_vocab(*s, norm, Q.pool);
+    Q.lnorm = Q.pv->lnorm.data();
+    Q.item_word = Q.pv->item_word.data();
+    const uint64_t norm_key = norm.identity ? 0 : norm.cache_key;
+    const bool cacheable = norm.identity || norm.cache_key != 0;
     if (seq) {
       Q.n = q.n;
       Q.k = q.n - 1;
-      build_heads_tails(Q);
+      const uint64_t key = norm_key << 8 | Q.k;
+      auto it = cacheable ? s->cache.seq.find(key) : s->cache.seq.end();
+      if (it != s->cache.seq.end()) {
+        Q.ps = it->second;
+      } else {
+        Q.ps = build_heads_tails(Q);
+        if (cacheable) {
+          if (s->cache.seq.size() >= QueryCache::kMaxEntries)
+            s->cache.seq.erase(s->cache.seq.begin());
+          s->cache.seq[key] = Q.ps;
+        }
+      }
+      Q.slen = Q.ps->slen.data();
+      Q.head = Q.ps->head.data();
+      Q.tail = Q.ps->tail.data();
     }
     TraversalChoice choice;
     if (q.traversal == Traversal::kAuto) {
-      choice = select_traversal(Q, available_device_bytes(*ctx_));
+      SelectorEstimate est;
+      if (Q.slot() != DocSlot::kNone) {
+        const uint64_t key = norm_key << 8 | Q.k;
+        auto it = cacheable ? s->cache.estimates.find(key) : s->cache.estimates.end();
+        if (it != s->cache.estimates.end()) {
+          est = it->second;
+        } else {
+          est = estimate_traversals(Q);
+          if (cacheable) s->cache.estimates[key] = est;
+        }
+      }
+      choice = select_traversal(Q, est, available_device_bytes(*ctx_));
       spdlog::info("gpu engine: {} on shard of docs {}..{}: {} ({})", task_name(q.task),
                    s->g.first_doc, s->g.first_doc + s->num_docs, traversal_name(choice.traversal),
                    choice.reason);

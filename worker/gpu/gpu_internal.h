@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -66,6 +67,49 @@ struct UnitCsr {
   const uint32_t* cnt = nullptr;  ///< nullptr: every count is 1
 };
 
+/// The query's normalization restricted to the shard's words (host side).
+struct Vocab {
+  std::vector<uint32_t> lnorm;    ///< local word -> item, or kNoItem when dropped
+  std::vector<WordId> item_word;  ///< item -> normalized global word id (ascending)
+  bool identity = true;
+  uint32_t size() const { return static_cast<uint32_t>(item_word.size()); }
+};
+/// The vocabulary of one normalization with its device copies (the remap every kernel uses).
+struct PreparedVocab {
+  Vocab vocab;
+  DeviceBuffer<uint32_t> lnorm;      ///< device copy of vocab.lnorm
+  DeviceBuffer<uint32_t> item_word;  ///< device copy of vocab.item_word
+};
+
+/// Sequence tasks: normalized lengths and k = n - 1 head and tail words of every inner rule.
+struct PreparedSeq {
+  DeviceBuffer<uint64_t> slen;
+  DeviceBuffer<uint32_t> head, tail;
+};
+
+/// The traversal selector's estimates for one kind of query (memory is checked per query).
+struct SelectorEstimate {
+  double bottom_up = 0, top_down = 0;  ///< entries each traversal moves
+  double table_bytes = 0;              ///< device memory the bottom-up tables may need
+  std::string numbers;                 ///< the estimates, for the log
+};
+
+/// Per-shard preparations that depend only on the shard and the query's normalization (and n):
+/// computed by the first query that needs them, reused by the next ones (the DAG is static).
+/// Keys: 0 = identity normalization, else Normalization::cache_key; hand-made normalizations
+/// (cache_key 0) are never cached. Bounded: at most kMaxEntries per map, the oldest key out.
+struct QueryCache {
+  static constexpr size_t kMaxEntries = 8;
+  std::map<uint32_t, std::shared_ptr<const PreparedVocab>> vocab;
+  std::map<uint64_t, std::shared_ptr<const PreparedSeq>> seq;  ///< key << 8 | k
+  std::map<uint64_t, SelectorEstimate> estimates;              ///< key << 8 | k (0: word tasks)
+  void clear() {
+    vocab.clear();
+    seq.clear();
+    estimates.clear();
+  }
+};
+
 class GpuShard final : public LoadedShard {
  public:
   GpuShard(ShardGrammar grammar, std::shared_ptr<DeviceContext> ctx);
@@ -103,16 +147,15 @@ class GpuShard final : public LoadedShard {
   std::vector<uint64_t> h_ch_off, h_tm_off;
   std::vector<uint32_t> h_ch_item, h_ch_cnt;
   std::vector<uint64_t> h_body_len;  ///< units: body symbols
+
+  /// Reused preparations of earlier queries (mutable: queries are serialized by the engine).
+  mutable QueryCache cache;
 };
 
-/// The query's normalization restricted to the shard's words (host side).
-struct Vocab {
-  std::vector<uint32_t> lnorm;    ///< local word -> item, or kNoItem when dropped
-  std::vector<WordId> item_word;  ///< item -> normalized global word id (ascending)
-  bool identity = true;
-  uint32_t size() const { return static_cast<uint32_t>(item_word.size()); }
-};
-Vocab build_vocab(const GpuShard& s, const Normalization& norm);
+/// The shard's vocabulary for `norm` (from the cache, or built and uploaded).
+std::shared_ptr<const PreparedVocab> prepared_vocab(const GpuShard& s, const Normalization& norm,
+                                                    MemoryPool& pool);
+
 
 /// Own entries of every unit (see the file comment) and the size of their item space.
 struct OwnSet {
@@ -146,14 +189,16 @@ struct Query {
   MemoryPool& pool;
   cudaStream_t stream;
 
-  Vocab vocab;
-  DeviceBuffer<uint32_t> lnorm;      ///< device copy of vocab.lnorm
-  DeviceBuffer<uint32_t> item_word;  ///< device copy of vocab.item_word
+  std::shared_ptr<const PreparedVocab> pv;  ///< the normalization's vocabulary
+  const Vocab& vocab() const { return pv->vocab; }
+  const uint32_t* lnorm = nullptr;      ///< device: local word -> item
+  const uint32_t* item_word = nullptr;  ///< device: item -> normalized word id
 
   // Sequence tasks (k = n - 1 words of head and tail per inner rule).
   uint32_t n = 0, k = 0;
-  DeviceBuffer<uint64_t> slen;  ///< inner: normalized expanded length
-  DeviceBuffer<uint32_t> head, tail;
+  std::shared_ptr<const PreparedSeq> ps;
+  const uint64_t* slen = nullptr;  ///< device, inner: normalized expanded length
+  const uint32_t *head = nullptr, *tail = nullptr;
   DeviceBuffer<uint32_t> gid_items;  ///< interned n-grams: n word items each
 
   DocSlot slot() const;
@@ -191,8 +236,9 @@ RecordBatch bottomup_per_doc(Query& Q, const OwnSet& own, const RuleTables& t, u
                              uint32_t d1);
 
 // sequences.cu
-/// Normalized lengths and head/tail buffers of every inner rule, bottom-up by levels.
-void build_heads_tails(Query& Q);
+/// Normalized lengths and head/tail buffers of every inner rule, bottom-up by levels
+/// (Q.lnorm and Q.k must be set).
+std::shared_ptr<const PreparedSeq> build_heads_tails(const Query& Q);
 /// Where the local windows are: each window is counted at the position of its first word;
 /// off[p] = windows starting before position p (S + 1 entries, exact prefix sums).
 struct WindowIndex {
@@ -223,6 +269,9 @@ struct TraversalChoice {
   Traversal traversal = Traversal::kTopDown;
   std::string reason;
 };
-TraversalChoice select_traversal(const Query& Q, uint64_t free_device_bytes);
+/// The estimates for the query's kind (Q.vocab and Q.k set); global tasks need none.
+SelectorEstimate estimate_traversals(const Query& Q);
+TraversalChoice select_traversal(const Query& Q, const SelectorEstimate& est,
+                                 uint64_t free_device_bytes);
 
 }  // namespace gtadoc::gpu

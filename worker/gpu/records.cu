@@ -79,7 +79,7 @@ KeySpec Query::key_spec() const {
   KeySpec ks;
   ks.n = is_sequence_task(q.task) ? n : 1;
   ks.gid_items = is_sequence_task(q.task) ? gid_items.data() : nullptr;
-  ks.item_word = item_word.data();
+  ks.item_word = item_word;
   ks.slot = slot();
   ks.first_doc = s.g.first_doc;
   return ks;

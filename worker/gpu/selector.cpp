@@ -4,7 +4,8 @@
 // Per-document tasks compare estimates of the entries each strategy moves: top-down moves every
 // document's reachable (rule, own entries) pairs (measured exactly on sampled documents,
 // extrapolated); bottom-up moves the table inputs of every rule once, then each document's
-// children's tables. Bottom-up is ruled out when its tables may not fit in device memory.
+// children's tables. Bottom-up is ruled out when its tables may not fit in device memory. The
+// estimates depend only on the shard and the query's kind, so the engine caches them.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -15,11 +16,7 @@
 
 namespace gtadoc::gpu {
 
-TraversalChoice select_traversal(const Query& Q, uint64_t free_device_bytes) {
-  if (Q.slot() == DocSlot::kNone)
-    return {Traversal::kTopDown,
-            "global task: top-down visits every rule once, bottom-up would build a table per "
-            "rule"};
+SelectorEstimate estimate_traversals(const Query& Q) {
   const GpuShard& s = Q.s;
   const bool seq = is_sequence_task(Q.q.task);
   const uint64_t k = seq ? Q.k : 0;
@@ -27,7 +24,7 @@ TraversalChoice select_traversal(const Query& Q, uint64_t free_device_bytes) {
   auto own_bound = [&](uint32_t u) -> uint64_t {
     return seq ? s.h_body_len[u] * k : s.h_tm_off[u + 1] - s.h_tm_off[u];
   };
-  uint64_t space = Q.vocab.size();
+  uint64_t space = Q.vocab().size();
   if (seq) {
     space = 0;
     for (uint32_t u = 0; u < s.units; ++u) space += own_bound(u);
@@ -51,7 +48,6 @@ TraversalChoice select_traversal(const Query& Q, uint64_t free_device_bytes) {
     for (uint64_t e = s.h_ch_off[u]; e < s.h_ch_off[u + 1]; ++e)
       doc_inputs += static_cast<double>(bound[s.h_ch_item[e]]);
   }
-  const double est_bottom_up = inputs + doc_inputs;
   // Tables hold u32 items and u64 counts; building a level sorts pairs with double buffers.
   const double table_bytes = entries * 12 + 4 * 16 * std::min(inputs, entries + doc_inputs);
 
@@ -90,19 +86,31 @@ TraversalChoice select_traversal(const Query& Q, uint64_t free_device_bytes) {
     work += cost;
     ++done;
   }
-  const double est_top_down = done == 0 ? 0 : sampled_cost / done * D;
+  SelectorEstimate est;
+  est.top_down = done == 0 ? 0 : sampled_cost / done * D;
+  est.bottom_up = inputs + doc_inputs;
+  est.table_bytes = table_bytes;
+  est.numbers =
+      fmt::format("est. entries moved bottom-up {:.3g} vs top-down {:.3g} ({} of {} docs sampled)",
+                  est.bottom_up, est.top_down, done, D);
+  return est;
+}
+
+TraversalChoice select_traversal(const Query& Q, const SelectorEstimate& est,
+                                 uint64_t free_device_bytes) {
+  if (Q.slot() == DocSlot::kNone)
+    return {Traversal::kTopDown,
+            "global task: top-down visits every rule once, bottom-up would build a table per "
+            "rule"};
   const double budget = static_cast<double>(free_device_bytes) / 2;
-  if (table_bytes > budget)
+  if (est.table_bytes > budget)
     return {
         Traversal::kTopDown,
         fmt::format("per-document task, bottom-up tables need up to {:.0f} MiB, over half of "
                     "the {:.0f} MiB of free device memory",
-                    table_bytes / (1 << 20), static_cast<double>(free_device_bytes) / (1 << 20))};
-  const std::string numbers =
-      fmt::format("est. entries moved bottom-up {:.3g} vs top-down {:.3g} ({} of {} docs sampled)",
-                  est_bottom_up, est_top_down, done, D);
-  if (est_bottom_up < est_top_down) return {Traversal::kBottomUp, "per-document task, " + numbers};
-  return {Traversal::kTopDown, "per-document task, " + numbers};
+                    est.table_bytes / (1 << 20), static_cast<double>(free_device_bytes) / (1 << 20))};
+  if (est.bottom_up < est.top_down) return {Traversal::kBottomUp, "per-document task, " + est.numbers};
+  return {Traversal::kTopDown, "per-document task, " + est.numbers};
 }
 
 }  // namespace gtadoc::gpu

@@ -348,10 +348,10 @@ WindowScan make_scan(const Query& Q, const WindowIndex* idx, const uint64_t* wei
   return WindowScan{s.body.data(),
                     s.sym_unit.data(),
                     s.unit_end.data(),
-                    Q.lnorm.data(),
-                    Q.slen.data(),
-                    Q.head.data(),
-                    Q.tail.data(),
+                    Q.lnorm,
+                    Q.slen,
+                    Q.head,
+                    Q.tail,
                     idx ? idx->nxt.data() : nullptr,
                     weights,
                     s.inner,
@@ -402,15 +402,17 @@ Grouped group_windows(Query& Q, const KeyPack& kp, DeviceBuffer<uint64_t>& cols,
 
 }  // namespace
 
-void build_heads_tails(Query& Q) {
+std::shared_ptr<const PreparedSeq> build_heads_tails(const Query& Q) {
   const GpuShard& s = Q.s;
   GTADOC_EXPECTS(Q.k >= 1 && Q.k <= kMaxK, "build_heads_tails: n out of range");
-  Q.slen = DeviceBuffer<uint64_t>(s.inner, Q.pool);
-  Q.head = DeviceBuffer<uint32_t>(uint64_t{s.inner} * Q.k, Q.pool);
-  Q.tail = DeviceBuffer<uint32_t>(uint64_t{s.inner} * Q.k, Q.pool);
-  const HeadTailOp op{s.body.data(), s.unit_begin.data(), s.unit_end.data(), Q.lnorm.data(),
-                      Q.slen.data(), Q.head.data(),       Q.tail.data(),     Q.k};
+  auto ps = std::make_shared<PreparedSeq>();
+  ps->slen = DeviceBuffer<uint64_t>(s.inner, Q.pool);
+  ps->head = DeviceBuffer<uint32_t>(uint64_t{s.inner} * Q.k, Q.pool);
+  ps->tail = DeviceBuffer<uint32_t>(uint64_t{s.inner} * Q.k, Q.pool);
+  const HeadTailOp op{s.body.data(),   s.unit_begin.data(), s.unit_end.data(), Q.lnorm,
+                      ps->slen.data(), ps->head.data(),     ps->tail.data(),   Q.k};
   for (uint32_t h = 0; h < s.num_inner_levels(); ++h) launch_level(s, s.levels[h], op, Q.stream);
+  return ps;
 }
 
 WindowIndex index_windows(Query& Q, const uint64_t* weights) {
@@ -421,7 +423,7 @@ WindowIndex index_windows(Query& Q, const uint64_t* weights) {
   {
     DeviceBuffer<uint64_t> stops(s.S + 1, Q.pool);
     stop_positions_kernel<<<grid_for(s.S + 1), kBlock, 0, Q.stream>>>(
-        s.body.data(), Q.lnorm.data(), Q.slen.data(), s.S, stops.data());
+        s.body.data(), Q.lnorm, Q.slen, s.S, stops.data());
     GTADOC_CHECK_LAUNCH();
     suffix_min(stops.data(), idx.nxt.data(), s.S + 1, Q.pool);
   }
@@ -445,7 +447,7 @@ RecordBatch sequence_count_topdown(Query& Q, const WindowIndex& idx, const uint6
   const uint64_t W = end - base;
   if (W == 0) return out;
   GTADOC_EXPECTS(W < (uint64_t{1} << 32), "gpu engine: more than 2^32 windows in one piece");
-  const KeyPack kp = make_pack(Q.n, Q.vocab.size());
+  const KeyPack kp = make_pack(Q.n, Q.vocab().size());
   DeviceBuffer<uint64_t> cols(uint64_t{kp.nw} * W, Q.pool);
   DeviceBuffer<uint64_t> wts(W, Q.pool);
   write_windows_kernel<<<grid_for(p1 - p0), kBlock, 0, Q.stream>>>(
@@ -465,7 +467,7 @@ RecordBatch sequence_count_topdown(Query& Q, const WindowIndex& idx, const uint6
   DeviceBuffer<uint32_t> keys(G * Q.n, Q.pool);
   DeviceBuffer<uint64_t> counts(G, Q.pool);
   ngram_records_kernel<<<grid_for(G), kBlock, 0, Q.stream>>>(
-      kp, gr.scols.data(), W, gr.first.data(), sums.data(), G, Q.item_word.data(), keys.data(),
+      kp, gr.scols.data(), W, gr.first.data(), sums.data(), G, Q.item_word, keys.data(),
       counts.data());
   GTADOC_CHECK_LAUNCH();
   out.keys.resize(G * Q.n);
@@ -484,7 +486,7 @@ OwnSet intern_windows(Query& Q) {
     throw ResourceError("gpu engine: " + std::to_string(W) +
                         " local n-gram windows in one shard exceed the 2^32 the GPU engine can "
                         "intern; use smaller shards or --engine cpu");
-  const KeyPack kp = make_pack(Q.n, Q.vocab.size());
+  const KeyPack kp = make_pack(Q.n, Q.vocab().size());
   own.unit_store = DeviceBuffer<uint32_t>(W, Q.pool);
   own.item_store = DeviceBuffer<uint32_t>(W, Q.pool);
   own.off_store = DeviceBuffer<uint64_t>(uint64_t{s.units} + 1, Q.pool);

@@ -1,6 +1,7 @@
 // Per-query vocabulary of the GPU engine (host side, O(local words)): the normalization remap
 // restricted to the words the shard uses, compacted to dense items in normalized-id order.
-// The result is uploaded as the device remap (local word -> item) used by every kernel.
+// The result is uploaded as the device remap (local word -> item) used by every kernel, and kept
+// in the shard's QueryCache for the next query with the same normalization.
 #include <algorithm>
 #include <numeric>
 
@@ -8,6 +9,7 @@
 #include "worker/gpu/gpu_internal.h"
 
 namespace gtadoc::gpu {
+namespace {
 
 Vocab build_vocab(const GpuShard& s, const Normalization& norm) {
   Vocab v;
@@ -38,6 +40,27 @@ Vocab build_vocab(const GpuShard& s, const Normalization& norm) {
                                     v.item_word.begin());
   }
   return v;
+}
+
+}  // namespace
+
+std::shared_ptr<const PreparedVocab> prepared_vocab(const GpuShard& s, const Normalization& norm,
+                                                    MemoryPool& pool) {
+  const bool cacheable = norm.identity || norm.cache_key != 0;
+  const uint32_t key = norm.identity ? 0 : norm.cache_key;
+  if (cacheable) {
+    auto it = s.cache.vocab.find(key);
+    if (it != s.cache.vocab.end()) return it->second;
+  }
+  auto pv = std::make_shared<PreparedVocab>();
+  pv->vocab = build_vocab(s, norm);
+  pv->lnorm = DeviceBuffer<uint32_t>(pv->vocab.lnorm, pool);
+  pv->item_word = DeviceBuffer<uint32_t>(pv->vocab.item_word, pool);
+  if (cacheable) {
+    if (s.cache.vocab.size() >= QueryCache::kMaxEntries) s.cache.vocab.erase(s.cache.vocab.begin());
+    s.cache.vocab[key] = pv;
+  }
+  return pv;
 }
 
 }  // namespace gtadoc::gpu

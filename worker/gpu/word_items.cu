@@ -35,8 +35,8 @@ __global__ void remap_offsets_kernel(const uint64_t* old_off, const uint64_t* po
 OwnSet word_own_set(Query& Q) {
   const GpuShard& s = Q.s;
   OwnSet own;
-  own.items = Q.vocab.size();
-  if (Q.vocab.identity) {
+  own.items = Q.vocab().size();
+  if (Q.vocab().identity) {
     own.csr = s.terms();
     own.h_off = s.h_tm_off;
     return own;
@@ -45,7 +45,7 @@ OwnSet word_own_set(Query& Q) {
   DeviceBuffer<uint32_t> keep(n, Q.pool);
   DeviceBuffer<uint64_t> pos(n + 1, Q.pool);
   if (n > 0) {
-    keep_flags_kernel<<<grid_for(n), kBlock, 0, Q.stream>>>(s.tm_item.data(), Q.lnorm.data(), n,
+    keep_flags_kernel<<<grid_for(n), kBlock, 0, Q.stream>>>(s.tm_item.data(), Q.lnorm, n,
                                                             keep.data());
     GTADOC_CHECK_LAUNCH();
   }
@@ -57,7 +57,7 @@ OwnSet word_own_set(Query& Q) {
   own.off_store = DeviceBuffer<uint64_t>(uint64_t{s.units} + 1, Q.pool);
   if (n > 0) {
     filter_kernel<<<grid_for(n), kBlock, 0, Q.stream>>>(
-        s.terms(), Q.lnorm.data(), pos.data(), n, own.unit_store.data(), own.item_store.data(),
+        s.terms(), Q.lnorm, pos.data(), n, own.unit_store.data(), own.item_store.data(),
         own.cnt_store.data());
     GTADOC_CHECK_LAUNCH();
   }

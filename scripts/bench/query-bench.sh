@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Resident-query benchmark on the GPU machine (after a build of gtadoc, gtadoc_query_bench):
+# unpacks the corpora carried in .device-data/*.tar.xz (or uses the bundled sample), compresses
+# each with every thread, then runs gtadoc_query_bench (cpu1, cpuN, gpu, raw-gpu) on it.
+# Output: $OUT/query-bench.jsonl (one JSON object per line) and $OUT/query-bench.md.
+#   CORPORA="linux100 gcide" REPS=5 BUILD_DIR=build-device scripts/bench/query-bench.sh
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-./device-out}
+mkdir -p "$OUT"
+BUILD_DIR=${BUILD_DIR:-build-device}
+DATA=${DATA:-/tmp/gtadoc-corpora}
+REPS=${REPS:-5}
+ENGINES=${ENGINES:-cpu1,cpuN,gpu}
+mkdir -p "$DATA"
+for t in .device-data/*.tar.xz; do
+  [ -f "$t" ] && tar xJf "$t" -C "$DATA"
+done
+[ -n "$(ls "$DATA")" ] || cp -r data/sample "$DATA/sample"
+CORPORA=${CORPORA:-$(ls "$DATA")}
+JSONL=$OUT/query-bench.jsonl
+: >"$JSONL"
+for c in $CORPORA; do
+  arch=/tmp/qb-$c.gtd
+  rm -rf "$arch"
+  "$BUILD_DIR/gtadoc" compress "$DATA/$c" -o "$arch" || { echo "compress $c failed"; continue; }
+  "$BUILD_DIR/scripts/bench/gtadoc_query_bench" "$arch" --name "$c" --raw "$DATA/$c" \
+    --reps "$REPS" --engines "$ENGINES" --json "$JSONL" || echo "query bench on $c failed"
+done
+python3 scripts/bench/query_table.py "$JSONL" >"$OUT/query-bench.md"
+cat "$OUT/query-bench.md"
