@@ -13,60 +13,11 @@
 #include <string>
 #include <vector>
 
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
-
+#include "common/big_alloc.h"
 #include "common/error.h"
 
 namespace gtadoc {
 namespace {
-
-/// Allocator for the big arrays: blocks of 4 MiB and more are mapped directly (so that freeing
-/// a grown-out table gives the memory back at once) and, on Linux, marked for transparent huge
-/// pages (random access over hundreds of MiB is TLB bound).
-template <typename T>
-struct HugePageAllocator {
-  using value_type = T;
-  static constexpr size_t kDirect = size_t{4} << 20;
-
-  HugePageAllocator() = default;
-  template <typename U>
-  HugePageAllocator(const HugePageAllocator<U>&) {}
-
-  T* allocate(size_t n) {
-    if (n > SIZE_MAX / sizeof(T)) throw std::bad_alloc();
-    size_t bytes = n * sizeof(T);
-#if defined(__linux__)
-    if (bytes >= kDirect) {
-      void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      if (p == MAP_FAILED) throw std::bad_alloc();
-#if defined(MADV_HUGEPAGE)
-      madvise(p, bytes, MADV_HUGEPAGE);  // a hint: failure only costs speed
-#endif
-      return static_cast<T*>(p);
-    }
-#endif
-    void* p = std::malloc(bytes);
-    if (!p) throw std::bad_alloc();
-    return static_cast<T*>(p);
-  }
-  void deallocate(T* p, size_t n) {
-#if defined(__linux__)
-    if (n * sizeof(T) >= kDirect) {
-      munmap(p, n * sizeof(T));
-      return;
-    }
-#endif
-    std::free(p);
-  }
-  template <typename U>
-  bool operator==(const HugePageAllocator<U>&) const {
-    return true;
-  }
-};
-template <typename T>
-using BigVector = std::vector<T, HugePageAllocator<T>>;
 
 constexpr uint32_t kNil = 0xFFFFFFFFu;
 constexpr uint64_t kMaxNodes = 0xFFFFFF00ull;

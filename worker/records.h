@@ -8,12 +8,19 @@
 #include <span>
 #include <vector>
 
+#include "common/big_alloc.h"
+
 namespace gtadoc {
+
+/// Record arrays: huge-page backed when large, and resize() does not zero-fill (producers
+/// write every element they add), so filling a batch touches its memory once.
+using KeyVector = UninitVector<uint32_t>;
+using CountVector = UninitVector<uint64_t>;
 
 struct RecordBatch {
   uint32_t width = 1;
-  std::vector<uint32_t> keys;    ///< size() * width values, row-major
-  std::vector<uint64_t> counts;  ///< one per record
+  KeyVector keys;      ///< size() * width values, row-major
+  CountVector counts;  ///< one per record
 
   size_t size() const { return counts.size(); }
   std::span<const uint32_t> key(size_t i) const { return {keys.data() + i * width, width}; }

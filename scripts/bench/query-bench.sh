@@ -12,6 +12,7 @@ BUILD_DIR=${BUILD_DIR:-build-device}
 DATA=${DATA:-/tmp/gtadoc-corpora}
 REPS=${REPS:-5}
 ENGINES=${ENGINES:-cpu1,cpuN,gpu}
+SHARD_SIZE=${SHARD_SIZE:-}  # e.g. 256M: fewer, larger shards (default: gtadoc's 32 MiB)
 mkdir -p "$DATA"
 for t in .device-data/*.tar.xz; do
   [ -f "$t" ] && tar xJf "$t" -C "$DATA"
@@ -19,12 +20,19 @@ done
 [ -n "$(ls "$DATA")" ] || cp -r data/sample "$DATA/sample"
 CORPORA=${CORPORA:-$(ls "$DATA")}
 JSONL=$OUT/query-bench.jsonl
-: >"$JSONL"
+: >>"$JSONL"  # appends: several runs (e.g. shard sizes) make one table
 for c in $CORPORA; do
   arch=/tmp/qb-$c.gtd
   rm -rf "$arch"
-  "$BUILD_DIR/gtadoc" compress "$DATA/$c" -o "$arch" || { echo "compress $c failed"; continue; }
-  "$BUILD_DIR/scripts/bench/gtadoc_query_bench" "$arch" --name "$c" --raw "$DATA/$c" \
+  name=$c
+  shard_args=()
+  if [ -n "$SHARD_SIZE" ]; then
+    shard_args=(--shard-size "$SHARD_SIZE")
+    name="$c ($SHARD_SIZE shards)"
+  fi
+  "$BUILD_DIR/gtadoc" compress "$DATA/$c" -o "$arch" "${shard_args[@]}" ||
+    { echo "compress $c failed"; continue; }
+  "$BUILD_DIR/scripts/bench/gtadoc_query_bench" "$arch" --name "$name" --raw "$DATA/$c" \
     --reps "$REPS" --engines "$ENGINES" --json "$JSONL" || echo "query bench on $c failed"
 done
 python3 scripts/bench/query_table.py "$JSONL" >"$OUT/query-bench.md"

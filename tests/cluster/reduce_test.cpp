@@ -110,8 +110,8 @@ TEST(Reduce, UnsignedOrderAndExtremeValues) {
   in.push(std::vector<uint32_t>{0xFFFFFFFFu, 0}, 4);
   in.push(std::vector<uint32_t>{0, 0}, 5);
   reduce_records(in, 1);
-  EXPECT_EQ(in.keys, (std::vector<uint32_t>{0, 0, 0, 0xFFFFFFFFu, 0x80000000u, 5, 0xFFFFFFFFu, 0}));
-  EXPECT_EQ(in.counts, (std::vector<uint64_t>{5, 3, 2, 5}));
+  EXPECT_EQ(in.keys, (KeyVector{0, 0, 0, 0xFFFFFFFFu, 0x80000000u, 5, 0xFFFFFFFFu, 0}));
+  EXPECT_EQ(in.counts, (CountVector{5, 3, 2, 5}));
 }
 
 TEST(Reduce, CountsAreExact64Bit) {

@@ -167,6 +167,7 @@ RuleTables build_rule_tables(Query& Q, const OwnSet& own) {
     GTADOC_CHECK_LAUNCH();
     t.entries += p.n;
   }
+  Q.mark("rule tables");
   return t;
 }
 
@@ -202,6 +203,7 @@ RecordBatch bottomup_per_doc(Query& Q, const OwnSet& own, const RuleTables& t, u
                              uint32_t d1) {
   GTADOC_EXPECTS(d0 < d1 && d1 <= Q.s.num_docs, "bottomup_per_doc: bad document range");
   Pairs p = gather_units(Q, own, &t, Q.s.inner + d0, Q.s.inner + d1);
+  Q.mark("gather documents");
   return emit_pairs(Q, p.keys.data(), p.vals.data(), p.n, d0);
 }
 

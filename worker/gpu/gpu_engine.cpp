@@ -7,12 +7,15 @@
 // raised.
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "common/error.h"
@@ -138,6 +141,43 @@ RecordBatch global_sequence_count(Query& Q) {
   return merge_batches(parts, Q.n, parts.size() > 1);
 }
 
+double phase_clock() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+PhaseLog::PhaseLog(cudaStream_t stream) : stream_(stream) {
+  static const bool on = [] {
+    const char* e = std::getenv("GTADOC_GPU_PHASES");
+    return e != nullptr && std::string(e) == "1";
+  }();
+  enabled_ = on;
+  if (enabled_) last_ = phase_clock();
+}
+
+void PhaseLog::mark(const char* phase) {
+  CUDA_TRY(cudaStreamSynchronize(stream_));
+  const double t = phase_clock();
+  auto it = std::find_if(totals_.begin(), totals_.end(),
+                         [&](const auto& p) { return p.first == phase; });
+  if (it == totals_.end()) {
+    totals_.emplace_back(phase, 0.0);
+    it = totals_.end() - 1;
+  }
+  it->second += t - last_;
+  last_ = t;
+}
+
+std::string PhaseLog::summary() const {
+  std::string out;
+  for (const auto& [name, s] : totals_) out += fmt::format(" {}={:.3f}ms", name, s * 1e3);
+  return out;
+}
+
+namespace {
+
 class GpuEngine final : public Engine {
  public:
   explicit GpuEngine(int device) : ctx_(std::make_shared<DeviceContext>(device)) {}
@@ -219,10 +259,15 @@ class GpuEngine final : public Engine {
     ctx_->stream.synchronize();
     stats.init_s = init_timer.seconds();
 
+    Q.mark("init");
     Timer traversal_timer;
     Traversal used = choice.traversal;
     RecordBatch out = traverse(Q, used);
     ctx_->stream.synchronize();
+    Q.mark("rest");
+    if (Q.phases.enabled())
+      spdlog::warn("gpu phases: {} {} docs {}..{}:{}", task_name(q.task), traversal_name(used),
+                   s->g.first_doc, s->g.first_doc + s->num_docs, Q.phases.summary());
     out.width = key_layout(q).width;
     stats.traversal = used;
     stats.selector_reason = choice.reason;

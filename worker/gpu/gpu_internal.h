@@ -181,13 +181,38 @@ struct KeySpec {
   uint32_t width() const { return n + (slot == DocSlot::kNone ? 0 : 1); }
 };
 
+/// Phase timings for profiling without a profiler (GTADOC_GPU_PHASES=1): each mark waits for
+/// the stream and adds the time since the previous mark to the phase's total; the engine logs
+/// the totals per query. Off by default (the waits cost time); marks are then free.
+class PhaseLog {
+ public:
+  explicit PhaseLog(cudaStream_t stream);
+  bool enabled() const { return enabled_; }
+  void mark(const char* phase);
+  std::string summary() const;  ///< "phase=ms ..." in first-seen order
+
+ private:
+  cudaStream_t stream_;
+  bool enabled_ = false;
+  double last_ = 0;
+  std::vector<std::pair<std::string, double>> totals_;
+};
+
 struct Query {
   Query(const GpuShard& shard, const QueryOptions& options)
-      : s(shard), q(options), pool(shard.ctx->pool), stream(shard.ctx->stream.get()) {}
+      : s(shard),
+        q(options),
+        pool(shard.ctx->pool),
+        stream(shard.ctx->stream.get()),
+        phases(shard.ctx->stream.get()) {}
   const GpuShard& s;
   const QueryOptions& q;
   MemoryPool& pool;
   cudaStream_t stream;
+  PhaseLog phases;
+  void mark(const char* phase) {
+    if (phases.enabled()) phases.mark(phase);
+  }
 
   std::shared_ptr<const PreparedVocab> pv;  ///< the normalization's vocabulary
   const Vocab& vocab() const { return pv->vocab; }
@@ -261,6 +286,10 @@ RecordBatch emit_dense(Query& Q, const uint64_t* acc, uint64_t items);
 /// Records for reduced pairs: key = (row << 32 | item), row = document - d0.
 RecordBatch emit_pairs(Query& Q, const uint64_t* keys, const uint64_t* sums, uint64_t n,
                        uint32_t d0);
+/// Touches every page of a fresh host buffer of `bytes` (>= 8 MiB) from several threads before a
+/// download writes it, so page faults are taken in parallel instead of inside one copy
+/// (GTADOC_GPU_PREFAULT=0 turns it off, for comparison).
+void prefault_host(void* p, size_t bytes);
 /// Concatenates record batches; with `merge`, equal keys across batches are summed.
 RecordBatch merge_batches(std::vector<RecordBatch>& parts, uint32_t width, bool merge);
 

@@ -434,6 +434,7 @@ WindowIndex index_windows(Query& Q, const uint64_t* weights) {
     GTADOC_CHECK_LAUNCH();
   }
   idx.windows = exclusive_offsets(counts.data(), s.S, idx.off.data(), Q.pool);
+  Q.mark("index windows");
   return idx;
 }
 
@@ -454,7 +455,9 @@ RecordBatch sequence_count_topdown(Query& Q, const WindowIndex& idx, const uint6
       make_scan(Q, &idx, weights), kp, p0, p1, idx.off.data(), base, W, cols.data(), wts.data(),
       nullptr);
   GTADOC_CHECK_LAUNCH();
+  Q.mark("write windows");
   Grouped gr = group_windows(Q, kp, cols, W);
+  Q.mark("group windows");
   DeviceBuffer<uint64_t> sorted_w(W, Q.pool);
   gather_async(wts.data(), gr.perm.data(), sorted_w.data(), W, Q.stream);
   wts.reset();
@@ -464,16 +467,21 @@ RecordBatch sequence_count_topdown(Query& Q, const WindowIndex& idx, const uint6
   const uint64_t G =
       reduce_by_key(gr.gid.data(), sorted_w.data(), W, uniq.data(), sums.data(), Q.pool);
   GTADOC_EXPECTS(G == gr.groups, "gpu engine: n-gram groups do not match");
+  Q.mark("reduce");
   DeviceBuffer<uint32_t> keys(G * Q.n, Q.pool);
   DeviceBuffer<uint64_t> counts(G, Q.pool);
   ngram_records_kernel<<<grid_for(G), kBlock, 0, Q.stream>>>(
       kp, gr.scols.data(), W, gr.first.data(), sums.data(), G, Q.item_word, keys.data(),
       counts.data());
   GTADOC_CHECK_LAUNCH();
+  Q.mark("records");
   out.keys.resize(G * Q.n);
   out.counts.resize(G);
+  prefault_host(out.keys.data(), out.keys.size() * sizeof(uint32_t));
+  prefault_host(out.counts.data(), out.counts.size() * sizeof(uint64_t));
   keys.download(out.keys.data(), G * Q.n);
   counts.download(out.counts.data(), G);
+  Q.mark("download");
   return out;
 }
 
@@ -514,6 +522,7 @@ OwnSet intern_windows(Query& Q) {
   }
   own.csr = {own.off_store.data(), own.unit_store.data(), own.item_store.data(), nullptr};
   own.h_off = own.off_store.to_host();
+  Q.mark("intern windows");
   return own;
 }
 

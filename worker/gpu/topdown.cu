@@ -183,7 +183,9 @@ class PerDocTopDown {
       bucket_by_level(std::move(t));
     }
     for (uint32_t h = s_.num_inner_levels(); h-- > 0;) step(h);
+    Q_.mark("level steps");
     Pairs res = out_.finish();
+    Q_.mark("finish pairs");
     return emit_pairs(Q_, res.keys.data(), res.vals.data(), res.n, d0_);
   }
 
@@ -309,6 +311,7 @@ DeviceBuffer<uint64_t> rule_weights(Query& Q) {
                          reinterpret_cast<ull*>(w.data())};
   // Level 0 rules have no rule children.
   for (uint32_t h = s.num_inner_levels(); h-- > 1;) launch_level(s, s.levels[h], op, Q.stream);
+  Q.mark("rule weights");
   return w;
 }
 
@@ -321,6 +324,7 @@ RecordBatch topdown_global(Query& Q, const OwnSet& own, const DeviceBuffer<uint6
         own.csr, n, weights.data(), Q.s.inner, reinterpret_cast<ull*>(acc.data()));
     GTADOC_CHECK_LAUNCH();
   }
+  Q.mark("accumulate");
   return emit_dense(Q, acc.data(), own.items);
 }
 

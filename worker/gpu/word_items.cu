@@ -67,6 +67,7 @@ OwnSet word_own_set(Query& Q) {
   own.csr = {own.off_store.data(), own.unit_store.data(), own.item_store.data(),
              own.cnt_store.data()};
   own.h_off = own.off_store.to_host();
+  Q.mark("own words");
   return own;
 }
 

@@ -234,7 +234,7 @@ void check_shuffle(uint32_t width, const KeyLayout& layout, size_t n, size_t rou
   EXPECT_EQ(sent_total, recv_total);
   EXPECT_EQ(c.allreduce(fingerprint(in), ReduceOp::kSum),
             c.allreduce(fingerprint(got), ReduceOp::kSum));
-  std::vector<uint64_t> ids = got.counts;
+  std::vector<uint64_t> ids(got.counts.begin(), got.counts.end());
   std::sort(ids.begin(), ids.end());
   EXPECT_TRUE(std::adjacent_find(ids.begin(), ids.end()) == ids.end());
 }
