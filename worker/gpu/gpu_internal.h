@@ -43,13 +43,24 @@ inline constexpr int kRuleBlock = 256;  ///< threads of the block-per-rule kerne
 
 /// The device, its stream and its memory pool; shared by the engine and every shard it loaded
 /// (a shard may outlive the engine object).
+struct DownloadStaging;  // download.cpp: pinned slots and streams for large downloads
+
 struct DeviceContext {
   explicit DeviceContext(int device);
   void activate() const;  ///< cudaSetDevice(device) on the calling thread
   int device;
   Stream stream;
   MemoryPool pool;
+  struct StagingDeleter {
+    void operator()(DownloadStaging* p) const noexcept;
+  };
+  /// Created by the first large download (download.cpp), kept for the next ones.
+  mutable std::unique_ptr<DownloadStaging, StagingDeleter> staging;
 };
+
+/// Copies `bytes` from device memory (written on ctx.stream) to host memory and waits: large
+/// copies go through pinned staging slots on several host threads (download.cpp).
+void download_host(const DeviceContext& ctx, void* dst, const void* src, size_t bytes);
 
 /// Rules of one height level grouped by workload class: sched[begin, begin + threads) are the
 /// thread-class rules (sorted by body length so neighbouring lanes do similar work), then
@@ -286,10 +297,9 @@ RecordBatch emit_dense(Query& Q, const uint64_t* acc, uint64_t items);
 /// Records for reduced pairs: key = (row << 32 | item), row = document - d0.
 RecordBatch emit_pairs(Query& Q, const uint64_t* keys, const uint64_t* sums, uint64_t n,
                        uint32_t d0);
-/// Touches every page of a fresh host buffer of `bytes` (>= 8 MiB) from several threads before a
-/// download writes it, so page faults are taken in parallel instead of inside one copy
-/// (GTADOC_GPU_PREFAULT=0 turns it off, for comparison).
-void prefault_host(void* p, size_t bytes);
+/// The first n records of device key/count arrays as a host RecordBatch (download_host).
+RecordBatch download_records(Query& Q, const DeviceBuffer<uint32_t>& keys,
+                             const DeviceBuffer<uint64_t>& counts, uint64_t n, uint32_t width);
 /// Concatenates record batches; with `merge`, equal keys across batches are summed.
 RecordBatch merge_batches(std::vector<RecordBatch>& parts, uint32_t width, bool merge);
 

@@ -2,11 +2,7 @@
 // KeyLayout) is written on the device (items -> normalized word ids, n-gram ids -> n words,
 // global document ids), then keys and counts are downloaded. Output sizes are counted first.
 #include <algorithm>
-#include <cstdlib>
 #include <numeric>
-#include <string>
-
-#include "common/parallel.h"
 
 #include "worker/gpu/gpu_internal.h"
 #include "worker/gpu/primitives.cuh"
@@ -48,38 +44,6 @@ __global__ void pair_records_kernel(KeySpec ks, uint32_t width, const uint64_t* 
     write_key(ks, keys + j * width, static_cast<uint32_t>(pkeys[j]), doc0 + row);
     counts[j] = sums[j];
   }
-}
-
-}  // namespace
-
-void prefault_host(void* p, size_t bytes) {
-  static const bool enabled = [] {
-    const char* e = std::getenv("GTADOC_GPU_PREFAULT");
-    return e == nullptr || std::string(e) != "0";
-  }();
-  constexpr size_t kMin = size_t{8} << 20, kChunk = size_t{2} << 20, kPage = 4096;
-  if (!enabled || bytes < kMin) return;
-  char* base = static_cast<char*>(p);
-  const size_t chunks = (bytes + kChunk - 1) / kChunk;
-  parallel_for(chunks, std::min(8u, resolve_threads(0)), [&](size_t c) {
-    const size_t end = std::min(bytes, (c + 1) * kChunk);
-    for (size_t at = c * kChunk; at < end; at += kPage) static_cast<volatile char*>(base)[at] = 0;
-  });
-}
-
-namespace {
-
-RecordBatch download(const DeviceBuffer<uint32_t>& keys, const DeviceBuffer<uint64_t>& counts,
-                     uint64_t n, uint32_t width) {
-  RecordBatch b;
-  b.width = width;
-  b.keys.resize(n * width);
-  b.counts.resize(n);
-  prefault_host(b.keys.data(), b.keys.size() * sizeof(uint32_t));
-  prefault_host(b.counts.data(), b.counts.size() * sizeof(uint64_t));
-  keys.download(b.keys.data(), n * width);
-  counts.download(b.counts.data(), n);
-  return b;
 }
 
 }  // namespace
@@ -130,7 +94,7 @@ RecordBatch emit_dense(Query& Q, const uint64_t* acc, uint64_t items) {
     GTADOC_CHECK_LAUNCH();
   }
   Q.mark("records");
-  RecordBatch b = download(keys, counts, n, width);
+  RecordBatch b = download_records(Q, keys, counts, n, width);
   Q.mark("download");
   return b;
 }
@@ -147,7 +111,7 @@ RecordBatch emit_pairs(Query& Q, const uint64_t* pkeys, const uint64_t* sums, ui
     GTADOC_CHECK_LAUNCH();
   }
   Q.mark("records");
-  RecordBatch b = download(keys, counts, n, width);
+  RecordBatch b = download_records(Q, keys, counts, n, width);
   Q.mark("download");
   return b;
 }

@@ -475,12 +475,7 @@ RecordBatch sequence_count_topdown(Query& Q, const WindowIndex& idx, const uint6
       counts.data());
   GTADOC_CHECK_LAUNCH();
   Q.mark("records");
-  out.keys.resize(G * Q.n);
-  out.counts.resize(G);
-  prefault_host(out.keys.data(), out.keys.size() * sizeof(uint32_t));
-  prefault_host(out.counts.data(), out.counts.size() * sizeof(uint64_t));
-  keys.download(out.keys.data(), G * Q.n);
-  counts.download(out.counts.data(), G);
+  out = download_records(Q, keys, counts, G, Q.n);
   Q.mark("download");
   return out;
 }

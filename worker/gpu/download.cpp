@@ -1,0 +1,84 @@
+// Downloads of large results into fresh host memory (record arrays). A plain cudaMemcpy into
+// pageable memory that was never touched runs at the speed of page faults taken one at a time
+// inside the driver (measured: ~7 GB/s where the link does 55 GB/s pinned). Here the copy is
+// split into chunks; several host threads each own a pinned staging slot and a stream of the
+// device context, DMA a chunk into their slot and copy it out to the destination, so the PCIe
+// transfer of one chunk overlaps the copies (and page faults) of others.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+
+#include "common/error.h"
+#include "common/parallel.h"
+#include "worker/gpu/gpu_internal.h"
+
+namespace gtadoc::gpu {
+
+struct DownloadStaging {
+  static constexpr size_t kSlot = size_t{4} << 20;
+  static constexpr unsigned kThreads = 8;
+  explicit DownloadStaging(unsigned threads) : streams(threads), slots(threads, nullptr) {
+    for (void*& s : slots) CUDA_TRY(cudaMallocHost(&s, kSlot));
+  }
+  ~DownloadStaging() {
+    for (void* s : slots)
+      if (s != nullptr) cudaFreeHost(s);
+  }
+  DownloadStaging(const DownloadStaging&) = delete;
+  DownloadStaging& operator=(const DownloadStaging&) = delete;
+  std::vector<Stream> streams;
+  std::vector<void*> slots;
+};
+
+void DeviceContext::StagingDeleter::operator()(DownloadStaging* p) const noexcept {
+  delete p;
+}
+
+void download_host(const DeviceContext& ctx, void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return;
+  CUDA_TRY(cudaStreamSynchronize(ctx.stream.get()));  // src is written on the context's stream
+  constexpr size_t kDirectBelow = size_t{4} << 20;
+  if (bytes < kDirectBelow) {
+    CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, ctx.stream.get()));
+    CUDA_TRY(cudaStreamSynchronize(ctx.stream.get()));
+    return;
+  }
+  if (!ctx.staging) {
+    const unsigned threads = std::min(DownloadStaging::kThreads, resolve_threads(0));
+    ctx.staging.reset(new DownloadStaging(threads));
+  }
+  DownloadStaging& st = *ctx.staging;
+  const size_t chunk = DownloadStaging::kSlot;
+  const size_t chunks = (bytes + chunk - 1) / chunk;
+  const unsigned threads =
+      static_cast<unsigned>(std::min<size_t>(st.slots.size(), chunks));
+  std::atomic<size_t> next{0};
+  parallel_for(threads, threads, [&](size_t t) {
+    CUDA_TRY(cudaSetDevice(ctx.device));
+    cudaStream_t stream = st.streams[t].get();
+    for (size_t c = next++; c < chunks; c = next++) {
+      const size_t at = c * chunk, len = std::min(chunk, bytes - at);
+      CUDA_TRY(cudaMemcpyAsync(st.slots[t], static_cast<const char*>(src) + at, len,
+                               cudaMemcpyDeviceToHost, stream));
+      CUDA_TRY(cudaStreamSynchronize(stream));
+      std::memcpy(static_cast<char*>(dst) + at, st.slots[t], len);
+    }
+  });
+}
+
+RecordBatch download_records(Query& Q, const DeviceBuffer<uint32_t>& keys,
+                             const DeviceBuffer<uint64_t>& counts, uint64_t n, uint32_t width) {
+  GTADOC_EXPECTS(keys.size() >= n * width && counts.size() >= n,
+                 "download_records: buffers smaller than the records");
+  RecordBatch b;
+  b.width = width;
+  b.keys.resize(n * width);  // not zero-filled: the download writes every element
+  b.counts.resize(n);
+  download_host(*Q.s.ctx, b.keys.data(), keys.data(), b.keys.size() * sizeof(uint32_t));
+  download_host(*Q.s.ctx, b.counts.data(), counts.data(), b.counts.size() * sizeof(uint64_t));
+  return b;
+}
+
+}  // namespace gtadoc::gpu
