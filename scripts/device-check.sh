@@ -8,6 +8,7 @@
 #   scripts/device-check.sh                # build in ./build-device
 #   OUT=/tmp/o BUILD_DIR=build-x JOBS=8 scripts/device-check.sh
 #   BENCH=0 scripts/device-check.sh               # tests only, no benchmarks
+#   E2E=0 scripts/device-check.sh                 # resident-query benchmark only (no gtadoc run)
 set -uo pipefail
 
 cd "$(dirname "$0")/.."
@@ -136,10 +137,18 @@ fi
 # on the bundled sample; tables land in $OUT/bench-*.{md,json}.
 if [ "${BENCH:-1}" != 0 ]; then
   if step bench-build cmake --build "$BUILD_DIR" -j "$JOBS" --target gtadoc_reference \
-    raw_wordcount raw_gpu; then
-    step bench env OUT="$OUT" BUILD_DIR="$BUILD_DIR" REPS="${REPS:-2}" \
-      "$ROOT/scripts/bench/device-bench.sh"
-    grep -q "match=False" "$OUT/bench.log" && note "FAIL  a benchmark output differs from the reference" && failed=1
+    raw_wordcount raw_gpu gtadoc_query_bench; then
+    # Resident queries (G-TADOC's methodology): every engine, speed-ups, bandwidth floor.
+    step query-bench env OUT="$OUT" BUILD_DIR="$BUILD_DIR" REPS="${REPS:-5}" \
+      "$ROOT/scripts/bench/query-bench.sh"
+    grep -q '"match": *false' "$OUT/query-bench.jsonl" &&
+      note "FAIL  a GPU engine result differs from the CPU engine's" && failed=1
+    # End to end (gtadoc run against the raw-text reference); E2E=0 skips it.
+    if [ "${E2E:-1}" != 0 ]; then
+      step bench env OUT="$OUT" BUILD_DIR="$BUILD_DIR" REPS="${REPS:-2}" \
+        "$ROOT/scripts/bench/device-bench.sh"
+      grep -q "match=False" "$OUT/bench.log" && note "FAIL  a benchmark output differs from the reference" && failed=1
+    fi
   fi
 fi
 

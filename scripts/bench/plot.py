@@ -5,7 +5,9 @@
       docs/bench/compression-debian12-2core.json --out docs/bench
 
 Writes engines-<corpus>.png (wall time per task and engine, split into load / init / traversal
-/ rest for gtadoc engines) and compression.png (ratio per corpus and method).
+/ rest for gtadoc engines), compression.png (ratio per corpus and method) and, with
+--query docs/bench/query-h200.jsonl (gtadoc_query_bench), query-speedup.png: the resident GPU
+engine's speed-up over the sequential CPU engine and over the raw-text GPU baseline per task.
 """
 import argparse
 import json
@@ -86,10 +88,40 @@ def plot_compression(path, out):
     plt.close(fig)
 
 
+def plot_query(path, out):
+    rows = [json.loads(line) for line in open(path) if line.strip()]
+    rows = [r for r in rows if "info" not in r]
+    corpora = list(dict.fromkeys(r["corpus"] for r in rows))
+    tasks = list(dict.fromkeys(r["task"] for r in rows))
+    fig, axes = plt.subplots(1, 2, figsize=(14, 5), sharey=False)
+    for ax, base, title in ((axes[0], "cpu1", "GPU engine vs sequential CPU engine (target 60x)"),
+                            (axes[1], "raw-gpu", "GPU engine vs raw-text GPU baseline (target 3x)")):
+        width = 0.8 / max(1, len(corpora))
+        for ci, c in enumerate(corpora):
+            for ti, t in enumerate(tasks):
+                by = {r["engine"]: r for r in rows if r["corpus"] == c and r["task"] == t}
+                if "gpu" not in by or base not in by:
+                    continue
+                v = by[base]["median_s"] / by["gpu"]["median_s"]
+                ax.bar(ti + (ci - len(corpora) / 2 + 0.5) * width, v, width,
+                       color=plt.cm.tab10(ci), label=c if ti == 0 else None)
+        ax.axhline(60 if base == "cpu1" else 3, color="black", linestyle="--", linewidth=0.8)
+        ax.set_yscale("log")
+        ax.set_xticks(range(len(tasks)))
+        ax.set_xticklabels(tasks, rotation=20, fontsize=8)
+        ax.set_ylabel("speed-up (resident query time ratio)")
+        ax.set_title(title, fontsize=10)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "query-speedup.png"), dpi=110)
+    plt.close(fig)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--engines", nargs="*", default=[])
     ap.add_argument("--compression")
+    ap.add_argument("--query")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
@@ -97,6 +129,8 @@ def main():
         plot_engines(a.engines, a.out)
     if a.compression:
         plot_compression(a.compression, a.out)
+    if a.query:
+        plot_query(a.query, a.out)
 
 
 if __name__ == "__main__":
