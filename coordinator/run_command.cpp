@@ -293,8 +293,7 @@ void execute_run(RunCommand& c, Comm& comm) {
     fs::path tmp(std::string(name.begin(), name.end()));
     char part[64];
     std::snprintf(part, sizeof part, "part-%05d.%s", comm.rank(), c.format.c_str());
-    run_collectively(comm,
-                     [&] { write_output((tmp / part).string(), rendered, false); });
+    run_collectively(comm, [&] { write_output((tmp / part).string(), rendered, false); });
     run_collectively(comm, [&] {
       if (comm.rank() != 0) return;
       write_output((tmp / "_SUCCESS").string(), "", false);

@@ -26,9 +26,9 @@
 #include <string>
 #include <vector>
 
+#include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
 
 #include "cluster/reduce.h"
 #include "common/error.h"
@@ -47,8 +47,7 @@ namespace gtadoc {
 namespace {
 
 double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 double median(std::vector<double> v) {
@@ -73,8 +72,8 @@ struct BenchEngine {
 };
 
 /// One query over every shard: returns the merged, reduced records.
-RecordBatch run_once(BenchEngine& e, const QueryOptions& q, const Normalization& norm,
-                     double& wall, double& init, double& trav, std::string& used) {
+RecordBatch run_once(BenchEngine& e, const QueryOptions& q, const Normalization& norm, double& wall,
+                     double& init, double& trav, std::string& used) {
   RecordBatch all;
   wall = init = trav = 0;
   std::map<std::string, int> traversals;

@@ -728,10 +728,9 @@ TEST_F(GpuEngineTest, SeveralShardsAndShardOutlivingEngine) {
 TEST_F(GpuEngineTest, CachedPreparationsAcrossNormalizationsAndN) {
   const ShardGrammar g = random_grammar({}, V, 41);
   auto gs = gpu().load(ShardGrammar(g));
-  const Normalization norms[] = {normalize_dictionary(dict, false, false),
-                                 normalize_dictionary(dict, true, false),
-                                 normalize_dictionary(dict, false, true),
-                                 normalize_dictionary(dict, true, true)};
+  const Normalization norms[] = {
+      normalize_dictionary(dict, false, false), normalize_dictionary(dict, true, false),
+      normalize_dictionary(dict, false, true), normalize_dictionary(dict, true, true)};
   Normalization hand = normalize_dictionary(dict, true, true);
   hand.cache_key = 0;  // a hand-made remap: the engine must not reuse anything keyed by it
   for (int round = 0; round < 2; ++round)
@@ -747,8 +746,8 @@ TEST_F(GpuEngineTest, CachedPreparationsAcrossNormalizationsAndN) {
           q.alnum = ni >= 2;
           const uint32_t width = key_layout(q).width;
           ShardRunStats stats;
-          SCOPED_TRACE(::testing::Message() << task_name(tc.task) << " n " << n << " norm " << ni
-                                            << " round " << round);
+          SCOPED_TRACE(::testing::Message()
+                       << task_name(tc.task) << " n " << n << " norm " << ni << " round " << round);
           EXPECT_EQ(difference(brute_force(g, norm, q),
                                canonical(gpu().run(*gs, q, norm, stats), width, "gpu")),
                     "");

@@ -52,8 +52,7 @@ void download_host(const DeviceContext& ctx, void* dst, const void* src, size_t 
   DownloadStaging& st = *ctx.staging;
   const size_t chunk = DownloadStaging::kSlot;
   const size_t chunks = (bytes + chunk - 1) / chunk;
-  const unsigned threads =
-      static_cast<unsigned>(std::min<size_t>(st.slots.size(), chunks));
+  const unsigned threads = static_cast<unsigned>(std::min<size_t>(st.slots.size(), chunks));
   std::atomic<size_t> next{0};
   parallel_for(threads, threads, [&](size_t t) {
     CUDA_TRY(cudaSetDevice(ctx.device));

@@ -142,8 +142,7 @@ RecordBatch global_sequence_count(Query& Q) {
 }
 
 double phase_clock() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 }  // namespace
@@ -160,8 +159,8 @@ PhaseLog::PhaseLog(cudaStream_t stream) : stream_(stream) {
 void PhaseLog::mark(const char* phase) {
   CUDA_TRY(cudaStreamSynchronize(stream_));
   const double t = phase_clock();
-  auto it = std::find_if(totals_.begin(), totals_.end(),
-                         [&](const auto& p) { return p.first == phase; });
+  auto it =
+      std::find_if(totals_.begin(), totals_.end(), [&](const auto& p) { return p.first == phase; });
   if (it == totals_.end()) {
     totals_.emplace_back(phase, 0.0);
     it = totals_.end() - 1;

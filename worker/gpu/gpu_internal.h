@@ -167,7 +167,6 @@ class GpuShard final : public LoadedShard {
 std::shared_ptr<const PreparedVocab> prepared_vocab(const GpuShard& s, const Normalization& norm,
                                                     MemoryPool& pool);
 
-
 /// Own entries of every unit (see the file comment) and the size of their item space.
 struct OwnSet {
   UnitCsr csr;

@@ -104,12 +104,13 @@ TraversalChoice select_traversal(const Query& Q, const SelectorEstimate& est,
             "rule"};
   const double budget = static_cast<double>(free_device_bytes) / 2;
   if (est.table_bytes > budget)
-    return {
-        Traversal::kTopDown,
-        fmt::format("per-document task, bottom-up tables need up to {:.0f} MiB, over half of "
-                    "the {:.0f} MiB of free device memory",
-                    est.table_bytes / (1 << 20), static_cast<double>(free_device_bytes) / (1 << 20))};
-  if (est.bottom_up < est.top_down) return {Traversal::kBottomUp, "per-document task, " + est.numbers};
+    return {Traversal::kTopDown,
+            fmt::format("per-document task, bottom-up tables need up to {:.0f} MiB, over half of "
+                        "the {:.0f} MiB of free device memory",
+                        est.table_bytes / (1 << 20),
+                        static_cast<double>(free_device_bytes) / (1 << 20))};
+  if (est.bottom_up < est.top_down)
+    return {Traversal::kBottomUp, "per-document task, " + est.numbers};
   return {Traversal::kTopDown, "per-document task, " + est.numbers};
 }
 

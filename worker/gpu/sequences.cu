@@ -422,8 +422,8 @@ WindowIndex index_windows(Query& Q, const uint64_t* weights) {
   idx.off = DeviceBuffer<uint64_t>(s.S + 1, Q.pool);
   {
     DeviceBuffer<uint64_t> stops(s.S + 1, Q.pool);
-    stop_positions_kernel<<<grid_for(s.S + 1), kBlock, 0, Q.stream>>>(
-        s.body.data(), Q.lnorm, Q.slen, s.S, stops.data());
+    stop_positions_kernel<<<grid_for(s.S + 1), kBlock, 0, Q.stream>>>(s.body.data(), Q.lnorm,
+                                                                      Q.slen, s.S, stops.data());
     GTADOC_CHECK_LAUNCH();
     suffix_min(stops.data(), idx.nxt.data(), s.S + 1, Q.pool);
   }
