@@ -4,8 +4,8 @@
 //   __device__ void warp(uint32_t rule, uint32_t lane) const; // 32 lanes cooperate
 //   __device__ void block(uint32_t rule) const;               // kRuleBlock threads cooperate
 // and launch_level runs each rule of the level with the variant of its workload class (see
-// LevelSchedule): short bodies one thread per rule, medium a warp, long a block. All variants
-// must give the same result.
+// LevelSchedule): short bodies one thread per rule, medium a warp, long a block, all in one
+// launch per level. All variants must give the same result.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -17,41 +17,41 @@
 
 namespace gtadoc::gpu {
 
-template <class Op>
-__global__ void rules_by_thread(const uint32_t* list, uint32_t n, Op op) {
-  const uint64_t i = global_thread();
-  if (i < n) op.thread(list[i]);
-}
+static_assert(kRuleBlock == kBlock && kRuleBlock % kWarp == 0,
+              "one block size serves every workload class of a level");
 
+/// Every rule of one level in one launch: blocks [0, tb) run the thread-class rules (one per
+/// thread), blocks [tb, tb + wb) the warp-class rules (one per warp), each remaining block one
+/// block-class rule. The class is uniform per block, so no warp mixes classes, and a level costs
+/// one launch instead of three (the DAG's depth is the length of the launch chain).
 template <class Op>
-__global__ void rules_by_warp(const uint32_t* list, uint32_t n, Op op) {
-  const uint64_t w = global_thread() / kWarp;  // uniform across the warp
-  if (w < n) op.warp(list[w], threadIdx.x % kWarp);
-}
-
-template <class Op>
-__global__ void __launch_bounds__(kRuleBlock) rules_by_block(const uint32_t* list, Op op) {
-  op.block(list[blockIdx.x]);
+__global__ void __launch_bounds__(kRuleBlock)
+    rules_of_level(const uint32_t* list, uint32_t threads, uint32_t warps, uint32_t tb,
+                   uint32_t wb, Op op) {
+  const uint32_t b = blockIdx.x;
+  if (b < tb) {
+    const uint32_t i = b * kRuleBlock + threadIdx.x;
+    if (i < threads) op.thread(list[i]);
+  } else if (b < tb + wb) {
+    const uint32_t w = ((b - tb) * kRuleBlock + threadIdx.x) / kWarp;  // uniform across the warp
+    if (w < warps) op.warp(list[threads + w], threadIdx.x % kWarp);
+  } else {
+    op.block(list[threads + warps + (b - tb - wb)]);
+  }
 }
 
 /// Runs op on every rule of level `lv` (stream-ordered, no synchronization).
 template <class Op>
 void launch_level(const GpuShard& s, const LevelSchedule& lv, const Op& op, cudaStream_t stream) {
   const uint32_t* list = s.sched.data() + lv.begin;
-  if (lv.threads > 0) {
-    rules_by_thread<<<grid_for(lv.threads), kBlock, 0, stream>>>(list, lv.threads, op);
-    GTADOC_CHECK_LAUNCH();
-  }
-  if (lv.warps > 0) {
-    const uint64_t threads = uint64_t{lv.warps} * kWarp;
-    rules_by_warp<<<static_cast<unsigned>((threads + kBlock - 1) / kBlock), kBlock, 0, stream>>>(
-        list + lv.threads, lv.warps, op);
-    GTADOC_CHECK_LAUNCH();
-  }
-  if (lv.blocks > 0) {
-    rules_by_block<<<lv.blocks, kRuleBlock, 0, stream>>>(list + lv.threads + lv.warps, op);
-    GTADOC_CHECK_LAUNCH();
-  }
+  const uint64_t tb = (uint64_t{lv.threads} + kRuleBlock - 1) / kRuleBlock;
+  const uint64_t wb = (uint64_t{lv.warps} * kWarp + kRuleBlock - 1) / kRuleBlock;
+  const uint64_t blocks = tb + wb + lv.blocks;
+  if (blocks == 0) return;
+  GTADOC_EXPECTS(blocks < (uint64_t{1} << 31), "gpu engine: too many rules in one level");
+  rules_of_level<<<static_cast<unsigned>(blocks), kRuleBlock, 0, stream>>>(
+      list, lv.threads, lv.warps, static_cast<uint32_t>(tb), static_cast<uint32_t>(wb), op);
+  GTADOC_CHECK_LAUNCH();
 }
 
 /// Warp-wide sums and inclusive prefix sums (all 32 lanes active).
