@@ -134,6 +134,22 @@ TEST(QueryTest, NormalizationSmall) {
   EXPECT_EQ(id.dict.bytes(), d.bytes());
 }
 
+/// Engines cache per-shard preparations by Normalization::cache_key: each option combination
+/// made by normalize_dictionary has its own non-zero key; a default (hand-made) one has 0.
+TEST(QueryTest, NormalizationCacheKeysNameTheOptions) {
+  Dictionary d = make_dict({"A", "a", "b!"});
+  std::set<uint32_t> keys;
+  for (bool lower : {false, true})
+    for (bool alnum : {false, true}) {
+      const uint32_t k = normalize_dictionary(d, lower, alnum).cache_key;
+      EXPECT_NE(k, 0u);
+      keys.insert(k);
+      EXPECT_EQ(normalize_dictionary(d, lower, alnum).cache_key, k);  // stable
+    }
+  EXPECT_EQ(keys.size(), 4u);
+  EXPECT_EQ(Normalization{}.cache_key, 0u);
+}
+
 TEST(QueryTest, NormalizationEmptyAndAllDropped) {
   Dictionary empty;
   for (bool lower : {false, true})
