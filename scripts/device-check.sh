@@ -68,7 +68,9 @@ step() {
   return "$rc"
 }
 
-note "gtadoc device check, $(date -u +%Y-%m-%dT%H:%M:%SZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+# The device gets a copy of the working tree whose .git may be stale, so the sources are named by
+# a fingerprint of their contents too (scripts/source-fingerprint.sh gives the same one locally).
+note "gtadoc device check, $(date -u +%Y-%m-%dT%H:%M:%SZ), sources $("$ROOT/scripts/source-fingerprint.sh")"
 
 step environment bash -c 'nvidia-smi; nvcc --version; cmake --version; ninja --version; \
   (command -v compute-sanitizer && compute-sanitizer --version) || echo "no compute-sanitizer"'
