@@ -108,7 +108,9 @@ struct SelectorEstimate {
 /// Per-shard preparations that depend only on the shard and the query's normalization (and n):
 /// computed by the first query that needs them, reused by the next ones (the DAG is static).
 /// Keys: 0 = identity normalization, else Normalization::cache_key; hand-made normalizations
-/// (cache_key 0) are never cached. Bounded: at most kMaxEntries per map, the oldest key out.
+/// (cache_key 0) are never cached. The device-memory maps (vocab, seq) hold at most kMaxEntries
+/// (a full map drops the entry with the smallest key first); estimates are a few numbers per
+/// (normalization, n), at most 4 x 8 entries.
 struct QueryCache {
   static constexpr size_t kMaxEntries = 8;
   std::map<uint32_t, std::shared_ptr<const PreparedVocab>> vocab;
