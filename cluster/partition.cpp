@@ -28,6 +28,10 @@ void check_layout(const KeyLayout& layout, uint32_t parts,
   }
 }
 
+inline uint32_t ranked(uint32_t value, std::span<const uint32_t> rank) {
+  return rank.empty() ? value : rank[value];
+}
+
 inline uint32_t range_owner(uint32_t first, std::span<const uint32_t> splitters) {
   return static_cast<uint32_t>(std::upper_bound(splitters.begin(), splitters.end(), first) -
                                splitters.begin());
@@ -48,16 +52,19 @@ constexpr size_t kMaxCandidates = size_t{1} << 18;  // local values sorted to dr
 }  // namespace
 
 uint32_t owner_of(std::span<const uint32_t> key, const KeyLayout& layout, uint32_t parts,
-                  std::span<const uint32_t> range_splitters) {
+                  std::span<const uint32_t> range_splitters,
+                  std::span<const uint32_t> first_value_rank) {
   check_layout(layout, parts, range_splitters);
   GTADOC_EXPECTS(key.size() == layout.width, "key does not match the layout width");
   if (parts == 1) return 0;
-  if (layout.range_partition) return range_owner(key[0], range_splitters);
+  if (layout.range_partition)
+    return range_owner(ranked(key[0], first_value_rank), range_splitters);
   return hash_owner(key.data(), layout.partition_width, parts);
 }
 
 PartitionedRecords partition_records(const RecordBatch& batch, const KeyLayout& layout,
-                                     uint32_t parts, std::span<const uint32_t> range_splitters) {
+                                     uint32_t parts, std::span<const uint32_t> range_splitters,
+                                     std::span<const uint32_t> first_value_rank) {
   check_layout(layout, parts, range_splitters);
   GTADOC_EXPECTS(batch.width == layout.width, "record width does not match the key layout");
   const size_t n = batch.size();
@@ -75,7 +82,8 @@ PartitionedRecords partition_records(const RecordBatch& batch, const KeyLayout& 
   std::vector<uint32_t> owner(n);
   const uint32_t* keys = batch.keys.data();
   if (layout.range_partition) {
-    for (size_t i = 0; i < n; ++i) owner[i] = range_owner(keys[i * w], range_splitters);
+    for (size_t i = 0; i < n; ++i)
+      owner[i] = range_owner(ranked(keys[i * w], first_value_rank), range_splitters);
   } else {
     const uint32_t pw = layout.partition_width;
     for (size_t i = 0; i < n; ++i) owner[i] = hash_owner(keys + i * w, pw, parts);
@@ -106,7 +114,8 @@ PartitionedRecords partition_records(const RecordBatch& batch, const KeyLayout& 
   return out;
 }
 
-std::vector<uint32_t> choose_range_splitters(Comm& comm, const RecordBatch& local, uint32_t parts) {
+std::vector<uint32_t> choose_range_splitters(Comm& comm, const RecordBatch& local, uint32_t parts,
+                                            std::span<const uint32_t> first_value_rank) {
   if (parts <= 1) return {};
   const size_t n = local.size();
   const uint32_t w = local.width;
@@ -128,7 +137,7 @@ std::vector<uint32_t> choose_range_splitters(Comm& comm, const RecordBatch& loca
   std::vector<uint32_t> cand(m);
   for (size_t j = 0; j < m; ++j) {
     const size_t i = static_cast<size_t>((static_cast<unsigned __int128>(j) * n) / m);
-    cand[j] = local.keys[i * w];
+    cand[j] = ranked(local.keys[i * w], first_value_rank);
   }
   std::sort(cand.begin(), cand.end());
 

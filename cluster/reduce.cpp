@@ -1,10 +1,11 @@
 // Sort-and-sum of records by key. See reduce.h.
 //
-// Each record becomes a 16-byte entry {prefix, payload}: the prefix packs the first two key
-// values (k0 << 32 | k1; just k0 for width 1), the payload is the count (width 1) or the row
-// index. Entries are LSD radix-sorted by prefix with 8-bit digits in parallel, skipping digits
-// that are equal in every entry (word ids rarely use all 32 bits). For width 1 and 2 the prefix
-// is the whole key; wider keys then sort each run of equal prefixes by the remaining values.
+// Each record becomes a 16-byte entry {prefix, payload}: the payload is the count (width 1) or
+// the row index; the prefix is one 64-bit chunk of the key (two key values). Entries are LSD
+// radix-sorted with 8-bit digits in parallel, chunk by chunk from the last to the first (each
+// pass stable), skipping digits that are equal in every entry (word and document ids rarely use
+// all 32 bits), so after the last pass the prefix holds the first two key values and entries are
+// in key order.
 // Finally equal keys are summed into a fresh row-major batch, in parallel over key groups.
 #include "cluster/reduce.h"
 
@@ -117,21 +118,29 @@ void reduce_records(RecordBatch& batch, unsigned threads) {
 
   const uint32_t* keys = batch.keys.data();
   const uint64_t* counts = batch.counts.data();
+  // The key as 64-bit chunks of two values (the last one padded with 0 for odd widths); LSD
+  // over the chunks, least significant first: each pass is a stable radix sort by one chunk.
+  const uint32_t chunks = (w + 1) / 2;
+  auto chunk_of = [&](size_t row, uint32_t c) {
+    const uint32_t* k = keys + row * w + 2 * c;
+    return (uint64_t{k[0]} << 32) | (2 * c + 1 < w ? k[1] : 0u);
+  };
   std::vector<Entry> entries(n);
-  run_threads(threads, [&](unsigned t) {
-    for (size_t i = block_begin(n, threads, t); i < block_begin(n, threads, t + 1); ++i) {
-      if (w == 1) {
-        entries[i] = {keys[i], counts[i]};
-      } else {
-        entries[i] = {(uint64_t{keys[i * w]} << 32) | keys[i * w + 1], i};
-      }
-    }
-  });
   {
     std::vector<Entry> tmp(n);
-    radix_sort(entries, tmp, threads);
+    for (uint32_t c = chunks; c-- > 0;) {
+      run_threads(threads, [&](unsigned t) {
+        for (size_t i = block_begin(n, threads, t); i < block_begin(n, threads, t + 1); ++i) {
+          const size_t row = c + 1 == chunks ? i : entries[i].payload;
+          if (w == 1)
+            entries[i] = {keys[i], counts[i]};
+          else
+            entries[i] = {chunk_of(row, c), row};
+        }
+      });
+      radix_sort(entries, tmp, threads);
+    }
   }
-
   // Same key for entries at sorted positions i and j.
   auto same = [&](size_t i, size_t j) {
     if (entries[i].prefix != entries[j].prefix) return false;
@@ -139,28 +148,6 @@ void reduce_records(RecordBatch& batch, unsigned threads) {
     return std::memcmp(keys + entries[i].payload * w + 2, keys + entries[j].payload * w + 2,
                        (w - 2) * sizeof(uint32_t)) == 0;
   };
-
-  if (w > 2) {  // order each run of equal prefixes by the remaining key values
-    auto same_prefix = [&](size_t i, size_t j) { return entries[i].prefix == entries[j].prefix; };
-    const std::vector<size_t> bounds = group_aligned_bounds(n, threads, same_prefix);
-    auto tail_less = [&](const Entry& x, const Entry& y) {
-      const uint32_t* kx = keys + x.payload * w;
-      const uint32_t* ky = keys + y.payload * w;
-      for (uint32_t c = 2; c < w; ++c) {
-        if (kx[c] != ky[c]) return kx[c] < ky[c];
-      }
-      return false;
-    };
-    run_threads(threads, [&](unsigned t) {
-      size_t i = bounds[t];
-      while (i < bounds[t + 1]) {
-        size_t j = i + 1;
-        while (j < bounds[t + 1] && entries[j].prefix == entries[i].prefix) ++j;
-        if (j - i > 1) std::sort(entries.begin() + i, entries.begin() + j, tail_less);
-        i = j;
-      }
-    });
-  }
 
   // Sum groups of equal keys: count groups per range, then write each range's groups.
   const std::vector<size_t> bounds = group_aligned_bounds(n, threads, same);

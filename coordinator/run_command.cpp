@@ -13,13 +13,18 @@
 #include <future>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <span>
 
 #include "cluster/assignment.h"
 #include "cluster/collective_error.h"
 #include "cluster/comm.h"
 #include "cluster/partition.h"
 #include "cluster/reduce.h"
-#include "cluster/results.h"
+#include "cluster/rows/rank_rows.h"
+#include "cluster/rows/render.h"
+#include "cluster/rows/result_writer.h"
+#include "cluster/rows/sequence_order.h"
 #include "cluster/shuffle.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -159,18 +164,6 @@ RecordBatch process_shards(const RunCommand& c, Comm& comm, const Manifest& m,
   return local;
 }
 
-void write_output(const std::string& path, const std::string& bytes, bool force) {
-  if (path.empty()) {
-    std::cout.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    std::cout.flush();
-    if (!std::cout) throw InputError("cannot write the result to standard output");
-    return;
-  }
-  AtomicOutput out(path, AtomicOutput::Kind::kFile, force);
-  write_new_file(out.temp_path(), bytes);
-  out.commit();
-}
-
 void write_stats(const RunCommand& c, Comm& comm, const std::string& engine, const Manifest& m,
                  const Timings& t, double total) {
   std::vector<uint64_t> ns;
@@ -264,72 +257,46 @@ void execute_run(RunCommand& c, Comm& comm) {
   Timer shuffle_timer;
   const KeyLayout layout = key_layout(c.q);
   const uint32_t parts = static_cast<uint32_t>(comm.size());
+  // Sequence rows order by their joined bytes; ranked-inverted-index owners hold ranges of that
+  // order (by the first word's rank).
+  std::optional<SequenceOrder> order;
+  if (is_sequence_task(c.q.task)) order.emplace(norm.dict, c.q.n);
+  std::span<const uint32_t> first_rank;
+  if (c.q.task == Task::kRankedInvertedIndex) first_rank = order->space_ranks();
   std::vector<uint32_t> splitters;
-  if (layout.range_partition) splitters = choose_range_splitters(comm, local, parts);
-  PartitionedRecords partitioned = partition_records(local, layout, parts, splitters);
-  local = RecordBatch{};
-  RecordBatch owned = shuffle_records(comm, partitioned);
-  partitioned = PartitionedRecords{};
+  RecordBatch owned;
+  if (parts == 1) {  // one owner: nothing to partition or move
+    owned = std::move(local);
+  } else {
+    if (layout.range_partition)
+      splitters = choose_range_splitters(comm, local, parts, first_rank);
+    PartitionedRecords partitioned =
+        partition_records(local, layout, parts, splitters, first_rank);
+    local = RecordBatch{};
+    owned = shuffle_records(comm, partitioned);
+  }
   t.shuffle = shuffle_timer.seconds();
 
   Timer merge_timer;
   reduce_records(owned, c.q.threads);
   spdlog::debug("reduce: {} records in {:.3f}s", owned.size(), merge_timer.seconds());
-  ResultContext ctx{c.q, norm, m.docs, fmt, {}};
-  if (c.q.task == Task::kTermVector) {
-    KeyLayout doc_layout{1, 1, false};
-    for (DocId d = 0; d < m.docs.size(); ++d) {
-      uint32_t key = d;
-      if (owner_of({&key, 1}, doc_layout, parts) == static_cast<uint32_t>(comm.rank()))
-        ctx.owned_docs.push_back(d);
-    }
+  // term-vector: every document of this rank's range gets a row, with words or without.
+  const DocId num_docs = static_cast<DocId>(m.docs.size());
+  DocId doc_begin = 0, doc_end = num_docs;
+  if (c.q.task == Task::kTermVector && parts > 1) {
+    const int r = comm.rank();
+    doc_begin = r == 0 ? 0 : std::min(splitters[r - 1], num_docs);
+    doc_end = r + 1 == comm.size() ? num_docs : std::min(splitters[r], num_docs);
+    doc_end = std::max(doc_begin, doc_end);
   }
-  // A part file, or the only rank's rows, is already in final order: render straight to bytes.
-  RowSink sink(fmt, c.partitioned || comm.size() == 1);
-  build_rows(owned, ctx, sink);
-  owned = RecordBatch{};
-  std::string rendered = sink.direct() ? sink.take_rendered() : std::string();
-  std::vector<OutputRow> rows = sink.take_rows();
+  RankRows rows = plan_rank_rows(comm, std::move(owned), c.q, order ? &*order : nullptr,
+                                 doc_begin, doc_end, c.q.threads);
   t.merge = merge_timer.seconds();
 
   Timer write_timer;
-  if (c.partitioned) {
-    // Rank 0 names a temporary directory; every rank writes its part; _SUCCESS and the rename
-    // happen only after every rank reported success.
-    std::vector<uint8_t> name;
-    std::unique_ptr<AtomicOutput> dir;
-    run_collectively(comm, [&] {
-      if (comm.rank() != 0) return;
-      dir = std::make_unique<AtomicOutput>(c.output, AtomicOutput::Kind::kDirectory, c.force);
-      std::string p = dir->temp_path().string();
-      name.assign(p.begin(), p.end());
-    });
-    comm.broadcast(name);
-    fs::path tmp(std::string(name.begin(), name.end()));
-    char part[64];
-    std::snprintf(part, sizeof part, "part-%05d.%s", comm.rank(), c.format.c_str());
-    run_collectively(comm, [&] { write_output((tmp / part).string(), rendered, false); });
-    run_collectively(comm, [&] {
-      if (comm.rank() != 0) return;
-      write_output((tmp / "_SUCCESS").string(), "", false);
-      dir->commit();
-    });
-  } else if (comm.size() == 1) {
-    run_collectively(comm, [&] { write_output(c.output, rendered, c.force); });
-  } else {
-    std::string mine = serialize_rows(rows);
-    rows.clear();
-    auto gathered = comm.gather({reinterpret_cast<const uint8_t*>(mine.data()), mine.size()});
-    mine.clear();
-    run_collectively(comm, [&] {
-      if (comm.rank() != 0) return;
-      std::vector<std::vector<OutputRow>> parts_rows;
-      for (auto& g : gathered)
-        parts_rows.push_back(deserialize_rows(std::string(g.begin(), g.end())));
-      gathered.clear();
-      write_output(c.output, render_rows(merge_rows(std::move(parts_rows), c.q), fmt), c.force);
-    });
-  }
+  const DocText doc_text(m.docs, c.q.ids, fmt, c.q.threads);
+  const RenderContext render{c.q, norm.dict, doc_text, fmt};
+  write_result(comm, rows, render, {c.output, c.partitioned, c.force}, c.q.threads);
   t.write = write_timer.seconds();
   if (!c.stats_file.empty()) write_stats(c, comm, engine->name(), m, t, timer.seconds());
   spdlog::info(

@@ -42,6 +42,36 @@ void write_new_file(const fs::path& file, std::string_view bytes) {
   if (::close(fd) != 0) throw InputError(file.string() + ": cannot write: " + std::strerror(errno));
 }
 
+OutputFile::OutputFile(fs::path file, Mode mode) : file_(std::move(file)) {
+  const int flags = mode == Mode::kCreateNew ? O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC
+                                             : O_WRONLY | O_CLOEXEC;
+  fd_ = ::open(file_.c_str(), flags, 0644);
+  if (fd_ < 0)
+    throw InputError(file_.string() + ": cannot " +
+                     (mode == Mode::kCreateNew ? "create" : "open") + ": " + std::strerror(errno));
+}
+
+OutputFile::~OutputFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void OutputFile::write_at(uint64_t offset, const char* data, size_t size) {
+  size_t done = 0;
+  while (done < size) {
+    const ssize_t w = ::pwrite(fd_, data + done, size - done, static_cast<off_t>(offset + done));
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) throw InputError(file_.string() + ": cannot write: " + std::strerror(errno));
+    done += static_cast<size_t>(w);
+  }
+}
+
+void OutputFile::close() {
+  if (fd_ < 0) return;
+  const int rc = ::close(fd_);
+  fd_ = -1;
+  if (rc != 0) throw InputError(file_.string() + ": cannot write: " + std::strerror(errno));
+}
+
 AtomicOutput::AtomicOutput(fs::path target, Kind kind, bool force)
     : target_(std::move(target)), kind_(kind), force_(force) {
   std::error_code ec;

@@ -3,6 +3,7 @@
 // temporary. With `force`, an existing target is replaced only at commit time.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <string_view>
 
@@ -34,6 +35,24 @@ class AtomicOutput {
 /// Creates `file` (which must not exist) holding exactly `bytes`; InputError naming `file` on
 /// failure.
 void write_new_file(const std::filesystem::path& file, std::string_view bytes);
+
+/// A file opened for writing at offsets (several writers may share one file, each writing its
+/// own byte range). Errors name the file; close() reports a failed close, the destructor only
+/// closes.
+class OutputFile {
+ public:
+  enum class Mode { kCreateNew, kOpenExisting };
+  OutputFile(std::filesystem::path file, Mode mode);
+  OutputFile(const OutputFile&) = delete;
+  OutputFile& operator=(const OutputFile&) = delete;
+  ~OutputFile();
+  void write_at(uint64_t offset, const char* data, size_t size);
+  void close();
+
+ private:
+  std::filesystem::path file_;
+  int fd_ = -1;
+};
 
 /// A sibling path of `target` that does not exist yet: "<target>.tmp-<pid>-<random>".
 std::filesystem::path unique_temp_sibling(const std::filesystem::path& target);

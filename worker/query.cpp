@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "common/error.h"
+#include "formats/memory.h"
 
 namespace gtadoc {
 namespace {
@@ -91,13 +92,13 @@ KeyLayout key_layout(const QueryOptions& q) {
     case Task::kSort:
       return {1, 1, true};
     case Task::kInvertedIndex:
-      return {2, 1, false};
+      return {2, 1, true};
     case Task::kTermVector:
-      return {2, 1, false};
+      return {2, 1, true};
     case Task::kSequenceCount:
-      return q.per_doc ? KeyLayout{q.n + 1, 1, false} : KeyLayout{q.n, q.n, false};
+      return q.per_doc ? KeyLayout{q.n + 1, 1, true} : KeyLayout{q.n, q.n, false};
     case Task::kRankedInvertedIndex:
-      return {q.n + 1, q.n, false};
+      return {q.n + 1, 1, true};
   }
   GTADOC_FAIL("key_layout: unknown task");
 }
@@ -107,8 +108,10 @@ Normalization normalize_dictionary(const Dictionary& dict, bool lowercase, bool 
   out.cache_key = 1u + (lowercase ? 1u : 0u) + (alnum ? 2u : 0u);
   const uint32_t num_words = dict.size();
   if (!lowercase && !alnum) {
+    // The copy shares the words with `dict` (no bytes are copied); the remap is written once, on
+    // huge pages (first touch dominates filling a fresh array).
     out.identity = true;
-    out.remap.resize(num_words);
+    resize_on_huge_pages(out.remap, num_words);
     std::iota(out.remap.begin(), out.remap.end(), WordId{0});
     out.dict = dict;
     return out;

@@ -62,17 +62,21 @@ constexpr bool is_sequence_task(Task t) {
 }
 
 /// The key layout of the records a task produces (all ids are u32):
-///   word-count, sort        [w]               partition by w (sort: by range of w)
-///   inverted-index          [w, doc]          partition by w          (count = occurrences)
-///   term-vector             [doc, w]          partition by doc
-///   sequence-count          [w1..wn]          partition by the n-gram
-///   sequence-count per-doc  [doc, w1..wn]     partition by doc
-///   ranked-inverted-index   [w1..wn, doc]     partition by the n-gram
+///   word-count              [w]               hash of w
+///   sort                    [w]               range of w
+///   inverted-index          [w, doc]          range of w              (count = occurrences)
+///   term-vector             [doc, w]          range of doc
+///   sequence-count          [w1..wn]          hash of the n-gram
+///   sequence-count per-doc  [doc, w1..wn]     range of doc
+///   ranked-inverted-index   [w1..wn, doc]     range of w1 (in the sequences' byte order)
+/// Range partitioning follows the output order, so an owner's rows are one contiguous range of
+/// the result; count-ordered results (hash partitioned) are re-ranged after the reduce
+/// (cluster/rows/rank_rows.h).
 /// `doc` is the global document id.
 struct KeyLayout {
   uint32_t width;            ///< u32 values per key
   uint32_t partition_width;  ///< leading key values that decide the owner rank
-  bool range_partition;      ///< sort: owners hold increasing ranges of the first key value
+  bool range_partition;      ///< owners hold increasing ranges of the first key value
 };
 KeyLayout key_layout(const QueryOptions& q);
 

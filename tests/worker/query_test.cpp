@@ -103,12 +103,12 @@ TEST(QueryTest, KeyLayouts) {
   };
   EXPECT_EQ(layout(Task::kWordCount), std::make_tuple(1u, 1u, false));
   EXPECT_EQ(layout(Task::kSort), std::make_tuple(1u, 1u, true));
-  EXPECT_EQ(layout(Task::kInvertedIndex), std::make_tuple(2u, 1u, false));
-  EXPECT_EQ(layout(Task::kTermVector), std::make_tuple(2u, 1u, false));
+  EXPECT_EQ(layout(Task::kInvertedIndex), std::make_tuple(2u, 1u, true));
+  EXPECT_EQ(layout(Task::kTermVector), std::make_tuple(2u, 1u, true));
   EXPECT_EQ(layout(Task::kSequenceCount, 3), std::make_tuple(3u, 3u, false));
-  EXPECT_EQ(layout(Task::kSequenceCount, 5, true), std::make_tuple(6u, 1u, false));
-  EXPECT_EQ(layout(Task::kRankedInvertedIndex, 2), std::make_tuple(3u, 2u, false));
-  EXPECT_EQ(layout(Task::kRankedInvertedIndex, 8), std::make_tuple(9u, 8u, false));
+  EXPECT_EQ(layout(Task::kSequenceCount, 5, true), std::make_tuple(6u, 1u, true));
+  EXPECT_EQ(layout(Task::kRankedInvertedIndex, 2), std::make_tuple(3u, 1u, true));
+  EXPECT_EQ(layout(Task::kRankedInvertedIndex, 8), std::make_tuple(9u, 1u, true));
 }
 
 TEST(QueryTest, NormalizationSmall) {

@@ -1,0 +1,39 @@
+// A rank's slice of the global result: after the shuffle and reduce, every rank plans its rows
+// so that concatenating the slices of ranks 0, 1, ... in order is the whole result, with no
+// gather of rows anywhere (SPEC §7).
+//  - Tasks ordered by their key (sort, inverted-index, term-vector, sequence-count --per-doc,
+//    ranked-inverted-index) are range-partitioned in the shuffle (see key_layout and
+//    partition.h), so an owner's rows are already one contiguous range of the result.
+//  - Count-ordered tasks (word-count, sequence-count) are hash-partitioned; owners then cut
+//    their rows locally to --top, agree on sampled (count, key) splitters and exchange rows
+//    (integers: counts and word ids) so that rank r holds the r-th range of the global order;
+//    the global --top keeps the first K rows of the concatenation (each rank sends at most K).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "cluster/rows/row_plan.h"
+#include "cluster/rows/sequence_order.h"
+#include "worker/query.h"
+#include "worker/records.h"
+
+namespace gtadoc {
+
+class Comm;
+
+struct RankRows {
+  RecordBatch records;      ///< the records the plan refers to
+  RowPlan plan;             ///< this rank's rows in order
+  uint64_t first_row = 0;   ///< global index of this rank's first row
+  uint64_t total_rows = 0;  ///< rows of the whole result
+};
+
+/// Collective. `reduced`: this owner's records sorted by key with unique keys; `doc_begin`,
+/// `doc_end`: the documents this rank owns (term-vector rows). `order` must be given for the
+/// sequence tasks.
+RankRows plan_rank_rows(Comm& comm, RecordBatch reduced, const QueryOptions& q,
+                        const SequenceOrder* order, DocId doc_begin, DocId doc_end,
+                        unsigned threads);
+
+}  // namespace gtadoc

@@ -1,0 +1,326 @@
+#include "cluster/rows/render.h"
+
+#include <algorithm>
+#include <cstring>
+#include <future>
+
+#include "cluster/rows/parallel_sort.h"
+#include "cluster/rows/text_format.h"
+#include "common/big_alloc.h"
+#include "common/error.h"
+#include "common/parallel.h"
+
+namespace gtadoc {
+
+namespace {
+
+constexpr uint64_t kBlockRows = 512;
+
+/// Counts bytes (first pass).
+struct Measure {
+  uint64_t n = 0;
+  void put(std::string_view s) { n += s.size(); }
+  void put(char) { ++n; }
+  void num(uint64_t v) { n += decimal_digits(v); }
+  void json(std::string_view s) { n += json_escaped_size(s); }
+};
+
+/// Writes bytes (second pass).
+struct Write {
+  char* p;
+  void put(std::string_view s) {
+    std::memcpy(p, s.data(), s.size());
+    p += s.size();
+  }
+  void put(char c) { *p++ = c; }
+  void num(uint64_t v) { p = write_decimal(v, p); }
+  void json(std::string_view s) { p = write_json_escaped(s, p); }
+};
+
+/// One task's row bytes, the same code for both passes.
+class RowText {
+ public:
+  RowText(const RecordBatch& r, const RowPlan& plan, const RenderContext& ctx, bool first_is_start)
+      : r_(r), plan_(plan), ctx_(ctx), json_(ctx.format == OutputFormat::kJson),
+        first_is_start_(first_is_start) {}
+
+  template <typename Out>
+  void row(uint64_t row, Out& o) const {
+    if (json_) o.put(row == 0 && first_is_start_ ? "[\n" : ",\n");
+    switch (ctx_.q.task) {
+      case Task::kWordCount:
+      case Task::kSort:
+        word_row(row, o);
+        break;
+      case Task::kInvertedIndex:
+        inverted_row(row, o);
+        break;
+      case Task::kTermVector:
+        term_vector_row(row, o);
+        break;
+      case Task::kSequenceCount:
+        sequence_row(row, o);
+        break;
+      case Task::kRankedInvertedIndex:
+        ranked_row(row, o);
+        break;
+    }
+    if (!json_) o.put('\n');
+  }
+
+ private:
+  std::string_view word(uint32_t w) const { return ctx_.dict[w]; }
+  const uint32_t* key(uint64_t record) const { return r_.keys.data() + record * r_.width; }
+
+  template <typename Out>
+  void json_word(uint32_t w, Out& o) const {
+    o.put('"');
+    o.json(word(w));
+    o.put('"');
+  }
+  /// n words joined by one space (JSON: escaped, without the quotes).
+  template <typename Out>
+  void joined(const uint32_t* words, Out& o) const {
+    for (uint32_t i = 0; i < ctx_.q.n; ++i) {
+      if (i) o.put(' ');
+      if (json_)
+        o.json(word(words[i]));
+      else
+        o.put(word(words[i]));
+    }
+  }
+
+  template <typename Out>
+  void word_row(uint64_t row, Out& o) const {
+    const uint64_t i = plan_.record_at(row);
+    if (json_) {
+      o.put("{\"word\":");
+      json_word(*key(i), o);
+      o.put(",\"count\":");
+      o.num(r_.counts[i]);
+      o.put('}');
+    } else {
+      o.put(word(*key(i)));
+      o.put('\t');
+      o.num(r_.counts[i]);
+    }
+  }
+
+  template <typename Out>
+  void inverted_row(uint64_t row, Out& o) const {
+    const auto [b, e] = plan_.row_range(row);
+    const uint32_t w = key(plan_.record_at(b))[0];
+    if (json_) {
+      o.put("{\"word\":");
+      json_word(w, o);
+      o.put(",\"docs\":[");
+    } else {
+      o.put(word(w));
+      o.put('\t');
+    }
+    for (uint64_t p = b; p < e; ++p) {
+      if (p > b) o.put(',');
+      o.put(ctx_.docs[key(plan_.record_at(p))[1]]);
+    }
+    if (json_) o.put("]}");
+  }
+
+  template <typename Out>
+  void term_vector_row(uint64_t row, Out& o) const {
+    const auto [b, e] = plan_.row_range(row);
+    const DocId d = plan_.row_doc[row];
+    if (json_) {
+      o.put("{\"doc\":");
+      o.put(ctx_.docs[d]);
+      o.put(",\"terms\":[");
+    } else {
+      o.put(ctx_.docs[d]);
+      o.put('\t');
+    }
+    for (uint64_t p = b; p < e; ++p) {
+      const uint64_t i = plan_.record_at(p);
+      if (json_) {
+        o.put(p > b ? ",{\"word\":" : "{\"word\":");
+        json_word(key(i)[1], o);
+        o.put(",\"count\":");
+        o.num(r_.counts[i]);
+        o.put('}');
+      } else {
+        if (p > b) o.put(' ');
+        o.put(word(key(i)[1]));
+        o.put(':');
+        o.num(r_.counts[i]);
+      }
+    }
+    if (json_) o.put("]}");
+  }
+
+  template <typename Out>
+  void sequence_row(uint64_t row, Out& o) const {
+    const uint64_t i = plan_.record_at(row);
+    const uint32_t* k = key(i);
+    const bool per_doc = ctx_.q.per_doc;
+    if (json_) {
+      if (per_doc) {
+        o.put("{\"doc\":");
+        o.put(ctx_.docs[k[0]]);
+        o.put(",\"sequence\":\"");
+      } else {
+        o.put("{\"sequence\":\"");
+      }
+      joined(k + (per_doc ? 1 : 0), o);
+      o.put("\",\"count\":");
+      o.num(r_.counts[i]);
+      o.put('}');
+    } else {
+      if (per_doc) {
+        o.put(ctx_.docs[k[0]]);
+        o.put('\t');
+      }
+      joined(k + (per_doc ? 1 : 0), o);
+      o.put('\t');
+      o.num(r_.counts[i]);
+    }
+  }
+
+  template <typename Out>
+  void ranked_row(uint64_t row, Out& o) const {
+    const auto [b, e] = plan_.row_range(row);
+    const uint32_t n = ctx_.q.n;
+    if (json_) {
+      o.put("{\"sequence\":\"");
+      joined(key(plan_.record_at(b)), o);
+      o.put("\",\"docs\":[");
+    } else {
+      joined(key(plan_.record_at(b)), o);
+      o.put('\t');
+    }
+    for (uint64_t p = b; p < e; ++p) {
+      const uint64_t i = plan_.record_at(p);
+      if (json_) {
+        o.put(p > b ? ",{\"doc\":" : "{\"doc\":");
+        o.put(ctx_.docs[key(i)[n]]);
+        o.put(",\"count\":");
+        o.num(r_.counts[i]);
+        o.put('}');
+      } else {
+        if (p > b) o.put(' ');
+        o.put(ctx_.docs[key(i)[n]]);
+        o.put(':');
+        o.num(r_.counts[i]);
+      }
+    }
+    if (json_) o.put("]}");
+  }
+
+  const RecordBatch& r_;
+  const RowPlan& plan_;
+  const RenderContext& ctx_;
+  bool json_;
+  bool first_is_start_;
+};
+
+}  // namespace
+
+DocText::DocText(const std::vector<DocEntry>& docs, bool ids, OutputFormat format,
+                 unsigned threads) {
+  const bool json = format == OutputFormat::kJson;
+  offsets_.assign(docs.size() + 1, 0);
+  auto measure = [&](DocId d) -> uint64_t {
+    if (ids) return decimal_digits(d);
+    return json ? json_escaped_size(docs[d].name) + 2 : tsv_escaped_size(docs[d].name);
+  };
+  parallel_blocks(docs.size(), threads, [&](uint64_t lo, uint64_t hi) {
+    for (uint64_t d = lo; d < hi; ++d) offsets_[d] = measure(static_cast<DocId>(d));
+  }, 4096);
+  offsets_.back() = 0;
+  bytes_.resize(exclusive_scan_in_place(offsets_));
+  offsets_.back() = bytes_.size();
+  parallel_blocks(docs.size(), threads, [&](uint64_t lo, uint64_t hi) {
+    for (uint64_t d = lo; d < hi; ++d) {
+      char* p = bytes_.data() + offsets_[d];
+      if (ids) {
+        write_decimal(d, p);
+      } else if (json) {
+        *p++ = '"';
+        p = write_json_escaped(docs[d].name, p);
+        *p = '"';
+      } else {
+        write_tsv_escaped(docs[d].name, p);
+      }
+    }
+  }, 4096);
+}
+
+RowRenderer::RowRenderer(const RecordBatch& records, const RowPlan& plan,
+                         const RenderContext& ctx, bool first_is_result_start, unsigned threads)
+    : records_(records), plan_(plan), ctx_(ctx), first_is_start_(first_is_result_start),
+      threads_(threads) {
+  const uint64_t rows = plan.rows();
+  const uint64_t blocks = (rows + kBlockRows - 1) / kBlockRows;
+  block_offsets_.assign(blocks + 1, 0);
+  const RowText text(records_, plan_, ctx_, first_is_start_);
+  parallel_blocks(blocks, threads_, [&](uint64_t lo, uint64_t hi) {
+    for (uint64_t b = lo; b < hi; ++b) {
+      Measure m;
+      for (uint64_t r = b * kBlockRows; r < std::min(rows, (b + 1) * kBlockRows); ++r)
+        text.row(r, m);
+      block_offsets_[b] = m.n;
+    }
+  }, 16);
+  block_offsets_.back() = 0;
+  block_offsets_.back() = exclusive_scan_in_place(block_offsets_);
+}
+
+void RowRenderer::render_blocks(uint64_t first, uint64_t last, char* dst) const {
+  const uint64_t rows = plan_.rows();
+  const RowText text(records_, plan_, ctx_, first_is_start_);
+  const uint64_t base = block_offsets_[first];
+  parallel_blocks(last - first, threads_, [&](uint64_t lo, uint64_t hi) {
+    for (uint64_t b = first + lo; b < first + hi; ++b) {
+      Write w{dst + (block_offsets_[b] - base)};
+      for (uint64_t r = b * kBlockRows; r < std::min(rows, (b + 1) * kBlockRows); ++r)
+        text.row(r, w);
+      GTADOC_EXPECTS(w.p == dst + (block_offsets_[b + 1] - base),
+                     "row rendering wrote a different size than it measured");
+    }
+  }, 4);
+}
+
+void RowRenderer::render(uint64_t chunk_bytes,
+                         const std::function<void(const char*, size_t)>& sink) const {
+  const uint64_t blocks = block_offsets_.size() - 1;
+  UninitVector<char> buf[2];
+  std::future<void> pending;
+  int which = 0;
+  for (uint64_t b = 0; b < blocks;) {
+    // The blocks of this chunk: at least one, up to about chunk_bytes.
+    uint64_t e = b + 1;
+    while (e < blocks && block_offsets_[e + 1] - block_offsets_[b] <= chunk_bytes) ++e;
+    const uint64_t size = block_offsets_[e] - block_offsets_[b];
+    UninitVector<char>& out = buf[which];
+    if (out.size() < size) out.resize(size);
+    render_blocks(b, e, out.data());
+    if (pending.valid()) pending.get();  // the sink of the previous chunk (rethrows its error)
+    pending = std::async(std::launch::async,
+                         [&sink, data = out.data(), size] { sink(data, size); });
+    which ^= 1;
+    b = e;
+  }
+  if (pending.valid()) pending.get();
+}
+
+std::string RowRenderer::render_all() const {
+  std::string out;
+  out.resize(bytes());
+  const uint64_t blocks = block_offsets_.size() - 1;
+  if (blocks > 0) render_blocks(0, blocks, out.data());
+  return out;
+}
+
+std::string_view json_trailer(OutputFormat format, uint64_t result_rows) {
+  if (format != OutputFormat::kJson) return {};
+  return result_rows == 0 ? "[\n]\n" : "\n]\n";
+}
+
+}  // namespace gtadoc

@@ -1,0 +1,84 @@
+// Rendering rows to the exact output bytes of SPEC §4 / docs/OUTPUT.md, GreX/libcudf style: one
+// function per task, run twice — first to measure every block of rows, then (after an exclusive
+// scan of the sizes) to write each block at its offset — in parallel, into one buffer, with no
+// per-row allocation. Output can be produced in chunks so a large result never sits whole in
+// memory.
+//
+// Framing: TSV rows end in '\n'. A JSON result is "[\n" row (",\n" row)* "\n]\n" ("[\n]\n" when
+// empty); each JSON row is rendered with its leading "[\n" (the result's first row) or ",\n",
+// and the trailer comes from json_trailer(). A rank rendering a slice of a distributed result
+// says whether its first row is the result's first row.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cluster/rows/row_plan.h"
+#include "formats/archive.h"
+#include "formats/dictionary.h"
+#include "worker/query.h"
+#include "worker/records.h"
+
+namespace gtadoc {
+
+/// Every document as it appears inside a row: its id (--ids), else its name TSV-escaped (TSV) or
+/// as a quoted JSON string (JSON). Built once per query, in parallel.
+class DocText {
+ public:
+  DocText(const std::vector<DocEntry>& docs, bool ids, OutputFormat format, unsigned threads);
+  std::string_view operator[](DocId d) const {
+    return {bytes_.data() + offsets_[d], static_cast<size_t>(offsets_[d + 1] - offsets_[d])};
+  }
+
+ private:
+  std::vector<char> bytes_;
+  std::vector<uint64_t> offsets_;
+};
+
+struct RenderContext {
+  const QueryOptions& q;
+  const Dictionary& dict;  ///< the normalized dictionary the record word ids refer to
+  const DocText& docs;
+  OutputFormat format = OutputFormat::kTsv;
+};
+
+/// The rows of a plan as bytes. Rows are split into blocks; block_offsets() are known before
+/// anything is written, so ranks and threads can place their bytes independently.
+class RowRenderer {
+ public:
+  /// `first_is_result_start`: this slice's first row is the whole result's first row (JSON
+  /// framing); records, plan and context must outlive the renderer. Measures every block.
+  RowRenderer(const RecordBatch& records, const RowPlan& plan, const RenderContext& ctx,
+              bool first_is_result_start, unsigned threads);
+
+  uint64_t rows() const { return plan_.rows(); }
+  /// Total bytes of all rows (without any JSON trailer).
+  uint64_t bytes() const { return block_offsets_.back(); }
+
+  /// Renders every row in order, handing consecutive pieces of about `chunk_bytes` (at least one
+  /// block) to `sink(data, size)`. Rendering of the next piece overlaps the sink of the previous
+  /// one (the sink runs on another thread, one call at a time, in order).
+  void render(uint64_t chunk_bytes,
+              const std::function<void(const char* data, size_t size)>& sink) const;
+  /// All rows as one string (small results, tests).
+  std::string render_all() const;
+
+ private:
+  void render_blocks(uint64_t first_block, uint64_t last_block, char* dst) const;
+
+  const RecordBatch& records_;
+  const RowPlan& plan_;
+  const RenderContext& ctx_;
+  bool first_is_start_;
+  unsigned threads_;
+  std::vector<uint64_t> block_offsets_;  ///< blocks + 1 byte offsets
+};
+
+/// The bytes after the last row of a whole result: "\n]\n" for JSON with rows, "[\n]\n" for
+/// JSON without rows, nothing for TSV.
+std::string_view json_trailer(OutputFormat format, uint64_t result_rows);
+
+}  // namespace gtadoc

@@ -1,0 +1,121 @@
+#include "cluster/rows/result_writer.h"
+
+#include <cstdio>
+#include <memory>
+#include <numeric>
+
+#include "cluster/collective_error.h"
+#include "cluster/comm.h"
+#include "common/error.h"
+#include "formats/atomic_output.h"
+
+namespace gtadoc {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr uint64_t kChunkBytes = uint64_t{64} << 20;
+
+void write_stdout(const char* data, size_t size) {
+  if (size > 0 && std::fwrite(data, 1, size, stdout) != size)
+    throw InputError("cannot write the result to standard output");
+}
+
+/// Rank 0 creates the temporary (a file or directory) for `target`; every rank learns its path.
+fs::path shared_temporary(Comm& comm, std::unique_ptr<AtomicOutput>& out, const fs::path& target,
+                          AtomicOutput::Kind kind, bool force) {
+  std::vector<uint8_t> name;
+  run_collectively(comm, [&] {
+    if (comm.rank() != 0) return;
+    out = std::make_unique<AtomicOutput>(target, kind, force);
+    if (kind == AtomicOutput::Kind::kFile)
+      OutputFile(out->temp_path(), OutputFile::Mode::kCreateNew).close();
+    const std::string p = out->temp_path().string();
+    name.assign(p.begin(), p.end());
+  });
+  comm.broadcast(name);
+  return fs::path(std::string(name.begin(), name.end()));
+}
+
+/// Writes `renderer`'s rows and then `trailer` into `file` starting at `offset`.
+void write_slice(OutputFile& file, uint64_t offset, const RowRenderer& renderer,
+                 std::string_view trailer) {
+  uint64_t at = offset;
+  renderer.render(kChunkBytes, [&](const char* data, size_t size) {
+    file.write_at(at, data, size);
+    at += size;
+  });
+  file.write_at(at, trailer.data(), trailer.size());
+}
+
+}  // namespace
+
+uint64_t write_result(Comm& comm, const RankRows& rows, const RenderContext& ctx,
+                      const ResultTarget& target, unsigned threads) {
+  const bool last_rank = comm.rank() + 1 == comm.size();
+  if (target.partitioned) {
+    std::unique_ptr<AtomicOutput> dir;
+    const fs::path tmp =
+        shared_temporary(comm, dir, target.path, AtomicOutput::Kind::kDirectory, target.force);
+    const RowRenderer renderer(rows.records, rows.plan, ctx, true, threads);
+    const std::string_view trailer = json_trailer(ctx.format, rows.plan.rows());
+    char part[64];
+    std::snprintf(part, sizeof part, "part-%05d.%s", comm.rank(),
+                  ctx.format == OutputFormat::kJson ? "json" : "tsv");
+    run_collectively(comm, [&] {
+      OutputFile file(tmp / part, OutputFile::Mode::kCreateNew);
+      write_slice(file, 0, renderer, trailer);
+      file.close();
+    });
+    run_collectively(comm, [&] {
+      if (comm.rank() != 0) return;
+      OutputFile(tmp / "_SUCCESS", OutputFile::Mode::kCreateNew).close();
+      dir->commit();
+    });
+    return renderer.bytes() + trailer.size();
+  }
+
+  const RowRenderer renderer(rows.records, rows.plan, ctx, rows.first_row == 0, threads);
+  const std::string_view trailer = last_rank ? json_trailer(ctx.format, rows.total_rows) : "";
+  const uint64_t mine = renderer.bytes() + trailer.size();
+  if (target.path.empty()) {
+    if (comm.size() == 1) {
+      run_collectively(comm, [&] {
+        renderer.render(kChunkBytes, write_stdout);
+        write_stdout(trailer.data(), trailer.size());
+        if (std::fflush(stdout) != 0)
+          throw InputError("cannot write the result to standard output");
+      });
+      return mine;
+    }
+    std::string bytes = renderer.render_all();
+    bytes.append(trailer);
+    auto gathered = comm.gather({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()});
+    bytes.clear();
+    run_collectively(comm, [&] {
+      for (const auto& g : gathered)
+        write_stdout(reinterpret_cast<const char*>(g.data()), g.size());
+      if (std::fflush(stdout) != 0)
+        throw InputError("cannot write the result to standard output");
+    });
+    return mine;
+  }
+
+  std::unique_ptr<AtomicOutput> out;
+  const fs::path tmp =
+      shared_temporary(comm, out, target.path, AtomicOutput::Kind::kFile, target.force);
+  const std::vector<uint64_t> sizes = comm.allgather(mine);
+  const uint64_t offset =
+      std::accumulate(sizes.begin(), sizes.begin() + comm.rank(), uint64_t{0});
+  run_collectively(comm, [&] {
+    OutputFile file(tmp, OutputFile::Mode::kOpenExisting);
+    write_slice(file, offset, renderer, trailer);
+    file.close();
+  });
+  run_collectively(comm, [&] {
+    if (comm.rank() == 0) out->commit();
+  });
+  return mine;
+}
+
+}  // namespace gtadoc

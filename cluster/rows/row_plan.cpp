@@ -1,0 +1,272 @@
+#include "cluster/rows/row_plan.h"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include "cluster/rows/parallel_sort.h"
+#include "common/error.h"
+#include "common/parallel.h"
+
+namespace gtadoc {
+
+namespace {
+
+/// A row's sort key: (~count, tie) ascending, where tie is a record's rank in the key order,
+/// packed with the record index: lo = tie << 32 | index (or just the index when tie == index).
+struct CountItem {
+  uint64_t hi, lo;
+  friend bool operator<(const CountItem& a, const CountItem& b) {
+    return a.hi != b.hi ? a.hi < b.hi : a.lo < b.lo;
+  }
+};
+
+constexpr uint64_t kLow32 = 0xFFFFFFFFull;
+
+/// Rank of every record in the joined-bytes order of its n-gram (records sorted by key, so for
+/// an identity order the rank is the index and nothing is computed). `off` is where the n-gram
+/// starts in a key.
+std::vector<uint32_t> sequence_ranks(const RecordBatch& r, const SequenceOrder& order, uint32_t off,
+                                     unsigned threads) {
+  if (order.identity()) return {};
+  const uint64_t n = r.size();
+  std::vector<uint32_t> idx(n);
+  std::iota(idx.begin(), idx.end(), 0u);
+  const uint32_t* keys = r.keys.data();
+  const uint32_t w = r.width;
+  parallel_sort(
+      idx.begin(), idx.end(),
+      [&](uint32_t a, uint32_t b) {
+        const uint32_t* ka = keys + uint64_t{a} * w;
+        const uint32_t* kb = keys + uint64_t{b} * w;
+        for (uint32_t i = 0; i < off; ++i)  // a leading document id orders first
+          if (ka[i] != kb[i]) return ka[i] < kb[i];
+        if (order.less(ka + off, kb + off)) return true;
+        if (order.less(kb + off, ka + off)) return false;
+        return a < b;
+      },
+      threads);
+  std::vector<uint32_t> rank(n);
+  parallel_blocks(n, threads, [&](uint64_t lo, uint64_t hi) {
+    for (uint64_t i = lo; i < hi; ++i) rank[idx[i]] = static_cast<uint32_t>(i);
+  });
+  return rank;
+}
+
+/// The smallest count a record needs to be among the `top` largest of counts[begin, end)
+/// (0 when all are kept).
+uint64_t top_threshold(const RecordBatch& r, uint64_t begin, uint64_t end, uint64_t top) {
+  if (top == 0 || end - begin <= top) return 0;
+  std::vector<uint64_t> c(r.counts.begin() + begin, r.counts.begin() + end);
+  std::nth_element(c.begin(), c.begin() + (top - 1), c.end(), std::greater<uint64_t>());
+  return c[top - 1];
+}
+
+/// Records [begin, end) with count >= min_count, ordered by (count desc, tie asc), at most
+/// `top` (0 = all), appended to `out` as record indices.
+void ordered_group(const RecordBatch& r, uint64_t begin, uint64_t end, uint64_t top,
+                   uint64_t min_count, const std::vector<uint32_t>& tie,
+                   std::vector<CountItem>& items, uint64_t* out) {
+  items.clear();
+  const uint64_t threshold = std::max(min_count, top_threshold(r, begin, end, top));
+  for (uint64_t i = begin; i < end; ++i) {
+    if (r.counts[i] < threshold) continue;
+    items.push_back({~r.counts[i], tie.empty() ? i : (uint64_t{tie[i]} << 32) | i});
+  }
+  std::sort(items.begin(), items.end());
+  const uint64_t keep = top == 0 ? items.size() : std::min<uint64_t>(top, items.size());
+  for (uint64_t k = 0; k < keep; ++k) out[k] = tie.empty() ? items[k].lo : items[k].lo & kLow32;
+}
+
+uint64_t kept_in_group(const RecordBatch& r, uint64_t begin, uint64_t end, uint64_t top,
+                       uint64_t min_count) {
+  uint64_t kept = 0;
+  for (uint64_t i = begin; i < end; ++i) kept += r.counts[i] >= min_count;
+  return top == 0 ? kept : std::min(kept, top);
+}
+
+/// Groups (runs of records, `starts` from run_starts) each become rows ordered by
+/// (count desc, tie asc) with --top / --min-count per group. With `one_row_per_group` a group
+/// is one row (term-vector); otherwise every kept record is a row (sequence-count --per-doc).
+void plan_groups(const RecordBatch& r, const std::vector<uint64_t>& starts, uint64_t top,
+                 uint64_t min_count, const std::vector<uint32_t>& tie, unsigned threads,
+                 RowPlan& plan, bool one_row_per_group) {
+  const uint64_t groups = starts.size() - 1;
+  std::vector<uint64_t> at(groups + 1, 0);
+  parallel_blocks(groups, threads, [&](uint64_t lo, uint64_t hi) {
+    for (uint64_t g = lo; g < hi; ++g)
+      at[g] = kept_in_group(r, starts[g], starts[g + 1], top, min_count);
+  }, 256);
+  const uint64_t total = exclusive_scan_in_place(at);
+  at[groups] = total;
+  plan.order.resize(total);
+  parallel_blocks(groups, threads, [&](uint64_t lo, uint64_t hi) {
+    std::vector<CountItem> items;
+    for (uint64_t g = lo; g < hi; ++g)
+      ordered_group(r, starts[g], starts[g + 1], top, min_count, tie, items,
+                    plan.order.data() + at[g]);
+  }, 64);
+  if (one_row_per_group) plan.row_begin = std::move(at);
+}
+
+RowPlan plan_counted(const RecordBatch& r, const RowPlanContext& ctx, uint32_t off) {
+  // word-count, sequence-count: one row per record, (count desc, key order asc).
+  RowPlan plan;
+  const uint64_t n = r.size();
+  GTADOC_EXPECTS(n <= kLow32, "too many rows on one rank (more than 2^32)");
+  std::vector<uint32_t> tie;
+  if (ctx.order != nullptr) tie = sequence_ranks(r, *ctx.order, off, ctx.threads);
+  if (off == 0) {
+    const uint64_t threshold = top_threshold(r, 0, n, ctx.q.top);
+    std::vector<CountItem> items;
+    items.reserve(ctx.q.top > 0 ? std::min<uint64_t>(n, ctx.q.top * 2) : n);
+    if (threshold == 0) {
+      items.resize(n);
+      parallel_blocks(n, ctx.threads, [&](uint64_t lo, uint64_t hi) {
+        for (uint64_t i = lo; i < hi; ++i)
+          items[i] = {~r.counts[i], tie.empty() ? i : (uint64_t{tie[i]} << 32) | i};
+      });
+    } else {
+      for (uint64_t i = 0; i < n; ++i)
+        if (r.counts[i] >= threshold)
+          items.push_back({~r.counts[i], tie.empty() ? i : (uint64_t{tie[i]} << 32) | i});
+    }
+    parallel_sort(items.begin(), items.end(), std::less<CountItem>(), ctx.threads);
+    const uint64_t keep =
+        ctx.q.top == 0 ? items.size() : std::min<uint64_t>(ctx.q.top, items.size());
+    plan.order.resize(keep);
+    parallel_blocks(keep, ctx.threads, [&](uint64_t lo, uint64_t hi) {
+      for (uint64_t k = lo; k < hi; ++k) plan.order[k] = items[k].lo & kLow32;
+    });
+    return plan;
+  }
+  // --per-doc: groups of one document, --top per document.
+  const uint32_t* keys = r.keys.data();
+  const uint32_t w = r.width;
+  const auto starts = run_starts(
+      n, [&](uint64_t i, uint64_t j) { return keys[i * w] == keys[j * w]; }, ctx.threads);
+  plan_groups(r, starts, ctx.q.top, 1, tie, ctx.threads, plan, false);
+  return plan;
+}
+
+RowPlan plan_inverted(const RecordBatch& r, const RowPlanContext& ctx) {
+  // [w, doc] sorted: a row is a run of one word, documents ascending; word ids are byte order.
+  RowPlan plan;
+  const uint32_t* keys = r.keys.data();
+  plan.row_begin = run_starts(
+      r.size(), [&](uint64_t i, uint64_t j) { return keys[2 * i] == keys[2 * j]; }, ctx.threads);
+  plan.positions = r.size();
+  return plan;
+}
+
+RowPlan plan_term_vector(const RecordBatch& r, const RowPlanContext& ctx) {
+  // [doc, w] sorted: every owned document is a row (possibly empty), words by count desc then
+  // word asc (record order within a document), --min-count then --top.
+  const uint32_t* keys = r.keys.data();
+  RowPlan plan;
+  const DocId docs = ctx.doc_end - ctx.doc_begin;
+  plan.row_doc.resize(docs);
+  std::iota(plan.row_doc.begin(), plan.row_doc.end(), ctx.doc_begin);
+  // Records of document doc_begin + d are [starts[d], starts[d + 1]) (empty when it has none).
+  auto first_of = [&](DocId doc) {
+    uint64_t lo = 0, hi = r.size();
+    while (lo < hi) {
+      const uint64_t mid = lo + (hi - lo) / 2;
+      if (keys[2 * mid] < doc)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    return lo;
+  };
+  std::vector<uint64_t> starts(static_cast<size_t>(docs) + 1);
+  parallel_for(starts.size(), ctx.threads,
+               [&](size_t d) { starts[d] = first_of(ctx.doc_begin + static_cast<DocId>(d)); });
+  GTADOC_EXPECTS(starts.front() == 0 && starts.back() == r.size(),
+                 "term-vector records of documents this rank does not own");
+  plan_groups(r, starts, ctx.q.top, ctx.q.min_count, {}, ctx.threads, plan, true);
+  return plan;
+}
+
+RowPlan plan_ranked(const RecordBatch& r, const RowPlanContext& ctx) {
+  // [w1..wn, doc] sorted: a row is a run of one n-gram; rows in joined-bytes order, postings by
+  // count desc then document asc (record order within the run).
+  const uint32_t n = ctx.q.n, w = r.width;
+  const uint32_t* keys = r.keys.data();
+  auto runs = run_starts(
+      r.size(),
+      [&](uint64_t i, uint64_t j) {
+        return std::memcmp(keys + i * w, keys + j * w, n * sizeof(uint32_t)) == 0;
+      },
+      ctx.threads);
+  const uint64_t groups = runs.size() - 1;
+  std::vector<uint64_t> group(groups);
+  std::iota(group.begin(), group.end(), uint64_t{0});
+  if (!ctx.order->identity())
+    parallel_sort(
+        group.begin(), group.end(),
+        [&](uint64_t a, uint64_t b) {
+          return ctx.order->less(keys + runs[a] * w, keys + runs[b] * w);
+        },
+        ctx.threads);
+  RowPlan plan;
+  plan.row_begin.resize(groups + 1);
+  for (uint64_t g = 0; g < groups; ++g) plan.row_begin[g] = runs[group[g] + 1] - runs[group[g]];
+  plan.row_begin[groups] = 0;
+  exclusive_scan_in_place(plan.row_begin);
+  plan.order.resize(r.size());
+  parallel_blocks(groups, ctx.threads, [&](uint64_t lo, uint64_t hi) {
+    for (uint64_t g = lo; g < hi; ++g) {
+      uint64_t* out = plan.order.data() + plan.row_begin[g];
+      const uint64_t b = runs[group[g]], e = runs[group[g] + 1];
+      std::iota(out, out + (e - b), b);
+      if (e - b > 1)
+        std::stable_sort(out, out + (e - b),
+                         [&](uint64_t x, uint64_t y) { return r.counts[x] > r.counts[y]; });
+    }
+  }, 1024);
+  return plan;
+}
+
+}  // namespace
+
+void RowPlan::truncate(uint64_t keep) {
+  if (keep >= rows()) return;
+  if (!row_begin.empty()) {
+    row_begin.resize(keep + 1);
+    if (!row_doc.empty()) row_doc.resize(keep);
+  } else if (!order.empty()) {
+    order.resize(keep);
+  } else {
+    positions = keep;
+  }
+}
+
+bool count_ordered(const QueryOptions& q) {
+  return q.task == Task::kWordCount || (q.task == Task::kSequenceCount && !q.per_doc);
+}
+
+RowPlan plan_rows(const RecordBatch& reduced, const RowPlanContext& ctx) {
+  switch (ctx.q.task) {
+    case Task::kWordCount:
+      return plan_counted(reduced, ctx, 0);
+    case Task::kSort: {
+      RowPlan plan;
+      plan.positions = reduced.size();
+      return plan;
+    }
+    case Task::kInvertedIndex:
+      return plan_inverted(reduced, ctx);
+    case Task::kTermVector:
+      return plan_term_vector(reduced, ctx);
+    case Task::kSequenceCount:
+      GTADOC_EXPECTS(ctx.order != nullptr, "sequence rows need the sequence order");
+      return plan_counted(reduced, ctx, ctx.q.per_doc ? 1 : 0);
+    case Task::kRankedInvertedIndex:
+      GTADOC_EXPECTS(ctx.order != nullptr, "sequence rows need the sequence order");
+      return plan_ranked(reduced, ctx);
+  }
+  GTADOC_FAIL("unknown task");
+}
+
+}  // namespace gtadoc

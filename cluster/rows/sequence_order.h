@@ -1,0 +1,45 @@
+// The byte order of sequences (n-grams) expressed on word ids, so sequence rows are ordered
+// with integers only. SPEC §4 orders sequences by their joined bytes "w1 w2 ... wn"; word ids are
+// in byte order of the words, but the joined string can order differently from the id tuple
+// when a word is a proper prefix of another and the next byte is below 0x20
+// ("a\x01 b" < "a b" although "a" < "a\x01"). Only then ranks differ from ids.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "formats/dictionary.h"
+
+namespace gtadoc {
+
+class SequenceOrder {
+ public:
+  /// `dict` is the (normalized) dictionary the word ids refer to; n >= 1.
+  SequenceOrder(const Dictionary& dict, uint32_t n);
+
+  /// True when the id tuple order already is the joined-bytes order.
+  bool identity() const { return space_rank_.empty(); }
+  uint32_t n() const { return n_; }
+  /// Rank of word w followed by a space: comparing these for words 1..n-1 and the last word's
+  /// id is comparing the joined strings.
+  uint32_t space_rank(uint32_t w) const { return space_rank_.empty() ? w : space_rank_[w]; }
+  uint32_t rank(const uint32_t* words, uint32_t i) const {
+    return i + 1 == n_ ? words[i] : space_rank(words[i]);
+  }
+  /// Joined-bytes order of two n-grams given as word ids.
+  bool less(const uint32_t* a, const uint32_t* b) const {
+    for (uint32_t i = 0; i < n_; ++i) {
+      const uint32_t x = rank(a, i), y = rank(b, i);
+      if (x != y) return x < y;
+    }
+    return false;
+  }
+  /// The table of space ranks (empty when identity()).
+  const std::vector<uint32_t>& space_ranks() const { return space_rank_; }
+
+ private:
+  uint32_t n_;
+  std::vector<uint32_t> space_rank_;  ///< empty: the rank of w + ' ' is w
+};
+
+}  // namespace gtadoc
