@@ -57,8 +57,7 @@ uint32_t owner_of(std::span<const uint32_t> key, const KeyLayout& layout, uint32
   check_layout(layout, parts, range_splitters);
   GTADOC_EXPECTS(key.size() == layout.width, "key does not match the layout width");
   if (parts == 1) return 0;
-  if (layout.range_partition)
-    return range_owner(ranked(key[0], first_value_rank), range_splitters);
+  if (layout.range_partition) return range_owner(ranked(key[0], first_value_rank), range_splitters);
   return hash_owner(key.data(), layout.partition_width, parts);
 }
 
@@ -115,7 +114,7 @@ PartitionedRecords partition_records(const RecordBatch& batch, const KeyLayout& 
 }
 
 std::vector<uint32_t> choose_range_splitters(Comm& comm, const RecordBatch& local, uint32_t parts,
-                                            std::span<const uint32_t> first_value_rank) {
+                                             std::span<const uint32_t> first_value_rank) {
   if (parts <= 1) return {};
   const size_t n = local.size();
   const uint32_t w = local.width;

@@ -42,8 +42,7 @@ uint32_t owner_of(std::span<const uint32_t> key, const KeyLayout& layout, uint32
 /// partition_width is not in 1..width, when parts == 0, or when range splitters are missing
 /// (size != parts - 1) or unsorted.
 PartitionedRecords partition_records(const RecordBatch& batch, const KeyLayout& layout,
-                                     uint32_t parts,
-                                     std::span<const uint32_t> range_splitters = {},
+                                     uint32_t parts, std::span<const uint32_t> range_splitters = {},
                                      std::span<const uint32_t> first_value_rank = {});
 
 /// Collective: chooses parts - 1 range splitters from a sample of every rank's first key
@@ -52,6 +51,6 @@ PartitionedRecords partition_records(const RecordBatch& batch, const KeyLayout& 
 /// returns the same splitters. A key value that alone exceeds a partition's share still lands
 /// in one partition. Returns an empty vector for parts <= 1.
 std::vector<uint32_t> choose_range_splitters(Comm& comm, const RecordBatch& local, uint32_t parts,
-                                            std::span<const uint32_t> first_value_rank = {});
+                                             std::span<const uint32_t> first_value_rank = {});
 
 }  // namespace gtadoc

@@ -2,11 +2,11 @@
 //
 // Each record becomes a 16-byte entry {prefix, payload}: the payload is the count (width 1) or
 // the row index; the prefix is one 64-bit chunk of the key (two key values). Entries are LSD
-// radix-sorted with 8-bit digits in parallel, chunk by chunk from the last to the first (each
-// pass stable), skipping digits that are equal in every entry (word and document ids rarely use
-// all 32 bits), so after the last pass the prefix holds the first two key values and entries are
-// in key order.
-// Finally equal keys are summed into a fresh row-major batch, in parallel over key groups.
+// radix-sorted with 11-bit digits in parallel, chunk by chunk from the last to the first (each
+// pass stable), placing digits only where bits differ between entries (word and document ids rarely
+// use all 32 bits), so after the last pass the prefix holds the first two key values and entries
+// are in key order. Finally equal keys are summed into a fresh row-major batch, in parallel over
+// key groups.
 #include "cluster/reduce.h"
 
 #include <algorithm>
@@ -53,7 +53,8 @@ void radix_sort(std::vector<Entry>& a, std::vector<Entry>& tmp, unsigned threads
   const uint64_t first = a[0].prefix;
   run_threads(threads, [&](unsigned t) {
     uint64_t v = 0;
-    for (size_t i = block_begin(n, threads, t); i < block_begin(n, threads, t + 1); ++i) {
+    for (size_t i = block_begin(n, threads, t), end = block_begin(n, threads, t + 1); i < end;
+         ++i) {
       v |= a[i].prefix ^ first;
     }
     varying[t] = v;
@@ -61,29 +62,36 @@ void radix_sort(std::vector<Entry>& a, std::vector<Entry>& tmp, unsigned threads
   uint64_t diff = 0;
   for (uint64_t v : varying) diff |= v;
 
-  std::vector<size_t> hist(static_cast<size_t>(threads) * 256);
-  for (unsigned shift = 0; shift < 64; shift += 8) {
-    if (((diff >> shift) & 0xff) == 0) continue;
+  // 11-bit digits placed at the varying bits only: a digit starts at the lowest varying bit
+  // not yet covered, so runs of constant bits (unused high bits of ids) cost no pass.
+  constexpr unsigned kDigitBits = 11;
+  constexpr size_t kBuckets = size_t{1} << kDigitBits;
+  std::vector<size_t> hist(static_cast<size_t>(threads) * kBuckets);
+  for (unsigned shift = 0; shift < 64; shift += kDigitBits) {
+    if ((diff >> shift) == 0) break;
+    shift += static_cast<unsigned>(__builtin_ctzll(diff >> shift));
     std::fill(hist.begin(), hist.end(), 0);
     run_threads(threads, [&](unsigned t) {
-      size_t* h = hist.data() + static_cast<size_t>(t) * 256;
-      for (size_t i = block_begin(n, threads, t); i < block_begin(n, threads, t + 1); ++i) {
-        ++h[(a[i].prefix >> shift) & 0xff];
+      size_t* h = hist.data() + static_cast<size_t>(t) * kBuckets;
+      for (size_t i = block_begin(n, threads, t), end = block_begin(n, threads, t + 1); i < end;
+           ++i) {
+        ++h[(a[i].prefix >> shift) & (kBuckets - 1)];
       }
     });
     size_t pos = 0;  // turn counts into start positions: digit-major, thread-minor (stable)
-    for (size_t digit = 0; digit < 256; ++digit) {
+    for (size_t digit = 0; digit < kBuckets; ++digit) {
       for (unsigned t = 0; t < threads; ++t) {
-        size_t& h = hist[static_cast<size_t>(t) * 256 + digit];
+        size_t& h = hist[static_cast<size_t>(t) * kBuckets + digit];
         const size_t c = h;
         h = pos;
         pos += c;
       }
     }
     run_threads(threads, [&](unsigned t) {
-      size_t* h = hist.data() + static_cast<size_t>(t) * 256;
-      for (size_t i = block_begin(n, threads, t); i < block_begin(n, threads, t + 1); ++i) {
-        tmp[h[(a[i].prefix >> shift) & 0xff]++] = a[i];
+      size_t* h = hist.data() + static_cast<size_t>(t) * kBuckets;
+      for (size_t i = block_begin(n, threads, t), end = block_begin(n, threads, t + 1); i < end;
+           ++i) {
+        tmp[h[(a[i].prefix >> shift) & (kBuckets - 1)]++] = a[i];
       }
     });
     a.swap(tmp);
@@ -130,7 +138,8 @@ void reduce_records(RecordBatch& batch, unsigned threads) {
     std::vector<Entry> tmp(n);
     for (uint32_t c = chunks; c-- > 0;) {
       run_threads(threads, [&](unsigned t) {
-        for (size_t i = block_begin(n, threads, t); i < block_begin(n, threads, t + 1); ++i) {
+        for (size_t i = block_begin(n, threads, t), end = block_begin(n, threads, t + 1); i < end;
+             ++i) {
           const size_t row = c + 1 == chunks ? i : entries[i].payload;
           if (w == 1)
             entries[i] = {keys[i], counts[i]};

@@ -268,10 +268,8 @@ void execute_run(RunCommand& c, Comm& comm) {
   if (parts == 1) {  // one owner: nothing to partition or move
     owned = std::move(local);
   } else {
-    if (layout.range_partition)
-      splitters = choose_range_splitters(comm, local, parts, first_rank);
-    PartitionedRecords partitioned =
-        partition_records(local, layout, parts, splitters, first_rank);
+    if (layout.range_partition) splitters = choose_range_splitters(comm, local, parts, first_rank);
+    PartitionedRecords partitioned = partition_records(local, layout, parts, splitters, first_rank);
     local = RecordBatch{};
     owned = shuffle_records(comm, partitioned);
   }
@@ -289,8 +287,8 @@ void execute_run(RunCommand& c, Comm& comm) {
     doc_end = r + 1 == comm.size() ? num_docs : std::min(splitters[r], num_docs);
     doc_end = std::max(doc_begin, doc_end);
   }
-  RankRows rows = plan_rank_rows(comm, std::move(owned), c.q, order ? &*order : nullptr,
-                                 doc_begin, doc_end, c.q.threads);
+  RankRows rows = plan_rank_rows(comm, std::move(owned), c.q, order ? &*order : nullptr, doc_begin,
+                                 doc_end, c.q.threads);
   t.merge = merge_timer.seconds();
 
   Timer write_timer;

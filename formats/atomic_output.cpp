@@ -43,12 +43,12 @@ void write_new_file(const fs::path& file, std::string_view bytes) {
 }
 
 OutputFile::OutputFile(fs::path file, Mode mode) : file_(std::move(file)) {
-  const int flags = mode == Mode::kCreateNew ? O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC
-                                             : O_WRONLY | O_CLOEXEC;
+  const int flags =
+      mode == Mode::kCreateNew ? O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC : O_WRONLY | O_CLOEXEC;
   fd_ = ::open(file_.c_str(), flags, 0644);
   if (fd_ < 0)
-    throw InputError(file_.string() + ": cannot " +
-                     (mode == Mode::kCreateNew ? "create" : "open") + ": " + std::strerror(errno));
+    throw InputError(file_.string() + ": cannot " + (mode == Mode::kCreateNew ? "create" : "open") +
+                     ": " + std::strerror(errno));
 }
 
 OutputFile::~OutputFile() {

@@ -9,6 +9,8 @@
 #   OUT=/tmp/o BUILD_DIR=build-x JOBS=8 scripts/device-check.sh
 #   BENCH=0 scripts/device-check.sh               # tests only, no benchmarks
 #   E2E=0 scripts/device-check.sh                 # resident-query benchmark only (no gtadoc run)
+#   QUERY=0 scripts/device-check.sh               # no resident-query benchmark
+#   SANITIZE=0 scripts/device-check.sh            # skip compute-sanitizer
 set -uo pipefail
 
 cd "$(dirname "$0")/.."
@@ -123,7 +125,9 @@ fi
 step gpu-gtest "$WORKER_BIN" --gtest_filter='GpuEngineTest.*' \
   --gtest_output="xml:$OUT/gpu-gtest.xml"
 
-if command -v compute-sanitizer >/dev/null 2>&1; then
+if [ "${SANITIZE:-1}" = 0 ]; then
+  note "SKIP  compute-sanitizer (SANITIZE=0)"
+elif command -v compute-sanitizer >/dev/null 2>&1; then
   for tool in memcheck racecheck initcheck; do
     extra=()
     [ "$tool" = racecheck ] && extra=(--racecheck-report all)
@@ -141,12 +145,22 @@ if [ "${BENCH:-1}" != 0 ]; then
   if step bench-build cmake --build "$BUILD_DIR" -j "$JOBS" --target gtadoc_reference \
     raw_wordcount raw_gpu gtadoc_query_bench; then
     # Resident queries (G-TADOC's methodology): every engine, speed-ups, bandwidth floor.
-    step query-bench env OUT="$OUT" BUILD_DIR="$BUILD_DIR" REPS="${REPS:-5}" \
-      "$ROOT/scripts/bench/query-bench.sh"
-    grep -q '"match": *false' "$OUT/query-bench.jsonl" &&
-      note "FAIL  a GPU engine result differs from the CPU engine's" && failed=1
-    # End to end (gtadoc run against the raw-text reference); E2E=0 skips it.
+    if [ "${QUERY:-1}" != 0 ]; then
+      step query-bench env OUT="$OUT" BUILD_DIR="$BUILD_DIR" REPS="${REPS:-5}" \
+        "$ROOT/scripts/bench/query-bench.sh"
+      grep -q '"match": *false' "$OUT/query-bench.jsonl" &&
+        note "FAIL  a GPU engine result differs from the CPU engine's" && failed=1
+    fi
+    # End to end: every task x {gpu, 2 GPUs, cpu, auto} through `gtadoc run`, phases from
+    # --stats, outputs compared with each other and (small corpora) the raw-text reference.
+    # E2E=0 skips it; E2E_ENV passes knobs (e.g. "BUDGET_S=200 LARGE_MB=300").
     if [ "${E2E:-1}" != 0 ]; then
+      # shellcheck disable=SC2086
+      step e2e env OUT="$OUT" BUILD_DIR="$BUILD_DIR" REPS="${REPS:-1}" ${E2E_ENV:-} \
+        "$ROOT/scripts/bench/e2e-bench.sh"
+    fi
+    # The older engines-and-reference benchmark (scripts/bench/device-bench.sh): ENGINES=1.
+    if [ "${ENGINES:-0}" != 0 ]; then
       step bench env OUT="$OUT" BUILD_DIR="$BUILD_DIR" REPS="${REPS:-2}" \
         "$ROOT/scripts/bench/device-bench.sh"
       grep -q "match=False" "$OUT/bench.log" && note "FAIL  a benchmark output differs from the reference" && failed=1

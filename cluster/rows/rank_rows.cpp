@@ -131,10 +131,10 @@ RecordBatch exchange_rows(Comm& comm, const RecordBatch& rows, const CountKeyLes
   }
   RecordBatch got;
   got.width = w;
-  std::vector<uint32_t> keys = comm.alltoallv(
-      std::span<const uint32_t>(rows.keys.data(), rows.keys.size()), key_counts);
-  std::vector<uint64_t> c = comm.alltoallv(
-      std::span<const uint64_t>(rows.counts.data(), rows.counts.size()), counts);
+  std::vector<uint32_t> keys =
+      comm.alltoallv(std::span<const uint32_t>(rows.keys.data(), rows.keys.size()), key_counts);
+  std::vector<uint64_t> c =
+      comm.alltoallv(std::span<const uint64_t>(rows.counts.data(), rows.counts.size()), counts);
   got.keys.assign(keys.begin(), keys.end());
   got.counts.assign(c.begin(), c.end());
   return got;

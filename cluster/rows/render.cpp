@@ -41,7 +41,10 @@ struct Write {
 class RowText {
  public:
   RowText(const RecordBatch& r, const RowPlan& plan, const RenderContext& ctx, bool first_is_start)
-      : r_(r), plan_(plan), ctx_(ctx), json_(ctx.format == OutputFormat::kJson),
+      : r_(r),
+        plan_(plan),
+        ctx_(ctx),
+        json_(ctx.format == OutputFormat::kJson),
         first_is_start_(first_is_start) {}
 
   template <typename Out>
@@ -230,44 +233,56 @@ DocText::DocText(const std::vector<DocEntry>& docs, bool ids, OutputFormat forma
     if (ids) return decimal_digits(d);
     return json ? json_escaped_size(docs[d].name) + 2 : tsv_escaped_size(docs[d].name);
   };
-  parallel_blocks(docs.size(), threads, [&](uint64_t lo, uint64_t hi) {
-    for (uint64_t d = lo; d < hi; ++d) offsets_[d] = measure(static_cast<DocId>(d));
-  }, 4096);
+  parallel_blocks(
+      docs.size(), threads,
+      [&](uint64_t lo, uint64_t hi) {
+        for (uint64_t d = lo; d < hi; ++d) offsets_[d] = measure(static_cast<DocId>(d));
+      },
+      4096);
   offsets_.back() = 0;
   bytes_.resize(exclusive_scan_in_place(offsets_));
   offsets_.back() = bytes_.size();
-  parallel_blocks(docs.size(), threads, [&](uint64_t lo, uint64_t hi) {
-    for (uint64_t d = lo; d < hi; ++d) {
-      char* p = bytes_.data() + offsets_[d];
-      if (ids) {
-        write_decimal(d, p);
-      } else if (json) {
-        *p++ = '"';
-        p = write_json_escaped(docs[d].name, p);
-        *p = '"';
-      } else {
-        write_tsv_escaped(docs[d].name, p);
-      }
-    }
-  }, 4096);
+  parallel_blocks(
+      docs.size(), threads,
+      [&](uint64_t lo, uint64_t hi) {
+        for (uint64_t d = lo; d < hi; ++d) {
+          char* p = bytes_.data() + offsets_[d];
+          if (ids) {
+            write_decimal(d, p);
+          } else if (json) {
+            *p++ = '"';
+            p = write_json_escaped(docs[d].name, p);
+            *p = '"';
+          } else {
+            write_tsv_escaped(docs[d].name, p);
+          }
+        }
+      },
+      4096);
 }
 
-RowRenderer::RowRenderer(const RecordBatch& records, const RowPlan& plan,
-                         const RenderContext& ctx, bool first_is_result_start, unsigned threads)
-    : records_(records), plan_(plan), ctx_(ctx), first_is_start_(first_is_result_start),
+RowRenderer::RowRenderer(const RecordBatch& records, const RowPlan& plan, const RenderContext& ctx,
+                         bool first_is_result_start, unsigned threads)
+    : records_(records),
+      plan_(plan),
+      ctx_(ctx),
+      first_is_start_(first_is_result_start),
       threads_(threads) {
   const uint64_t rows = plan.rows();
   const uint64_t blocks = (rows + kBlockRows - 1) / kBlockRows;
   block_offsets_.assign(blocks + 1, 0);
   const RowText text(records_, plan_, ctx_, first_is_start_);
-  parallel_blocks(blocks, threads_, [&](uint64_t lo, uint64_t hi) {
-    for (uint64_t b = lo; b < hi; ++b) {
-      Measure m;
-      for (uint64_t r = b * kBlockRows; r < std::min(rows, (b + 1) * kBlockRows); ++r)
-        text.row(r, m);
-      block_offsets_[b] = m.n;
-    }
-  }, 16);
+  parallel_blocks(
+      blocks, threads_,
+      [&](uint64_t lo, uint64_t hi) {
+        for (uint64_t b = lo; b < hi; ++b) {
+          Measure m;
+          for (uint64_t r = b * kBlockRows; r < std::min(rows, (b + 1) * kBlockRows); ++r)
+            text.row(r, m);
+          block_offsets_[b] = m.n;
+        }
+      },
+      16);
   block_offsets_.back() = 0;
   block_offsets_.back() = exclusive_scan_in_place(block_offsets_);
 }
@@ -276,15 +291,18 @@ void RowRenderer::render_blocks(uint64_t first, uint64_t last, char* dst) const 
   const uint64_t rows = plan_.rows();
   const RowText text(records_, plan_, ctx_, first_is_start_);
   const uint64_t base = block_offsets_[first];
-  parallel_blocks(last - first, threads_, [&](uint64_t lo, uint64_t hi) {
-    for (uint64_t b = first + lo; b < first + hi; ++b) {
-      Write w{dst + (block_offsets_[b] - base)};
-      for (uint64_t r = b * kBlockRows; r < std::min(rows, (b + 1) * kBlockRows); ++r)
-        text.row(r, w);
-      GTADOC_EXPECTS(w.p == dst + (block_offsets_[b + 1] - base),
-                     "row rendering wrote a different size than it measured");
-    }
-  }, 4);
+  parallel_blocks(
+      last - first, threads_,
+      [&](uint64_t lo, uint64_t hi) {
+        for (uint64_t b = first + lo; b < first + hi; ++b) {
+          Write w{dst + (block_offsets_[b] - base)};
+          for (uint64_t r = b * kBlockRows; r < std::min(rows, (b + 1) * kBlockRows); ++r)
+            text.row(r, w);
+          GTADOC_EXPECTS(w.p == dst + (block_offsets_[b + 1] - base),
+                         "row rendering wrote a different size than it measured");
+        }
+      },
+      4);
 }
 
 void RowRenderer::render(uint64_t chunk_bytes,
@@ -302,8 +320,8 @@ void RowRenderer::render(uint64_t chunk_bytes,
     if (out.size() < size) out.resize(size);
     render_blocks(b, e, out.data());
     if (pending.valid()) pending.get();  // the sink of the previous chunk (rethrows its error)
-    pending = std::async(std::launch::async,
-                         [&sink, data = out.data(), size] { sink(data, size); });
+    pending =
+        std::async(std::launch::async, [&sink, data = out.data(), size] { sink(data, size); });
     which ^= 1;
     b = e;
   }

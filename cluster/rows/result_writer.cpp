@@ -95,8 +95,7 @@ uint64_t write_result(Comm& comm, const RankRows& rows, const RenderContext& ctx
     run_collectively(comm, [&] {
       for (const auto& g : gathered)
         write_stdout(reinterpret_cast<const char*>(g.data()), g.size());
-      if (std::fflush(stdout) != 0)
-        throw InputError("cannot write the result to standard output");
+      if (std::fflush(stdout) != 0) throw InputError("cannot write the result to standard output");
     });
     return mine;
   }
@@ -105,8 +104,7 @@ uint64_t write_result(Comm& comm, const RankRows& rows, const RenderContext& ctx
   const fs::path tmp =
       shared_temporary(comm, out, target.path, AtomicOutput::Kind::kFile, target.force);
   const std::vector<uint64_t> sizes = comm.allgather(mine);
-  const uint64_t offset =
-      std::accumulate(sizes.begin(), sizes.begin() + comm.rank(), uint64_t{0});
+  const uint64_t offset = std::accumulate(sizes.begin(), sizes.begin() + comm.rank(), uint64_t{0});
   run_collectively(comm, [&] {
     OutputFile file(tmp, OutputFile::Mode::kOpenExisting);
     write_slice(file, offset, renderer, trailer);

@@ -93,19 +93,25 @@ void plan_groups(const RecordBatch& r, const std::vector<uint64_t>& starts, uint
                  RowPlan& plan, bool one_row_per_group) {
   const uint64_t groups = starts.size() - 1;
   std::vector<uint64_t> at(groups + 1, 0);
-  parallel_blocks(groups, threads, [&](uint64_t lo, uint64_t hi) {
-    for (uint64_t g = lo; g < hi; ++g)
-      at[g] = kept_in_group(r, starts[g], starts[g + 1], top, min_count);
-  }, 256);
+  parallel_blocks(
+      groups, threads,
+      [&](uint64_t lo, uint64_t hi) {
+        for (uint64_t g = lo; g < hi; ++g)
+          at[g] = kept_in_group(r, starts[g], starts[g + 1], top, min_count);
+      },
+      256);
   const uint64_t total = exclusive_scan_in_place(at);
   at[groups] = total;
   plan.order.resize(total);
-  parallel_blocks(groups, threads, [&](uint64_t lo, uint64_t hi) {
-    std::vector<CountItem> items;
-    for (uint64_t g = lo; g < hi; ++g)
-      ordered_group(r, starts[g], starts[g + 1], top, min_count, tie, items,
-                    plan.order.data() + at[g]);
-  }, 64);
+  parallel_blocks(
+      groups, threads,
+      [&](uint64_t lo, uint64_t hi) {
+        std::vector<CountItem> items;
+        for (uint64_t g = lo; g < hi; ++g)
+          ordered_group(r, starts[g], starts[g + 1], top, min_count, tie, items,
+                        plan.order.data() + at[g]);
+      },
+      64);
   if (one_row_per_group) plan.row_begin = std::move(at);
 }
 
@@ -215,16 +221,19 @@ RowPlan plan_ranked(const RecordBatch& r, const RowPlanContext& ctx) {
   plan.row_begin[groups] = 0;
   exclusive_scan_in_place(plan.row_begin);
   plan.order.resize(r.size());
-  parallel_blocks(groups, ctx.threads, [&](uint64_t lo, uint64_t hi) {
-    for (uint64_t g = lo; g < hi; ++g) {
-      uint64_t* out = plan.order.data() + plan.row_begin[g];
-      const uint64_t b = runs[group[g]], e = runs[group[g] + 1];
-      std::iota(out, out + (e - b), b);
-      if (e - b > 1)
-        std::stable_sort(out, out + (e - b),
-                         [&](uint64_t x, uint64_t y) { return r.counts[x] > r.counts[y]; });
-    }
-  }, 1024);
+  parallel_blocks(
+      groups, ctx.threads,
+      [&](uint64_t lo, uint64_t hi) {
+        for (uint64_t g = lo; g < hi; ++g) {
+          uint64_t* out = plan.order.data() + plan.row_begin[g];
+          const uint64_t b = runs[group[g]], e = runs[group[g] + 1];
+          std::iota(out, out + (e - b), b);
+          if (e - b > 1)
+            std::stable_sort(out, out + (e - b),
+                             [&](uint64_t x, uint64_t y) { return r.counts[x] > r.counts[y]; });
+        }
+      },
+      1024);
   return plan;
 }
 
