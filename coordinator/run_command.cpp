@@ -100,6 +100,18 @@ void maybe_inject_fault(const Comm& comm, uint32_t shard) {
   throw InputError("injected failure (GTADOC_FAULT_INJECT)");
 }
 
+/// Size of the archive's shard files in MB (the grammar the engines traverse); 0 when the
+/// directory cannot be listed (read_manifest then reports what is wrong).
+double grammar_megabytes(const std::string& archive) {
+  std::error_code ec;
+  uint64_t bytes = 0;
+  for (fs::directory_iterator it(archive, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind("shard-", 0) == 0 && it->is_regular_file(ec)) bytes += it->file_size(ec);
+  }
+  return static_cast<double>(bytes) / 1e6;
+}
+
 struct Timings {
   double load = 0, init = 0, traversal = 0, shuffle = 0, merge = 0, write = 0;
   std::vector<std::string> traversals;  ///< per shard of this rank: "top-down: reason"
@@ -232,6 +244,12 @@ void execute_run(RunCommand& c, Comm& comm) {
     // Creating the engine (for the GPU: the CUDA context, 0.2-0.5 s) overlaps reading the
     // manifest, starting the first shard's read and normalizing the dictionary.
     const int local_rank = comm.local_rank();
+    if (c.engine == "auto") {
+      std::string why;
+      c.engine = choose_auto_engine(c.q.task, grammar_megabytes(c.archive) / comm.size(),
+                                    c.q.threads, gpu_available(), &why);
+      if (comm.rank() == 0) spdlog::info("--engine auto: {} ({})", c.engine, why);
+    }
     std::future<std::unique_ptr<Engine>> made = std::async(std::launch::async, [&c, local_rank] {
       return make_engine(c.engine, c.q.threads, local_rank);
     });

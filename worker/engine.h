@@ -51,9 +51,20 @@ bool gpu_available();
 /// The GPU engine on `device` (worker/gpu). Throws ResourceError when no GPU is usable.
 std::unique_ptr<Engine> make_gpu_engine(int device);
 
-/// Picks the engine for `--engine auto|gpu|cpu`: auto means gpu when available, else cpu.
-/// `local_rank` chooses the device (local rank % visible devices). Throws UsageError for an
-/// unknown name and ResourceError for gpu without a GPU.
+/// Creates the engine for `--engine gpu|cpu` ("auto" must be resolved by choose_auto_engine
+/// first; if passed it means gpu when available, else cpu). `local_rank` chooses the device
+/// (local rank % visible devices). Throws UsageError for an unknown name and ResourceError for
+/// gpu without a GPU.
 std::unique_ptr<Engine> make_engine(const std::string& name, unsigned threads, int local_rank);
+
+/// `--engine auto`: "gpu" or "cpu", whichever is expected to finish a fresh `gtadoc run` first,
+/// with the reason in `why`. End-to-end cost model measured on an H200 host with 32 cores
+/// (docs/PERFORMANCE.md, "--engine auto"): with G = grammar bytes (shard files) per rank in MB
+/// and T CPU threads, the CPU engine takes about G * (serial + parallel / T) seconds, the GPU
+/// engine G * gpu plus a start-up (CUDA context, device upload) ~0.55 s longer than the CPU's;
+/// per-task constants. The GPU is chosen only when `gpu_visible` (gpu_available()) and it is
+/// expected to win: small archives and cheap tasks run on the CPU, where CUDA start-up dominates.
+std::string choose_auto_engine(Task task, double grammar_mb_per_rank, unsigned threads,
+                               bool gpu_visible, std::string* why);
 
 }  // namespace gtadoc
