@@ -9,6 +9,7 @@
 #include "cluster/comm.h"
 #include "common/error.h"
 #include "common/hash.h"
+#include "common/parallel.h"
 
 namespace gtadoc {
 
@@ -63,7 +64,8 @@ uint32_t owner_of(std::span<const uint32_t> key, const KeyLayout& layout, uint32
 
 PartitionedRecords partition_records(const RecordBatch& batch, const KeyLayout& layout,
                                      uint32_t parts, std::span<const uint32_t> range_splitters,
-                                     std::span<const uint32_t> first_value_rank) {
+                                     std::span<const uint32_t> first_value_rank, unsigned threads) {
+  threads = resolve_threads(threads);
   check_layout(layout, parts, range_splitters);
   GTADOC_EXPECTS(batch.width == layout.width, "record width does not match the key layout");
   const size_t n = batch.size();
@@ -78,38 +80,55 @@ PartitionedRecords partition_records(const RecordBatch& batch, const KeyLayout& 
     return out;
   }
 
-  std::vector<uint32_t> owner(n);
+  // Blocks of rows in parallel: owners and per-block counts, then every block scatters its rows
+  // to its own cursors (block-major within an owner, so the result stays stable).
   const uint32_t* keys = batch.keys.data();
-  if (layout.range_partition) {
-    for (size_t i = 0; i < n; ++i)
-      owner[i] = range_owner(ranked(keys[i * w], first_value_rank), range_splitters);
-  } else {
-    const uint32_t pw = layout.partition_width;
-    for (size_t i = 0; i < n; ++i) owner[i] = hash_owner(keys + i * w, pw, parts);
+  const size_t blocks = std::max<size_t>(1, std::min<size_t>(n >> 15, size_t{threads} * 4));
+  std::vector<uint32_t> owner(n);
+  std::vector<size_t> cursor(blocks * parts, 0);  // block b, part p: count, then write cursor
+  auto block_range = [&](size_t b) {
+    return std::pair<size_t, size_t>{n * b / blocks, n * (b + 1) / blocks};
+  };
+  parallel_for(blocks, threads, [&](size_t b) {
+    const auto [lo, hi] = block_range(b);
+    size_t* count = cursor.data() + b * parts;
+    if (layout.range_partition) {
+      for (size_t i = lo; i < hi; ++i)
+        owner[i] = range_owner(ranked(keys[i * w], first_value_rank), range_splitters);
+    } else {
+      for (size_t i = lo; i < hi; ++i)
+        owner[i] = hash_owner(keys + i * w, layout.partition_width, parts);
+    }
+    for (size_t i = lo; i < hi; ++i) ++count[owner[i]];
+  });
+  size_t pos = 0;
+  for (uint32_t p = 0; p < parts; ++p) {
+    out.offsets[p] = pos;
+    for (size_t b = 0; b < blocks; ++b) {
+      const size_t c = cursor[b * parts + p];
+      cursor[b * parts + p] = pos;
+      pos += c;
+    }
   }
+  out.offsets[parts] = pos;
 
-  for (size_t i = 0; i < n; ++i) ++out.offsets[owner[i] + 1];
-  for (uint32_t p = 0; p < parts; ++p) out.offsets[p + 1] += out.offsets[p];
-
-  std::vector<size_t> next(out.offsets.begin(), out.offsets.end() - 1);
   out.records.width = w;
   out.records.keys.resize(n * w);
   out.records.counts.resize(n);
   uint32_t* dst_keys = out.records.keys.data();
   uint64_t* dst_counts = out.records.counts.data();
-  if (w == 1) {
-    for (size_t i = 0; i < n; ++i) {
+  parallel_for(blocks, threads, [&](size_t b) {
+    const auto [lo, hi] = block_range(b);
+    size_t* next = cursor.data() + b * parts;
+    for (size_t i = lo; i < hi; ++i) {
       const size_t d = next[owner[i]]++;
-      dst_keys[d] = keys[i];
+      if (w == 1)
+        dst_keys[d] = keys[i];
+      else
+        std::memcpy(dst_keys + d * w, keys + i * w, w * sizeof(uint32_t));
       dst_counts[d] = batch.counts[i];
     }
-  } else {
-    for (size_t i = 0; i < n; ++i) {
-      const size_t d = next[owner[i]]++;
-      std::memcpy(dst_keys + d * w, keys + i * w, w * sizeof(uint32_t));
-      dst_counts[d] = batch.counts[i];
-    }
-  }
+  });
   return out;
 }
 

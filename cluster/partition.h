@@ -38,12 +38,13 @@ uint32_t owner_of(std::span<const uint32_t> key, const KeyLayout& layout, uint32
                   std::span<const uint32_t> range_splitters = {},
                   std::span<const uint32_t> first_value_rank = {});
 
-/// Reorders `batch` by owner. Throws InternalError when batch.width != layout.width, when
-/// partition_width is not in 1..width, when parts == 0, or when range splitters are missing
-/// (size != parts - 1) or unsorted.
+/// Reorders `batch` by owner, on `threads` threads (0 = all; the result does not depend on it).
+/// Throws InternalError when batch.width != layout.width, when partition_width is not in 1..width,
+/// when parts == 0, or when range splitters are missing (size != parts - 1) or unsorted.
 PartitionedRecords partition_records(const RecordBatch& batch, const KeyLayout& layout,
                                      uint32_t parts, std::span<const uint32_t> range_splitters = {},
-                                     std::span<const uint32_t> first_value_rank = {});
+                                     std::span<const uint32_t> first_value_rank = {},
+                                     unsigned threads = 1);
 
 /// Collective: chooses parts - 1 range splitters from a sample of every rank's first key
 /// values (each sample weighted by the number of rows it stands for), so that partitions hold

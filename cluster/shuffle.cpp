@@ -55,7 +55,8 @@ RecordBatch shuffle_records(Comm& comm, const PartitionedRecords& parts, size_t 
   const size_t n = in.size();
 
   // One collective agrees on the round count and checks that all widths are equal.
-  uint64_t agree[3] = {(n + per_round - 1) / per_round, w, UINT32_MAX - uint64_t{w}};
+  const size_t remote = n - parts.part_size(static_cast<uint32_t>(comm.rank()));
+  uint64_t agree[3] = {(remote + per_round - 1) / per_round, w, UINT32_MAX - uint64_t{w}};
   comm.allreduce(std::span<uint64_t>(agree, 3), ReduceOp::kMax);
   if (agree[1] != w || agree[2] != UINT32_MAX - uint64_t{w}) {
     GTADOC_FAIL("shuffle: ranks disagree on the record width");
@@ -74,7 +75,18 @@ RecordBatch shuffle_records(Comm& comm, const PartitionedRecords& parts, size_t 
   out.keys.resize(write_at[p] * w);
   out.counts.resize(write_at[p]);
 
+  // This rank's own part never goes through MPI: copied straight into place.
+  const size_t me = static_cast<size_t>(comm.rank());
+  {
+    const size_t first = parts.offsets[me], rows = send_total[me];
+    std::memcpy(out.keys.data() + write_at[me] * w, in.keys.data() + first * w,
+                rows * w * sizeof(uint32_t));
+    std::memcpy(out.counts.data() + write_at[me], in.counts.data() + first,
+                rows * sizeof(uint64_t));
+    write_at[me] += rows;
+  }
   std::vector<size_t> left(p), sent(p, 0), take(p), send_bytes(p), recv_bytes;
+  sent[me] = send_total[me];
   std::vector<uint8_t> wire;
   for (uint64_t round = 0; round < rounds; ++round) {
     for (size_t d = 0; d < p; ++d) left[d] = send_total[d] - sent[d];

@@ -287,7 +287,8 @@ void execute_run(RunCommand& c, Comm& comm) {
     owned = std::move(local);
   } else {
     if (layout.range_partition) splitters = choose_range_splitters(comm, local, parts, first_rank);
-    PartitionedRecords partitioned = partition_records(local, layout, parts, splitters, first_rank);
+    PartitionedRecords partitioned =
+        partition_records(local, layout, parts, splitters, first_rank, c.q.threads);
     local = RecordBatch{};
     owned = shuffle_records(comm, partitioned);
   }
