@@ -278,7 +278,7 @@ void execute_run(RunCommand& c, Comm& comm) {
   // Sequence rows order by their joined bytes; ranked-inverted-index owners hold ranges of that
   // order (by the first word's rank).
   std::optional<SequenceOrder> order;
-  if (is_sequence_task(c.q.task)) order.emplace(norm.dict, c.q.n);
+  if (is_sequence_task(c.q.task)) order.emplace(norm.dict, c.q.n, c.q.threads);
   std::span<const uint32_t> first_rank;
   if (c.q.task == Task::kRankedInvertedIndex) first_rank = order->space_ranks();
   std::vector<uint32_t> splitters;

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "cluster/reduce.h"
 #include "cluster/rows/parallel_sort.h"
 #include "common/error.h"
 #include "common/parallel.h"
@@ -23,32 +24,32 @@ struct CountItem {
 
 constexpr uint64_t kLow32 = 0xFFFFFFFFull;
 
-/// Rank of every record in the joined-bytes order of its n-gram (records sorted by key, so for
-/// an identity order the rank is the index and nothing is computed). `off` is where the n-gram
-/// starts in a key.
+/// Position of each selected record in the joined-bytes order of its key, where the n-gram
+/// starts at `off` (a leading document id orders first). Records are sorted by key, so for an
+/// identity order the position is the index and nothing is computed (empty result). Otherwise
+/// the keys are rewritten into ranks (SequenceOrder::to_ranks) and radix-sorted by
+/// reduce_records, which keeps each record's index in its count (rewritten keys stay unique).
 std::vector<uint32_t> sequence_ranks(const RecordBatch& r, const SequenceOrder& order, uint32_t off,
                                      unsigned threads) {
   if (order.identity()) return {};
   const uint64_t n = r.size();
-  std::vector<uint32_t> idx(n);
-  std::iota(idx.begin(), idx.end(), 0u);
-  const uint32_t* keys = r.keys.data();
   const uint32_t w = r.width;
-  parallel_sort(
-      idx.begin(), idx.end(),
-      [&](uint32_t a, uint32_t b) {
-        const uint32_t* ka = keys + uint64_t{a} * w;
-        const uint32_t* kb = keys + uint64_t{b} * w;
-        for (uint32_t i = 0; i < off; ++i)  // a leading document id orders first
-          if (ka[i] != kb[i]) return ka[i] < kb[i];
-        if (order.less(ka + off, kb + off)) return true;
-        if (order.less(kb + off, ka + off)) return false;
-        return a < b;
-      },
-      threads);
+  RecordBatch ranked;
+  ranked.width = w;
+  ranked.keys.resize(n * w);
+  ranked.counts.resize(n);
+  parallel_blocks(n, threads, [&](uint64_t lo, uint64_t hi) {
+    for (uint64_t i = lo; i < hi; ++i) {
+      uint32_t* k = ranked.keys.data() + i * w;
+      std::memcpy(k, r.keys.data() + i * w, w * sizeof(uint32_t));
+      order.to_ranks(k + off);
+      ranked.counts[i] = i;
+    }
+  });
+  reduce_records(ranked, threads);
   std::vector<uint32_t> rank(n);
   parallel_blocks(n, threads, [&](uint64_t lo, uint64_t hi) {
-    for (uint64_t i = lo; i < hi; ++i) rank[idx[i]] = static_cast<uint32_t>(i);
+    for (uint64_t i = lo; i < hi; ++i) rank[ranked.counts[i]] = static_cast<uint32_t>(i);
   });
   return rank;
 }
@@ -121,7 +122,7 @@ RowPlan plan_counted(const RecordBatch& r, const RowPlanContext& ctx, uint32_t o
   const uint64_t n = r.size();
   GTADOC_EXPECTS(n <= kLow32, "too many rows on one rank (more than 2^32)");
   std::vector<uint32_t> tie;
-  if (ctx.order != nullptr) tie = sequence_ranks(r, *ctx.order, off, ctx.threads);
+  if (ctx.q.task == Task::kSequenceCount) tie = sequence_ranks(r, *ctx.order, off, ctx.threads);
   if (off == 0) {
     const uint64_t threshold = top_threshold(r, 0, n, ctx.q.top);
     std::vector<CountItem> items;
@@ -207,14 +208,22 @@ RowPlan plan_ranked(const RecordBatch& r, const RowPlanContext& ctx) {
       ctx.threads);
   const uint64_t groups = runs.size() - 1;
   std::vector<uint64_t> group(groups);
-  std::iota(group.begin(), group.end(), uint64_t{0});
-  if (!ctx.order->identity())
-    parallel_sort(
-        group.begin(), group.end(),
-        [&](uint64_t a, uint64_t b) {
-          return ctx.order->less(keys + runs[a] * w, keys + runs[b] * w);
-        },
-        ctx.threads);
+  if (ctx.order->identity()) {
+    std::iota(group.begin(), group.end(), uint64_t{0});
+  } else {  // the n-grams of the runs, ranked in joined-bytes order
+    RecordBatch heads;
+    heads.width = n;
+    heads.keys.resize(groups * n);
+    heads.counts.resize(groups);
+    parallel_blocks(groups, ctx.threads, [&](uint64_t lo, uint64_t hi) {
+      for (uint64_t g = lo; g < hi; ++g)
+        std::memcpy(heads.keys.data() + g * n, keys + runs[g] * w, n * sizeof(uint32_t));
+    });
+    const std::vector<uint32_t> rank = sequence_ranks(heads, *ctx.order, 0, ctx.threads);
+    parallel_blocks(groups, ctx.threads, [&](uint64_t lo, uint64_t hi) {
+      for (uint64_t g = lo; g < hi; ++g) group[rank[g]] = g;
+    });
+  }
   RowPlan plan;
   plan.row_begin.resize(groups + 1);
   for (uint64_t g = 0; g < groups; ++g) plan.row_begin[g] = runs[group[g] + 1] - runs[group[g]];

@@ -1,5 +1,7 @@
 #include "cluster/rows/sequence_order.h"
 
+#include "cluster/rows/parallel_sort.h"
+
 #include <algorithm>
 #include <cstring>
 #include <numeric>
@@ -7,7 +9,7 @@
 
 namespace gtadoc {
 
-SequenceOrder::SequenceOrder(const Dictionary& dict, uint32_t n) : n_(n) {
+SequenceOrder::SequenceOrder(const Dictionary& dict, uint32_t n, unsigned threads) : n_(n) {
   const auto& bytes = dict.bytes();
   const bool low_byte = std::any_of(bytes.begin(), bytes.end(),
                                     [](char c) { return static_cast<unsigned char>(c) < 0x20; });
@@ -25,7 +27,7 @@ SequenceOrder::SequenceOrder(const Dictionary& dict, uint32_t n) : n_(n) {
     const unsigned char cb = b.size() > m ? static_cast<unsigned char>(b[m]) : ' ';
     return ca < cb;
   };
-  std::sort(order.begin(), order.end(), token_less);
+  parallel_sort(order.begin(), order.end(), token_less, threads);
   space_rank_.resize(dict.size());
   for (uint32_t i = 0; i < order.size(); ++i) space_rank_[order[i]] = i;
 }

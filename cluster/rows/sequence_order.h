@@ -14,8 +14,9 @@ namespace gtadoc {
 
 class SequenceOrder {
  public:
-  /// `dict` is the (normalized) dictionary the word ids refer to; n >= 1.
-  SequenceOrder(const Dictionary& dict, uint32_t n);
+  /// `dict` is the (normalized) dictionary the word ids refer to; n >= 1. The table (when
+  /// needed) is sorted on `threads` threads.
+  SequenceOrder(const Dictionary& dict, uint32_t n, unsigned threads = 1);
 
   /// True when the id tuple order already is the joined-bytes order.
   bool identity() const { return space_rank_.empty(); }
@@ -36,6 +37,12 @@ class SequenceOrder {
   }
   /// The table of space ranks (empty when identity()).
   const std::vector<uint32_t>& space_ranks() const { return space_rank_; }
+  /// Rewrites the n-gram at `words` into ranks (words 1..n-1 by space rank, the last kept), so
+  /// comparing rewritten n-grams as integer tuples is comparing the joined strings.
+  void to_ranks(uint32_t* words) const {
+    if (space_rank_.empty()) return;
+    for (uint32_t i = 0; i + 1 < n_; ++i) words[i] = space_rank_[words[i]];
+  }
 
  private:
   uint32_t n_;
