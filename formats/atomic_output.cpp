@@ -74,6 +74,8 @@ void OutputFile::close() {
 
 AtomicOutput::AtomicOutput(fs::path target, Kind kind, bool force)
     : target_(std::move(target)), kind_(kind), force_(force) {
+  // "out/" names the same target as "out" (a trailing slash is harmless, SPEC §2).
+  while (target_.has_relative_path() && !target_.has_filename()) target_ = target_.parent_path();
   std::error_code ec;
   if (fs::exists(fs::symlink_status(target_, ec)) && !force_)
     throw InputError(target_.string() + ": output exists (use --force to replace it)");
