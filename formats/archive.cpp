@@ -9,6 +9,7 @@
 
 #include "common/error.h"
 #include "formats/h5.h"
+#include "formats/memory.h"
 
 namespace gtadoc {
 namespace {
@@ -70,11 +71,10 @@ void put_strings(h5::Id loc, const char* bytes_name, const char* lengths_name,
   put_min(loc, lengths_name, lengths, o);
 }
 
-// Reads strings written by put_strings; returns bytes and offsets (lengths.size() + 1 entries).
-std::pair<std::vector<char>, std::vector<uint64_t>> get_strings(h5::Id loc, const char* bytes_name,
-                                                                const char* lengths_name) {
-  std::vector<uint64_t> lengths = h5::read_array<uint64_t>(loc, lengths_name);
-  uint64_t bytes_size = h5::dataset_size(loc, bytes_name);
+// Offsets (lengths.size() + 1 entries) of strings written by put_strings, checked against the
+// number of bytes.
+std::vector<uint64_t> string_offsets(const std::vector<uint64_t>& lengths, uint64_t bytes_size,
+                                     const char* bytes_name, const char* lengths_name) {
   std::vector<uint64_t> offsets(lengths.size() + 1, 0);
   for (size_t i = 0; i < lengths.size(); ++i) {
     if (lengths[i] > bytes_size - offsets[i])
@@ -84,9 +84,43 @@ std::pair<std::vector<char>, std::vector<uint64_t>> get_strings(h5::Id loc, cons
   if (offsets.back() != bytes_size)
     throw InputError(std::string("string lengths in ") + lengths_name + " do not add up to " +
                      bytes_name);
-  std::vector<char> bytes = h5::read_array<char>(loc, bytes_name);
-  return {std::move(bytes), std::move(offsets)};
+  return offsets;
 }
+
+// Strings written by put_strings, read by `batch` into `bytes` and `lengths` (queued as
+// `bytes_i`, `lengths_i`): finishes both and returns the offsets (lengths.size() + 1 entries).
+// Errors come in the order of reading the lengths, then the bytes.
+std::vector<uint64_t> get_strings(h5::BatchRead& batch, size_t bytes_i, size_t lengths_i,
+                                  const std::vector<uint64_t>& lengths, const char* bytes_name,
+                                  const char* lengths_name) {
+  batch.finish(lengths_i);
+  std::vector<uint64_t> offsets =
+      string_offsets(lengths, batch.size(bytes_i), bytes_name, lengths_name);
+  batch.finish(bytes_i);
+  return offsets;
+}
+
+// A group that may be missing: the error is thrown when the group is first used, where a
+// sequential reader would have opened it.
+class LazyGroup {
+ public:
+  LazyGroup(h5::Id loc, const char* name) {
+    try {
+      group_ = h5::open_group(loc, name);
+    } catch (const InputError&) {
+      error_ = std::current_exception();
+    }
+  }
+  bool ok() const { return !error_; }
+  h5::Id id() const {
+    if (error_) std::rethrow_exception(error_);
+    return group_.id();
+  }
+
+ private:
+  h5::Group group_;
+  std::exception_ptr error_;
+};
 
 void write_header(h5::Id file, const char* content, uint64_t archive_id) {
   h5::write_string_attr(file, "format", kFormatTag);
@@ -233,10 +267,22 @@ ShardGrammar read_shard_grammar(const fs::path& archive, const Manifest& manifes
       g.num_docs = entry.num_docs;
 
       h5::Group gr = h5::open_group(f.id(), "grammar");
-      std::vector<uint64_t> body_lengths = h5::read_array<uint64_t>(gr.id(), "rule_body_lengths");
+      // One batch (chunks decoded on threads); errors are thrown in the order of the checks.
+      h5::BatchRead batch;
+      std::vector<uint64_t> body_lengths, segments;
+      const size_t body_i = batch.add(gr.id(), "rule_body_lengths", body_lengths);
+      const size_t symbols_i = batch.add(gr.id(), "symbols", g.symbols);
+      const size_t levels_i = batch.add(gr.id(), "level_offsets", g.level_offsets);
+      const size_t length_i = batch.add(gr.id(), "rule_length", g.rule_length);
+      const size_t uses_i = batch.add(gr.id(), "rule_uses", g.rule_uses);
+      const size_t segments_i = batch.add(gr.id(), "doc_segment_lengths", segments);
+      batch.run();
+
+      batch.finish(body_i);
       if (body_lengths.empty()) throw InputError("grammar has no rules");
-      const uint64_t num_symbols = h5::dataset_size(gr.id(), "symbols");
-      g.rule_offsets.assign(body_lengths.size() + 1, 0);
+      const uint64_t num_symbols = batch.size(symbols_i);
+      resize_on_huge_pages(g.rule_offsets, body_lengths.size() + 1);
+      g.rule_offsets[0] = 0;
       for (size_t r = 0; r < body_lengths.size(); ++r) {
         if (body_lengths[r] > num_symbols - g.rule_offsets[r])
           throw InputError("rule body lengths exceed /grammar/symbols");
@@ -247,19 +293,20 @@ ShardGrammar read_shard_grammar(const fs::path& archive, const Manifest& manifes
       expect_equal(g.num_rules(), entry.rules, "number of rules");
       expect_equal(num_symbols, entry.symbols, "number of symbols");
 
-      g.symbols = h5::read_array<Symbol>(gr.id(), "symbols");
-      g.level_offsets = h5::read_array<uint32_t>(gr.id(), "level_offsets");
+      batch.finish(symbols_i);
+      batch.finish(levels_i);
       if (g.level_offsets.empty()) throw InputError("empty /grammar/level_offsets");
       expect_equal(g.num_levels() - 1, entry.depth, "grammar depth");
-      g.rule_length = h5::read_array<uint64_t>(gr.id(), "rule_length");
+      batch.finish(length_i);
       expect_equal(g.rule_length.size(), g.num_rules(), "size of /grammar/rule_length");
-      g.rule_uses = h5::read_array<uint32_t>(gr.id(), "rule_uses");
+      batch.finish(uses_i);
       expect_equal(g.rule_uses.size(), g.num_rules(), "size of /grammar/rule_uses");
 
-      std::vector<uint64_t> segments = h5::read_array<uint64_t>(gr.id(), "doc_segment_lengths");
+      batch.finish(segments_i);
       expect_equal(segments.size(), g.num_docs, "size of /grammar/doc_segment_lengths");
       const uint64_t root_length = g.rule_offsets.back() - g.rule_offsets[g.root()];
-      g.doc_root_offsets.assign(g.num_docs + 1ull, 0);
+      g.doc_root_offsets.resize(g.num_docs + 1ull);
+      g.doc_root_offsets[0] = 0;
       for (uint32_t d = 0; d < g.num_docs; ++d) {
         if (segments[d] > root_length || g.doc_root_offsets[d] > root_length - segments[d])
           throw InputError("document segments exceed the root rule");
@@ -282,11 +329,19 @@ ShardLayout read_shard_layout(const fs::path& archive, const Manifest& manifest,
     const ShardEntry& entry = manifest.shards[shard];
     h5::Group lg = h5::open_group(f.id(), "layout");
     ShardLayout layout;
-    auto [bytes, offsets] = get_strings(lg.id(), "ws_bytes", "ws_lengths");
+    h5::BatchRead batch;
+    std::vector<char> bytes;
+    std::vector<uint64_t> lengths;
+    const size_t lengths_i = batch.add(lg.id(), "ws_lengths", lengths);
+    const size_t bytes_i = batch.add(lg.id(), "ws_bytes", bytes);
+    const size_t gaps_i = batch.add(lg.id(), "gaps", layout.gaps);
+    batch.run();
+    std::vector<uint64_t> offsets =
+        get_strings(batch, bytes_i, lengths_i, lengths, "ws_bytes", "ws_lengths");
     layout.ws_dict.reserve(offsets.size() - 1);
     for (size_t i = 0; i + 1 < offsets.size(); ++i)
       layout.ws_dict.emplace_back(bytes.data() + offsets[i], offsets[i + 1] - offsets[i]);
-    layout.gaps = h5::read_array<uint32_t>(lg.id(), "gaps");
+    batch.finish(gaps_i);
     expect_equal(layout.gaps.size(), entry.words + entry.num_docs,
                  "number of gaps (words + documents)");
     for (uint32_t gap : layout.gaps)
@@ -329,57 +384,32 @@ auto column(const std::vector<Row>& rows, Get get) {
   return out;
 }
 
-// The dictionary, front-coded: word i = the first prefix_lengths[i] bytes of word i-1, then
-// suffix i. Sorted words share long prefixes, so this is about a quarter smaller after deflate.
-struct FrontCoded {
-  std::vector<uint64_t> prefix_lengths;
-  std::vector<char> suffix_bytes;
-  std::vector<uint64_t> suffix_lengths;
-};
-
-FrontCoded front_code(const Dictionary& dict) {
-  FrontCoded f;
-  f.prefix_lengths.reserve(dict.size());
-  f.suffix_lengths.reserve(dict.size());
-  std::string_view prev;
-  for (uint32_t w = 0; w < dict.size(); ++w) {
-    std::string_view word = dict[w];
-    size_t k = 0;
-    const size_t limit = std::min(word.size(), prev.size());
-    while (k < limit && word[k] == prev[k]) ++k;
-    f.prefix_lengths.push_back(k);
-    f.suffix_bytes.insert(f.suffix_bytes.end(), word.begin() + k, word.end());
-    f.suffix_lengths.push_back(word.size() - k);
-    prev = word;
-  }
-  return f;
-}
-
-Dictionary read_dictionary(h5::Id group) {
-  auto [suffixes, suffix_offsets] = get_strings(group, "suffix_bytes", "suffix_lengths");
-  const size_t n = suffix_offsets.size() - 1;
+// The dictionary, read by `batch` (suffix lengths, suffix bytes, prefix lengths queued as
+// `lengths_i`, `bytes_i`, `prefix_i`), checked in the order of a sequential reader. Sets
+// `sorted_unique` (checked while decoding).
+Dictionary read_dictionary(h5::BatchRead& batch, size_t lengths_i, size_t bytes_i, size_t prefix_i,
+                           FrontCoded& f, bool& sorted_unique) {
+  batch.finish(lengths_i);
+  const uint64_t bytes_size = batch.size(bytes_i);
+  uint64_t total = 0;
+  bool overflow = false;
+  for (uint64_t len : f.suffix_lengths) overflow |= __builtin_add_overflow(total, len, &total);
+  if (overflow || total > bytes_size)
+    throw InputError("string lengths in suffix_lengths exceed suffix_bytes");
+  if (total != bytes_size)
+    throw InputError("string lengths in suffix_lengths do not add up to suffix_bytes");
+  batch.finish(bytes_i);
+  const size_t n = f.suffix_lengths.size();
   if (n >= kBoundaryBit) throw InputError("dictionary too large");
-  std::vector<uint64_t> prefix = h5::read_array<uint64_t>(group, "prefix_lengths");
-  expect_equal(prefix.size(), n, "size of /dictionary/prefix_lengths");
-  std::vector<char> bytes;
-  std::vector<uint64_t> offsets{0};
-  offsets.reserve(n + 1);
-  for (size_t w = 0; w < n; ++w) {
-    const uint64_t prev_begin = w == 0 ? 0 : offsets[w - 1];
-    if (prefix[w] > offsets[w] - prev_begin)
-      throw InputError("/dictionary/prefix_lengths[" + std::to_string(w) +
-                       "] is longer than the previous word");
-    for (uint64_t k = 0; k < prefix[w]; ++k) bytes.push_back(bytes[prev_begin + k]);
-    bytes.insert(bytes.end(), suffixes.begin() + suffix_offsets[w],
-                 suffixes.begin() + suffix_offsets[w + 1]);
-    offsets.push_back(bytes.size());
-  }
-  return Dictionary(std::move(bytes), std::move(offsets));
+  batch.finish(prefix_i);
+  expect_equal(f.prefix_lengths.size(), n, "size of /dictionary/prefix_lengths");
+  return decode_front_coded(f.prefix_lengths, f.suffix_bytes, f.suffix_lengths, &sorted_unique);
 }
 
 // Checks the relations between the tables of a manifest that was just read.
-void check_manifest(const Manifest& m) {
-  if (!m.dict.is_sorted_unique()) throw InputError("dictionary words are not sorted and unique");
+// `dict_sorted_unique` says whether the dictionary is sorted and unique (checked when decoding).
+void check_manifest(const Manifest& m, bool dict_sorted_unique) {
+  if (!dict_sorted_unique) throw InputError("dictionary words are not sorted and unique");
   for (size_t i = 1; i < m.docs.size(); ++i)
     if (!(m.docs[i - 1].name < m.docs[i].name))
       throw InputError("document names are not sorted and unique (document " + std::to_string(i) +
@@ -481,44 +511,82 @@ Manifest read_manifest(const fs::path& archive) {
     m.archive_id = check_header(f.id(), kManifestContent);
     m.format_version = kFormatVersion;
 
-    h5::Group dg = h5::open_group(f.id(), "dictionary");
-    m.dict = read_dictionary(dg.id());
+    // Every table is read in one batch (chunks decoded on threads); errors are thrown in the
+    // order of the checks below.
+    h5::BatchRead batch;
+    LazyGroup dg(f.id(), "dictionary"), docs(f.id(), "documents"), sg(f.id(), "shards");
+    FrontCoded words;
+    size_t suffix_lengths_i = 0, suffix_bytes_i = 0, prefix_i = 0;
+    if (dg.ok()) {
+      suffix_lengths_i = batch.add(dg.id(), "suffix_lengths", words.suffix_lengths);
+      suffix_bytes_i = batch.add(dg.id(), "suffix_bytes", words.suffix_bytes);
+      prefix_i = batch.add(dg.id(), "prefix_lengths", words.prefix_lengths);
+    }
+    std::vector<char> name_bytes;
+    std::vector<uint64_t> name_lengths, bytes, doc_words;
+    std::vector<uint32_t> shard;
+    size_t name_lengths_i = 0, name_bytes_i = 0, bytes_i = 0, words_i = 0, shard_i = 0;
+    if (docs.ok()) {
+      name_lengths_i = batch.add(docs.id(), "name_lengths", name_lengths);
+      name_bytes_i = batch.add(docs.id(), "name_bytes", name_bytes);
+      bytes_i = batch.add(docs.id(), "bytes", bytes);
+      words_i = batch.add(docs.id(), "words", doc_words);
+      shard_i = batch.add(docs.id(), "shard", shard);
+    }
+    std::vector<uint32_t> first_doc, s_docs, s_depth;
+    std::vector<uint64_t> s_in, s_words, s_rules, s_symbols, s_file;
+    struct Column {
+      const char* name;
+      std::vector<uint32_t>* v32;
+      std::vector<uint64_t>* v64;
+      size_t index;
+    };
+    std::vector<Column> columns = {
+        {"num_docs", &s_docs, nullptr, 0},  {"depth", &s_depth, nullptr, 0},
+        {"input_bytes", nullptr, &s_in, 0}, {"words", nullptr, &s_words, 0},
+        {"rules", nullptr, &s_rules, 0},    {"symbols", nullptr, &s_symbols, 0},
+        {"file_bytes", nullptr, &s_file, 0}};
+    size_t first_doc_i = 0;
+    if (sg.ok()) {
+      first_doc_i = batch.add(sg.id(), "first_doc", first_doc);
+      for (Column& c : columns)
+        c.index = c.v32 ? batch.add(sg.id(), c.name, *c.v32) : batch.add(sg.id(), c.name, *c.v64);
+    }
+    batch.run();
 
-    h5::Group docs = h5::open_group(f.id(), "documents");
-    auto [name_bytes, name_offsets] = get_strings(docs.id(), "name_bytes", "name_lengths");
+    dg.id();  // throws here if the group is missing
+    bool dict_sorted_unique = true;
+    m.dict = read_dictionary(batch, suffix_lengths_i, suffix_bytes_i, prefix_i, words,
+                             dict_sorted_unique);
+    words = FrontCoded{};
+
+    docs.id();  // likewise
+    std::vector<uint64_t> name_offsets = get_strings(batch, name_bytes_i, name_lengths_i,
+                                                     name_lengths, "name_bytes", "name_lengths");
     const size_t num_docs = name_offsets.size() - 1;
-    std::vector<uint64_t> bytes = h5::read_array<uint64_t>(docs.id(), "bytes");
-    std::vector<uint64_t> words = h5::read_array<uint64_t>(docs.id(), "words");
-    std::vector<uint32_t> shard = h5::read_array<uint32_t>(docs.id(), "shard");
+    batch.finish(bytes_i);
+    batch.finish(words_i);
+    batch.finish(shard_i);
     expect_equal(bytes.size(), num_docs, "size of /documents/bytes");
-    expect_equal(words.size(), num_docs, "size of /documents/words");
+    expect_equal(doc_words.size(), num_docs, "size of /documents/words");
     expect_equal(shard.size(), num_docs, "size of /documents/shard");
     m.docs.resize(num_docs);
     for (size_t d = 0; d < num_docs; ++d) {
       DocEntry& e = m.docs[d];
       e.name.assign(name_bytes.data() + name_offsets[d], name_offsets[d + 1] - name_offsets[d]);
       e.bytes = bytes[d];
-      e.words = words[d];
+      e.words = doc_words[d];
       e.shard = shard[d];
     }
 
-    h5::Group sg = h5::open_group(f.id(), "shards");
-    std::vector<uint32_t> first_doc = h5::read_array<uint32_t>(sg.id(), "first_doc");
+    sg.id();  // likewise
+    batch.finish(first_doc_i);
     const size_t num_shards = first_doc.size();
-    auto get32 = [&](const char* name) {
-      std::vector<uint32_t> v = h5::read_array<uint32_t>(sg.id(), name);
-      expect_equal(v.size(), num_shards, std::string("size of /shards/") + name);
-      return v;
-    };
-    auto get64 = [&](const char* name) {
-      std::vector<uint64_t> v = h5::read_array<uint64_t>(sg.id(), name);
-      expect_equal(v.size(), num_shards, std::string("size of /shards/") + name);
-      return v;
-    };
-    std::vector<uint32_t> s_docs = get32("num_docs"), s_depth = get32("depth");
-    std::vector<uint64_t> s_in = get64("input_bytes"), s_words = get64("words"),
-                          s_rules = get64("rules"), s_symbols = get64("symbols"),
-                          s_file = get64("file_bytes");
+    for (const Column& c : columns) {
+      batch.finish(c.index);
+      expect_equal(c.v32 ? c.v32->size() : c.v64->size(), num_shards,
+                   std::string("size of /shards/") + c.name);
+    }
     m.shards.resize(num_shards);
     for (size_t s = 0; s < num_shards; ++s)
       m.shards[s] = ShardEntry{first_doc[s], s_docs[s],    s_in[s],    s_words[s],
@@ -533,7 +601,7 @@ Manifest read_manifest(const fs::path& archive) {
     expect_equal(need_uint_attr(f.id(), "rules"), t.rules, "attribute rules");
     expect_equal(need_uint_attr(f.id(), "symbols"), t.symbols, "attribute symbols");
     expect_equal(need_uint_attr(f.id(), "max_depth"), t.max_depth, "attribute max_depth");
-    check_manifest(m);
+    check_manifest(m, dict_sorted_unique);
     return m;
   });
 }

@@ -1,20 +1,43 @@
 #include "formats/dictionary.h"
 
 #include <algorithm>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <utility>
 
 #include "common/error.h"
+#include "common/parallel.h"
+#include "formats/memory.h"
 
 namespace gtadoc {
 
+std::shared_ptr<Dictionary::Storage> Dictionary::empty_storage() {
+  // Shared by every empty dictionary; push_back never writes it (it is always shared).
+  static const std::shared_ptr<Storage> empty = std::make_shared<Storage>();
+  return empty;
+}
+
+Dictionary::Dictionary() : s_(empty_storage()) {}
+
 Dictionary::Dictionary(std::vector<char> bytes, std::vector<uint64_t> offsets)
-    : bytes_(std::move(bytes)), offsets_(std::move(offsets)) {
-  GTADOC_EXPECTS(!offsets_.empty() && offsets_.front() == 0 && offsets_.back() == bytes_.size(),
-                 "dictionary offsets do not match its bytes");
+    : s_(std::make_shared<Storage>(Storage{std::move(bytes), std::move(offsets)})) {
+  GTADOC_EXPECTS(
+      !s_->offsets.empty() && s_->offsets.front() == 0 && s_->offsets.back() == s_->bytes.size(),
+      "dictionary offsets do not match its bytes");
+}
+
+Dictionary::Dictionary(Dictionary&& o) noexcept : s_(std::exchange(o.s_, empty_storage())) {}
+
+Dictionary& Dictionary::operator=(Dictionary&& o) noexcept {
+  if (this != &o) s_ = std::exchange(o.s_, empty_storage());
+  return *this;
 }
 
 void Dictionary::push_back(std::string_view word) {
-  bytes_.insert(bytes_.end(), word.begin(), word.end());
-  offsets_.push_back(bytes_.size());
+  if (s_.use_count() > 1) s_ = std::make_shared<Storage>(*s_);
+  s_->bytes.insert(s_->bytes.end(), word.begin(), word.end());
+  s_->offsets.push_back(s_->bytes.size());
 }
 
 WordId Dictionary::find(std::string_view word) const {
@@ -33,6 +56,187 @@ bool Dictionary::is_sorted_unique() const {
   for (uint32_t i = 1; i < size(); ++i)
     if (!((*this)[i - 1] < (*this)[i])) return false;
   return true;
+}
+
+FrontCoded front_code(const Dictionary& dict) {
+  FrontCoded f;
+  f.prefix_lengths.reserve(dict.size());
+  f.suffix_lengths.reserve(dict.size());
+  std::string_view prev;
+  for (uint32_t w = 0; w < dict.size(); ++w) {
+    std::string_view word = dict[w];
+    size_t k = 0;
+    const size_t limit = std::min(word.size(), prev.size());
+    while (k < limit && word[k] == prev[k]) ++k;
+    f.prefix_lengths.push_back(k);
+    f.suffix_bytes.insert(f.suffix_bytes.end(), word.begin() + k, word.end());
+    f.suffix_lengths.push_back(word.size() - k);
+    prev = word;
+  }
+  return f;
+}
+
+namespace {
+
+// memcpy for the short copies of decoding (a word's prefix or suffix: mostly a few bytes), inline:
+// a call per copy costs more than the copy. Writes exactly [dst, dst + n).
+inline void copy_short(char* dst, const char* src, uint64_t n) {
+  if (n >= 8) {
+    if (n > 16) {
+      std::memcpy(dst, src, n);
+      return;
+    }
+    uint64_t a, b;
+    std::memcpy(&a, src, 8);
+    std::memcpy(&b, src + n - 8, 8);
+    std::memcpy(dst, &a, 8);
+    std::memcpy(dst + n - 8, &b, 8);
+  } else if (n >= 4) {
+    uint32_t a, b;
+    std::memcpy(&a, src, 4);
+    std::memcpy(&b, src + n - 4, 4);
+    std::memcpy(dst, &a, 4);
+    std::memcpy(dst + n - 4, &b, 4);
+  } else {
+    for (uint64_t i = 0; i < n; ++i) dst[i] = src[i];
+  }
+}
+
+}  // namespace
+
+Dictionary decode_front_coded(std::span<const uint64_t> prefix, std::span<const char> suffixes,
+                              std::span<const uint64_t> suffix_len, bool* sorted_unique,
+                              unsigned threads, size_t block_words) {
+  const size_t n = prefix.size();
+  GTADOC_EXPECTS(suffix_len.size() == n && block_words > 0,
+                 "decode_front_coded: arrays of different sizes");
+  if (sorted_unique) *sorted_unique = true;
+  if (n == 0) return Dictionary();
+  const size_t blocks = (n - 1) / block_words + 1;
+  auto block_begin = [&](size_t t) { return t * block_words; };
+  auto block_end = [&](size_t t) { return std::min(n, (t + 1) * block_words); };
+  auto word_length = [&](size_t i) { return prefix[i] + suffix_len[i]; };
+  constexpr size_t kNone = ~size_t{0};
+
+  // Bytes [begin, end) of a block's last word are suffix bytes of one of its words, starting at
+  // `suffix` (relative to the block's first suffix byte).
+  struct Piece {
+    uint64_t begin, end, suffix;
+  };
+  struct Block {
+    uint64_t suffix_bytes = 0, word_bytes = 0;
+    uint64_t inherited = 0;  ///< leading bytes of the last word that come from the previous block
+    size_t bad = kNone;      ///< first word whose prefix is longer than the previous word
+    bool overflow = false;
+    bool sorted = true;
+    std::vector<Piece> last_word;
+  };
+  std::vector<Block> info(blocks);
+
+  // 1. Per block: validity of the prefix lengths, byte counts, and where the last word's bytes
+  //    come from. Byte k of word i is suffix byte k - prefix[i] of word i when k >= prefix[i],
+  //    else byte k of word i-1; so byte k of the last word comes from the last word j of the block
+  //    with prefix[j] <= k, or from the previous block when k < min(prefix over the block).
+  parallel_for(blocks, threads, [&](size_t t) {
+    Block& blk = info[t];
+    const size_t b = block_begin(t), e = block_end(t);
+    uint64_t suffix_bytes = 0, word_bytes = 0;  // locals: neighbouring blocks share cache lines
+    bool overflow = false;
+    for (size_t i = b; i < e; ++i) {
+      // Invalid earlier lengths may wrap here; the first bad index is found before them anyway.
+      const uint64_t previous = i == 0 ? 0 : word_length(i - 1);
+      if (prefix[i] > previous) {
+        blk.bad = i;
+        return;
+      }
+      overflow |= __builtin_add_overflow(suffix_bytes, suffix_len[i], &suffix_bytes);
+      overflow |= __builtin_add_overflow(word_bytes, word_length(i), &word_bytes);
+    }
+    blk.suffix_bytes = suffix_bytes;
+    blk.word_bytes = word_bytes;
+    blk.overflow = overflow;
+    if (overflow) return;
+    uint64_t unresolved = word_length(e - 1);
+    uint64_t suffix = blk.suffix_bytes;
+    for (size_t i = e; i-- > b;) {
+      suffix -= suffix_len[i];
+      if (prefix[i] < unresolved) {
+        blk.last_word.push_back({prefix[i], unresolved, suffix});
+        unresolved = prefix[i];
+      }
+    }
+    blk.inherited = unresolved;
+  });
+
+  // 2. In block order: the first invalid prefix, the blocks' positions, and their last words.
+  for (const Block& blk : info)
+    if (blk.bad != kNone)
+      throw InputError("/dictionary/prefix_lengths[" + std::to_string(blk.bad) +
+                       "] is longer than the previous word");
+  std::vector<uint64_t> suffix_base(blocks + 1, 0), byte_base(blocks + 1, 0);
+  for (size_t t = 0; t < blocks; ++t) {
+    bool overflow = info[t].overflow;
+    overflow |= __builtin_add_overflow(suffix_base[t], info[t].suffix_bytes, &suffix_base[t + 1]);
+    overflow |= __builtin_add_overflow(byte_base[t], info[t].word_bytes, &byte_base[t + 1]);
+    if (overflow || byte_base[t + 1] > std::numeric_limits<size_t>::max() / 2)
+      throw InputError("dictionary too large");
+  }
+  GTADOC_EXPECTS(suffix_base[blocks] == suffixes.size(),
+                 "decode_front_coded: suffix lengths do not add up to the suffix bytes");
+  std::vector<char> bytes;
+  std::vector<uint64_t> offsets;
+  resize_on_huge_pages(bytes, byte_base[blocks]);
+  resize_on_huge_pages(offsets, n + 1);
+  offsets[0] = 0;
+  for (size_t t = 0; t < blocks; ++t) {
+    const size_t b = block_begin(t), e = block_end(t);
+    char* last = bytes.data() + byte_base[t + 1] - word_length(e - 1);
+    if (info[t].inherited > 0)  // t > 0: word 0 has no prefix
+      std::memcpy(last, bytes.data() + byte_base[t] - word_length(b - 1), info[t].inherited);
+    for (const Piece& p : info[t].last_word)
+      std::memcpy(last + p.begin, suffixes.data() + suffix_base[t] + p.suffix, p.end - p.begin);
+  }
+
+  // 3. Every block's other words, each from the one before (the first from the previous block's
+  //    last word), checking on the way that each word is greater than the one before: the first
+  //    prefix[i] bytes are equal, the rest decides.
+  parallel_for(blocks, threads, [&](size_t t) {
+    const size_t b = block_begin(t), e = block_end(t);
+    char* out = bytes.data();
+    uint64_t pos = byte_base[t];
+    const char* suffix = suffixes.data() + suffix_base[t];
+    const char* prev = b == 0 ? nullptr : out + pos - word_length(b - 1);
+    uint64_t prev_length = b == 0 ? 0 : word_length(b - 1);
+    bool sorted = true;
+    for (size_t i = b; i < e; ++i) {
+      const uint64_t p = prefix[i], s = suffix_len[i], length = p + s;
+      char* word = out + pos;
+      if (i + 1 != e) {  // the last word is already in place
+        copy_short(word, prev, p);
+        copy_short(word + p, suffix, s);
+      }
+      if (i > 0 && sorted) {
+        const uint64_t common = std::min(length, prev_length) - p;
+        int c = 0;
+        if (common > 0) {
+          // Front coding shares the longest common prefix, so the next byte usually decides.
+          const auto x = static_cast<unsigned char>(word[p]),
+                     y = static_cast<unsigned char>(prev[p]);
+          c = x != y ? (x < y ? -1 : 1) : std::memcmp(word + p, prev + p, common);
+        }
+        sorted = c > 0 || (c == 0 && length > prev_length);
+      }
+      pos += length;
+      suffix += s;
+      offsets[i + 1] = pos;
+      prev = word;
+      prev_length = length;
+    }
+    info[t].sorted = sorted;
+  });
+  if (sorted_unique)
+    *sorted_unique = std::all_of(info.begin(), info.end(), [](const Block& b) { return b.sorted; });
+  return Dictionary(std::move(bytes), std::move(offsets));
 }
 
 }  // namespace gtadoc

@@ -3,7 +3,10 @@
 // word ids is ordering words.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -13,24 +16,66 @@ namespace gtadoc {
 
 class Dictionary {
  public:
-  Dictionary() = default;
+  Dictionary();
   Dictionary(std::vector<char> bytes, std::vector<uint64_t> offsets);
+  // Copies share the words (a copy costs no time and no memory); push_back on a dictionary whose
+  // words are shared copies them first. A moved-from dictionary is empty.
+  Dictionary(const Dictionary&) = default;
+  Dictionary& operator=(const Dictionary&) = default;
+  Dictionary(Dictionary&& o) noexcept;
+  Dictionary& operator=(Dictionary&& o) noexcept;
 
-  uint32_t size() const { return static_cast<uint32_t>(offsets_.size() - 1); }
+  uint32_t size() const { return static_cast<uint32_t>(s_->offsets.size() - 1); }
   std::string_view operator[](WordId id) const {
-    return {bytes_.data() + offsets_[id], static_cast<size_t>(offsets_[id + 1] - offsets_[id])};
+    const Storage& s = *s_;
+    return {s.bytes.data() + s.offsets[id], static_cast<size_t>(s.offsets[id + 1] - s.offsets[id])};
   }
   void push_back(std::string_view word);
   /// Binary search (ids are in byte order); returns size() when absent.
   WordId find(std::string_view word) const;
   bool is_sorted_unique() const;
 
-  const std::vector<char>& bytes() const { return bytes_; }
-  const std::vector<uint64_t>& offsets() const { return offsets_; }
+  const std::vector<char>& bytes() const { return s_->bytes; }
+  const std::vector<uint64_t>& offsets() const { return s_->offsets; }
 
  private:
-  std::vector<char> bytes_;
-  std::vector<uint64_t> offsets_{0};
+  struct Storage {
+    std::vector<char> bytes;
+    std::vector<uint64_t> offsets{0};
+  };
+  static std::shared_ptr<Storage> empty_storage();
+  std::shared_ptr<Storage> s_;  ///< never null; shared by copies, written only when not shared
 };
+
+/// A dictionary as the archive stores it (docs/FORMAT.md, /dictionary): word i is the first
+/// prefix_lengths[i] bytes of word i-1 followed by suffix i (suffix_lengths[i] bytes of
+/// suffix_bytes, the suffixes concatenated in word order).
+struct FrontCoded {
+  std::vector<uint64_t> prefix_lengths;
+  std::vector<char> suffix_bytes;
+  std::vector<uint64_t> suffix_lengths;
+};
+
+/// Front-codes `dict` (each word shares with the previous one the longest common prefix).
+FrontCoded front_code(const Dictionary& dict);
+
+/// Words decoded per block by decode_front_coded (a block is decoded by one thread).
+inline constexpr size_t kFrontCodedBlock = size_t{1} << 14;
+
+/// Rebuilds the words of a front-coded dictionary. `suffix_lengths` must have the size of
+/// `prefix_lengths` and add up to the size of `suffix_bytes`. Throws InputError
+/// "/dictionary/prefix_lengths[i] is longer than the previous word" for the first such i (word 0
+/// has no previous word: its prefix length must be 0). Stores in `*sorted_unique` (when given)
+/// whether the words are in strictly increasing byte order.
+///
+/// Works on blocks of `block_words` words on `threads` threads (0: every hardware thread):
+/// block sums and each block's last word (as bytes of the previous block's last word plus
+/// suffix bytes of its own words) first, then the last words in block order, then every block's
+/// other words from the previous block's last word, each block on its own.
+Dictionary decode_front_coded(std::span<const uint64_t> prefix_lengths,
+                              std::span<const char> suffix_bytes,
+                              std::span<const uint64_t> suffix_lengths,
+                              bool* sorted_unique = nullptr, unsigned threads = 0,
+                              size_t block_words = kFrontCodedBlock);
 
 }  // namespace gtadoc

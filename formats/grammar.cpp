@@ -3,9 +3,12 @@
 #include "formats/grammar.h"
 
 #include <algorithm>
+#include <atomic>
 #include <utility>
 
 #include "common/error.h"
+#include "common/parallel.h"
+#include "formats/memory.h"
 
 namespace gtadoc {
 namespace {
@@ -155,7 +158,184 @@ ShardGrammar finalize_grammar(uint32_t num_words, DocId first_doc, uint32_t num_
   return g;
 }
 
-void validate_grammar(const ShardGrammar& g, std::string_view what) {
+namespace {
+
+/// Below this many symbols validate_grammar checks on one thread only.
+constexpr uint64_t kParallelValidateSymbols = uint64_t{1} << 16;
+/// Symbols per task of the parallel checks.
+constexpr uint64_t kValidateTaskSymbols = uint64_t{1} << 16;
+/// Largest memory for per-worker use counts (beyond it, one shared array and atomic increments).
+constexpr uint64_t kPerWorkerUsesBytes = uint64_t{256} << 20;
+
+/// Whether `g` satisfies every invariant validate_grammar checks, decided on `threads` threads.
+/// Each rule is checked against the *stored* metadata of its children instead of values computed
+/// bottom-up, so rules are independent: its rule_length must be the sum over its body of 1 per
+/// word and the stored rule_length of each child, and its level h (the one level_offsets gives
+/// it) must be one more than its highest child's. Levels are ranges of ids, so the highest child
+/// is the one with the largest id M, and "h = level(M) + 1" is lo[h-1] <= M < lo[h] (no rule
+/// child at h = 0): no per-rule level array and no random access for heights. When every rule
+/// agrees with its children's stored values, by induction over ids (children have smaller ids)
+/// the stored values are the computed ones, which is what the sequential checks ask.
+/// A false answer names nothing: the sequential checks then find the first violation.
+bool valid_in_parallel(const ShardGrammar& g, unsigned threads) {
+  const uint32_t V = g.num_words;
+  const size_t num_offsets = g.rule_offsets.size();
+  if (num_offsets < 2 || num_offsets - 1 > static_cast<uint64_t>(kBoundaryBit) - V) return false;
+  const uint32_t R = static_cast<uint32_t>(num_offsets - 1);
+  const RuleId root = R - 1;
+  const std::vector<uint64_t>& off = g.rule_offsets;
+  const std::vector<Symbol>& sym = g.symbols;
+  const uint64_t num_symbols = sym.size();
+  if (off[0] != 0 || off[R] != num_symbols || off[root] > off[R]) return false;
+  if (g.rule_length.size() != R || g.rule_uses.size() != R) return false;
+  if (g.num_docs == 0 || static_cast<uint64_t>(g.first_doc) + g.num_docs > (uint64_t{1} << 32))
+    return false;
+  if (g.doc_root_offsets.size() != static_cast<size_t>(g.num_docs) + 1) return false;
+  const std::vector<uint32_t>& lo = g.level_offsets;
+  if (lo.size() < 2) return false;
+  const size_t L = lo.size() - 1;
+  if (lo[0] != 0 || lo[L] != R || lo[L - 1] != root) return false;
+  for (size_t h = 0; h < L; ++h)
+    if (lo[h] > lo[h + 1]) return false;
+
+  std::atomic<bool> ok{true};
+  auto fail = [&] { ok.store(false, std::memory_order_relaxed); };
+  auto failed = [&] { return !ok.load(std::memory_order_relaxed); };
+
+  // Tasks: the rules but the root as runs of whole rules of about kValidateTaskSymbols symbols
+  // (cut where the offsets say, whether or not they are valid: each rule checks its own), and the
+  // root body in pieces of kValidateTaskSymbols symbols.
+  const uint64_t root_begin = off[root], root_len = off[R] - root_begin;
+  struct Task {
+    uint32_t first_rule, end_rule;  ///< non-root rules [first, end), or first == end == root
+    uint64_t begin, end;            ///< root symbols [begin, end) (absolute)
+  };
+  std::vector<Task> tasks;
+  for (uint32_t r = 0; r < root;) {
+    const uint64_t target = off[r] + kValidateTaskSymbols;
+    uint32_t end = static_cast<uint32_t>(
+        std::upper_bound(off.begin() + r + 1, off.begin() + root + 1, target) - off.begin() - 1);
+    end = std::max(end, r + 1);
+    tasks.push_back({r, end, 0, 0});
+    r = end;
+  }
+  const size_t root_task0 = tasks.size();
+  for (uint64_t p = root_begin; p < off[R]; p += kValidateTaskSymbols)
+    tasks.push_back({root, root, p, std::min<uint64_t>(off[R], p + kValidateTaskSymbols)});
+  struct RootPart {
+    int64_t max_child = -1;  ///< largest rule id referenced
+    uint64_t length = 0, boundaries = 0;
+  };
+  std::vector<RootPart> root_parts(tasks.size() - root_task0);
+
+  // Uses are counted per worker where that takes little memory (atomic increments cost more
+  // than the rest of the check), else in one array with atomic increments.
+  const size_t workers = std::min<size_t>(resolve_threads(threads), tasks.size());
+  const bool per_worker = uint64_t{workers} * R * sizeof(uint32_t) <= kPerWorkerUsesBytes;
+  std::vector<std::vector<uint32_t>> uses(per_worker ? workers : 1);
+  if (!per_worker) resize_on_huge_pages(uses[0], R);
+  std::atomic<size_t> next_task{0};
+  parallel_for(workers, workers, [&](size_t w) {
+    uint32_t* counts = nullptr;
+    if (per_worker) {
+      resize_on_huge_pages(uses[w], R);
+      counts = uses[w].data();
+    }
+    auto use = [&](uint32_t c) {
+      if (counts)
+        ++counts[c];
+      else
+        std::atomic_ref<uint32_t>(uses[0][c]).fetch_add(1, std::memory_order_relaxed);
+    };
+    for (size_t t; (t = next_task.fetch_add(1)) < tasks.size() && !failed();) {
+      const Task& task = tasks[t];
+      if (task.first_rule == root) {
+        RootPart part;  // local: neighbouring parts share cache lines
+        for (uint64_t i = task.begin; i < task.end; ++i) {
+          const Symbol s = sym[i];
+          if (is_boundary(s)) {
+            ++part.boundaries;
+          } else if (s < V) {
+            ++part.length;
+          } else {
+            const uint32_t c = rule_of(s, V);
+            if (c >= root) return fail();
+            part.max_child = std::max<int64_t>(part.max_child, c);
+            if (__builtin_add_overflow(part.length, g.rule_length[c], &part.length)) return fail();
+            use(c);
+          }
+        }
+        root_parts[t - root_task0] = part;
+        continue;
+      }
+      size_t h = std::upper_bound(lo.begin(), lo.end(), task.first_rule) - lo.begin() - 1;
+      for (uint32_t r = task.first_rule; r < task.end_rule; ++r) {
+        while (r >= lo[h + 1]) ++h;
+        const uint64_t begin = off[r], end = off[r + 1];
+        if (begin >= end || end > num_symbols) return fail();  // decreasing, empty or beyond
+        int64_t max_child = -1;
+        uint64_t length = 0;
+        for (uint64_t i = begin; i < end; ++i) {
+          const Symbol s = sym[i];
+          if (s < V) {
+            ++length;
+          } else {
+            if (is_boundary(s)) return fail();
+            const uint32_t c = rule_of(s, V);
+            if (c >= r) return fail();
+            max_child = std::max<int64_t>(max_child, c);
+            if (__builtin_add_overflow(length, g.rule_length[c], &length)) return fail();
+            use(c);
+          }
+        }
+        if (length != g.rule_length[r]) return fail();
+        if (h == 0 ? max_child >= 0 : max_child < lo[h - 1] || max_child >= lo[h]) return fail();
+      }
+    }
+  });
+  if (failed()) return false;
+
+  // The root (alone on the top level L - 1), and the uses.
+  int64_t root_max_child = -1;
+  uint64_t root_length = 0, boundaries = 0;
+  for (const RootPart& part : root_parts) {
+    root_max_child = std::max(root_max_child, part.max_child);
+    if (__builtin_add_overflow(root_length, part.length, &root_length)) return false;
+    boundaries += part.boundaries;
+  }
+  if (root_length != g.rule_length[root]) return false;
+  if (L - 1 == 0 ? root_max_child >= 0 : root_max_child < lo[L - 2] || root_max_child >= lo[L - 1])
+    return false;
+  const uint64_t rule_tasks = (R - 1) / kValidateTaskSymbols + 1;
+  parallel_for(rule_tasks, threads, [&](size_t t) {
+    const uint64_t a = t * kValidateTaskSymbols,
+                   b = std::min<uint64_t>(R, a + kValidateTaskSymbols);
+    for (uint64_t r = a; r < b; ++r) {
+      uint32_t n = 0;  // wraps like the sequential count
+      for (const std::vector<uint32_t>& u : uses) n += u[r];
+      if (n != g.rule_uses[r]) return fail();
+    }
+  });
+  if (failed()) return false;
+
+  // Root: exactly num_docs - 1 boundaries, each right before the start of the next document,
+  // with distinct ids.
+  const std::vector<uint64_t>& dro = g.doc_root_offsets;
+  if (boundaries != g.num_docs - 1 || dro[0] != 0 || dro[g.num_docs] != root_len + 1) return false;
+  std::vector<uint32_t> ids;
+  ids.reserve(g.num_docs - 1);
+  for (uint32_t d = 1; d < g.num_docs; ++d) {
+    if (dro[d] <= dro[d - 1] || dro[d] > root_len) return false;
+    const Symbol s = sym[root_begin + dro[d] - 1];
+    if (!is_boundary(s)) return false;
+    ids.push_back(s & ~kBoundaryBit);
+  }
+  std::sort(ids.begin(), ids.end());
+  return std::adjacent_find(ids.begin(), ids.end()) == ids.end();
+}
+
+/// validate_grammar's checks in order, bottom-up on one thread: throws at the first violation.
+void validate_sequentially(const ShardGrammar& g, std::string_view what) {
   using std::to_string;
   const uint32_t V = g.num_words;
   const size_t num_offsets = g.rule_offsets.size();
@@ -185,7 +365,8 @@ void validate_grammar(const ShardGrammar& g, std::string_view what) {
 
   // Bodies: symbol ranges, heights, lengths and uses, all from smaller ids up.
   std::vector<uint32_t> height(R, 0);
-  std::vector<uint32_t> uses(R, 0);
+  std::vector<uint32_t> uses;
+  resize_on_huge_pages(uses, R);
   for (uint32_t r = 0; r < R; ++r) {
     uint32_t h = 0;
     uint64_t length = 0;
@@ -254,6 +435,21 @@ void validate_grammar(const ShardGrammar& g, std::string_view what) {
   std::sort(boundary_ids.begin(), boundary_ids.end());
   if (std::adjacent_find(boundary_ids.begin(), boundary_ids.end()) != boundary_ids.end())
     corrupt(what, "a boundary symbol occurs twice");
+}
+
+}  // namespace
+
+bool detail::grammar_valid_in_parallel(const ShardGrammar& g, unsigned threads) {
+  return valid_in_parallel(g, threads);
+}
+
+void validate_grammar(const ShardGrammar& g, std::string_view what, unsigned threads) {
+  // The parallel checks accept exactly the grammars the sequential ones accept; they only say
+  // yes or no, so a grammar they reject is checked again sequentially for the message.
+  threads = resolve_threads(threads);
+  if (threads > 1 && g.symbols.size() >= kParallelValidateSymbols && valid_in_parallel(g, threads))
+    return;
+  validate_sequentially(g, what);
 }
 
 void expand_document(const ShardGrammar& g, uint32_t d, std::vector<WordId>& out) {

@@ -67,7 +67,15 @@ ShardGrammar finalize_grammar(uint32_t num_words, DocId first_doc, uint32_t num_
 
 /// Checks every structural invariant (ids in range, acyclic by height, offsets, lengths, uses,
 /// boundaries). Throws InputError naming `what` and the first violation. Used after every read.
-void validate_grammar(const ShardGrammar& g, std::string_view what);
+/// Large grammars are checked on `threads` threads (0: every hardware thread; 1: the sequential
+/// checks only); a violation is then named by the sequential checks, so the message is the same.
+void validate_grammar(const ShardGrammar& g, std::string_view what, unsigned threads = 0);
+
+namespace detail {
+/// The parallel checks behind validate_grammar: true when every invariant holds (exposed for
+/// tests, which compare it with the sequential checks).
+bool grammar_valid_in_parallel(const ShardGrammar& g, unsigned threads);
+}  // namespace detail
 
 /// Appends the word ids of document d (shard-local) to `out`, in text order.
 void expand_document(const ShardGrammar& g, uint32_t d, std::vector<WordId>& out);

@@ -2,12 +2,19 @@
 
 #include <hdf5.h>
 
+#include <zlib.h>
+
 #include <algorithm>
+#include <atomic>
+#include <bit>
 #include <cctype>
+#include <climits>
 #include <cstring>
 #include <limits>
 
+#include "common/big_alloc.h"
 #include "common/error.h"
+#include "common/parallel.h"
 
 static_assert(std::is_same_v<hid_t, gtadoc::h5::Id>, "h5::Id must be hid_t (HDF5 >= 1.10)");
 static_assert(H5_VERSION_GE(1, 10, 3), "gtadoc needs HDF5 1.10.3 or newer");
@@ -385,6 +392,358 @@ void read_raw(Id loc, const std::string& name, void* out, uint64_t n, Width mem)
                        std::to_string(static_cast<int>(mem)) + " bytes)");
     if (n > 0) H5_TRY(H5Dread(ds.id(), mem_type(mem), H5S_ALL, H5S_ALL, H5P_DEFAULT, out));
   });
+}
+
+uint32_t fletcher32(const void* data_, size_t bytes) {
+  // The same sums and reductions as H5_checksum_fletcher32, so the same value for every input.
+  const auto* data = static_cast<const uint8_t*>(data_);
+  size_t len = bytes / 2;
+  uint32_t sum1 = 0, sum2 = 0;
+  while (len) {
+    size_t tlen = len > 360 ? 360 : len;
+    len -= tlen;
+    do {
+      sum1 += (uint32_t{data[0]} << 8) | uint32_t{data[1]};
+      data += 2;
+      sum2 += sum1;
+    } while (--tlen);
+    sum1 = (sum1 & 0xffff) + (sum1 >> 16);
+    sum2 = (sum2 & 0xffff) + (sum2 >> 16);
+  }
+  if (bytes % 2) {
+    sum1 += uint32_t{*data} << 8;
+    sum2 += sum1;
+    sum1 = (sum1 & 0xffff) + (sum1 >> 16);
+    sum2 = (sum2 & 0xffff) + (sum2 >> 16);
+  }
+  sum1 = (sum1 & 0xffff) + (sum1 >> 16);
+  sum2 = (sum2 & 0xffff) + (sum2 >> 16);
+  return (sum2 << 16) | sum1;
+}
+
+namespace {
+
+// What the filter pipeline of a dataset does on read, for the pipelines the writer makes:
+// [shuffle] [deflate] fletcher32, in that order (any of them may be missing).
+struct Pipeline {
+  bool shuffle = false, deflate = false, fletcher32 = false;
+};
+
+// The pipeline of `dcpl`, or nullopt when it holds anything else (another filter, another
+// order, a shuffle whose element size is not `element_bytes`).
+std::optional<Pipeline> known_pipeline(hid_t dcpl, uint32_t element_bytes) {
+  int n = H5Pget_nfilters(dcpl);
+  if (n < 0) return std::nullopt;
+  Pipeline p;
+  int stage = 0;  // 1: shuffle seen, 2: deflate seen, 3: fletcher32 seen
+  for (int i = 0; i < n; ++i) {
+    unsigned flags = 0;
+    size_t nvalues = 4;
+    unsigned values[4] = {};
+    H5Z_filter_t f = H5Pget_filter2(dcpl, static_cast<unsigned>(i), &flags, &nvalues, values, 0,
+                                    nullptr, nullptr);
+    if (f == H5Z_FILTER_SHUFFLE && stage < 1) {
+      if (nvalues < 1 || values[0] != element_bytes) return std::nullopt;
+      p.shuffle = true;
+      stage = 1;
+    } else if (f == H5Z_FILTER_DEFLATE && stage < 2) {
+      p.deflate = true;
+      stage = 2;
+    } else if (f == H5Z_FILTER_FLETCHER32 && stage < 3) {
+      p.fletcher32 = true;
+      stage = 3;
+    } else {
+      return std::nullopt;
+    }
+  }
+  return p;
+}
+
+// Inflates a zlib stream into exactly `n` bytes at `dst`; false unless the stream ends there.
+bool inflate_exact(const unsigned char* src, size_t len, unsigned char* dst, size_t n) {
+  if (len > UINT_MAX || n > UINT_MAX) return false;
+  z_stream z{};
+  z.next_in = const_cast<Bytef*>(src);
+  z.avail_in = static_cast<uInt>(len);
+  z.next_out = dst;
+  z.avail_out = static_cast<uInt>(n);
+  if (inflateInit(&z) != Z_OK) return false;
+  const int rc = inflate(&z, Z_FINISH);
+  const bool ok = rc == Z_STREAM_END && z.total_out == n;
+  inflateEnd(&z);
+  return ok;
+}
+
+// Writes `count` values of ES little-endian bytes each into `out` (type M, at least as wide).
+// Shuffled data (`plane` > 0) holds byte j of value i at j * plane + i.
+template <int ES, class M>
+void unpack_as(const unsigned char* src, uint64_t plane, uint64_t count, void* out_) {
+  M* out = static_cast<M*>(out_);
+  if (plane > 0) {
+    for (uint64_t i = 0; i < count; ++i) {
+      M v = 0;
+      for (int j = 0; j < ES; ++j)
+        v |= static_cast<M>(static_cast<M>(src[j * plane + i]) << (8 * j));
+      out[i] = v;
+    }
+  } else {
+    for (uint64_t i = 0; i < count; ++i) {
+      M v = 0;
+      for (int j = 0; j < ES; ++j) v |= static_cast<M>(static_cast<M>(src[i * ES + j]) << (8 * j));
+      out[i] = v;
+    }
+  }
+}
+
+template <class M>
+void unpack_into(const unsigned char* src, uint32_t es, uint64_t plane, uint64_t count, void* out) {
+  switch (es) {
+    case 1:
+      return unpack_as<1, M>(src, plane, count, out);
+    case 2:
+      if constexpr (sizeof(M) >= 2) return unpack_as<2, M>(src, plane, count, out);
+      break;
+    case 4:
+      if constexpr (sizeof(M) >= 4) return unpack_as<4, M>(src, plane, count, out);
+      break;
+    case 8:
+      if constexpr (sizeof(M) >= 8) return unpack_as<8, M>(src, plane, count, out);
+      break;
+  }
+  GTADOC_FAIL("unpack: bad element size");
+}
+
+void unpack(const unsigned char* src, uint32_t es, uint64_t plane, uint64_t count, Width mem,
+            void* out) {
+  switch (mem) {
+    case Width::kU8:
+      return unpack_into<uint8_t>(src, es, plane, count, out);
+    case Width::kU16:
+      return unpack_into<uint16_t>(src, es, plane, count, out);
+    case Width::kU32:
+      return unpack_into<uint32_t>(src, es, plane, count, out);
+    case Width::kU64:
+      return unpack_into<uint64_t>(src, es, plane, count, out);
+  }
+}
+
+// Opens dataset `name` below `loc` and checks it as read_raw does; returns it and its size.
+std::pair<Dataset, uint64_t> open_checked(Id loc, const std::string& name, Width mem) {
+  if (!has_link(loc, name)) throw InputError("missing");
+  Dataset ds(H5_TRY(H5Dopen2(loc, name.c_str(), H5P_DEFAULT)));
+  Dataspace space(H5_TRY(H5Dget_space(ds.id())));
+  if (H5_TRY(H5Sget_simple_extent_ndims(space.id())) != 1)
+    throw InputError("not a one-dimensional array");
+  hsize_t dims[1] = {0};
+  H5_TRY(H5Sget_simple_extent_dims(space.id(), dims, nullptr));
+  Datatype type(H5_TRY(H5Dget_type(ds.id())));
+  if (H5_TRY(H5Tget_class(type.id())) != H5T_INTEGER ||
+      H5_TRY(H5Tget_sign(type.id())) != H5T_SGN_NONE ||
+      H5Tget_size(type.id()) > static_cast<size_t>(mem))
+    throw InputError("unexpected element type (expected unsigned integers of at most " +
+                     std::to_string(static_cast<int>(mem)) + " bytes)");
+  return {std::move(ds), static_cast<uint64_t>(dims[0])};
+}
+
+}  // namespace
+
+// One dataset of a BatchRead.
+struct BatchRead::Item {
+  Id loc = kInvalidId;
+  std::string name;
+  Width mem = Width::kU8;
+  std::function<void*(uint64_t)> resize;
+
+  std::exception_ptr open_error;  ///< from opening and checking the dataset
+  Dataset ds;
+  uint64_t n = 0;
+  void* out = nullptr;
+  bool done = false;  ///< `out` holds the values
+
+  // Direct chunk path: chunks of `chunk` elements of `es` bytes, stored (filtered) in `raw`
+  // at raw_offsets[k] .. raw_offsets[k+1].
+  bool fast = false;
+  std::atomic<bool> failed{false};
+  Pipeline pipeline;
+  uint32_t es = 0;
+  uint64_t chunk = 0;
+  UninitVector<unsigned char> raw;  // huge pages, not zero-filled
+  std::vector<uint64_t> raw_offsets;
+
+  uint64_t num_chunks() const { return raw_offsets.empty() ? 0 : raw_offsets.size() - 1; }
+  // Reads every chunk as stored; false (and HDF5's error stack cleared) when this dataset is not
+  // for the direct path.
+  bool read_chunks();
+  // Checks, inflates, unshuffles and widens chunk k into `out`; false on any surprise.
+  bool decode(uint64_t k) const;
+};
+
+bool BatchRead::Item::read_chunks() {
+  if constexpr (std::endian::native != std::endian::little) return false;
+  PropList dcpl(H5Dget_create_plist(ds.id()));
+  Datatype type(H5Dget_type(ds.id()));
+  bool ok = dcpl.id() >= 0 && type.id() >= 0 && H5Pget_layout(dcpl.id()) == H5D_CHUNKED;
+  hsize_t dims[1] = {0};
+  ok = ok && H5Pget_chunk(dcpl.id(), 1, dims) == 1 && dims[0] > 0;
+  if (ok) {
+    es = static_cast<uint32_t>(H5Tget_size(type.id()));
+    ok = (es == 1 || H5Tget_order(type.id()) == H5T_ORDER_LE) && H5Tget_offset(type.id()) == 0 &&
+         H5Tget_precision(type.id()) == 8 * size_t{es} && std::has_single_bit(es) && es <= 8;
+    chunk = dims[0];
+    // Chunks of the files written here hold at most 1 MiB; anything much larger goes through
+    // HDF5 (which then decides what it is).
+    ok = ok && chunk <= (uint64_t{1} << 30) / es;
+  }
+  std::optional<Pipeline> p = ok ? known_pipeline(dcpl.id(), es) : std::nullopt;
+  if (!p) {
+    H5Eclear2(H5E_DEFAULT);
+    return false;
+  }
+  pipeline = *p;
+  const uint64_t chunks = (n + chunk - 1) / chunk;
+  const uint64_t chunk_bytes = chunk * es;
+  raw_offsets.assign(chunks + 1, 0);
+  for (uint64_t k = 0; k < chunks; ++k) {
+    hsize_t offset[1] = {k * chunk};
+    hsize_t stored = 0;
+    if (H5Dget_chunk_storage_size(ds.id(), offset, &stored) < 0 || stored == 0 ||
+        stored > 2 * chunk_bytes + 4096) {
+      H5Eclear2(H5E_DEFAULT);
+      return false;
+    }
+    raw_offsets[k + 1] = raw_offsets[k] + stored;
+  }
+  raw.resize(raw_offsets.back());
+  for (uint64_t k = 0; k < chunks; ++k) {
+    hsize_t offset[1] = {k * chunk};
+    uint32_t filter_mask = 0;
+    if (H5Dread_chunk(ds.id(), H5P_DEFAULT, offset, &filter_mask, raw.data() + raw_offsets[k]) <
+            0 ||
+        filter_mask != 0) {
+      H5Eclear2(H5E_DEFAULT);
+      return false;
+    }
+  }
+  return true;
+}
+
+bool BatchRead::Item::decode(uint64_t k) const {
+  const unsigned char* src = raw.data() + raw_offsets[k];
+  size_t len = raw_offsets[k + 1] - raw_offsets[k];
+  if (pipeline.fletcher32) {
+    // As H5Z's fletcher32 filter: the stored sum is little-endian; the byte-swapped sum of
+    // HDF5 < 1.6.3 is accepted too.
+    if (len < 4) return false;
+    len -= 4;
+    uint32_t stored = 0;
+    for (int i = 3; i >= 0; --i) stored = (stored << 8) | src[len + i];
+    const uint32_t sum = fletcher32(src, len);
+    const uint32_t reversed = ((sum & 0x00ff00ffu) << 8) | ((sum >> 8) & 0x00ff00ffu);
+    if (stored != sum && stored != reversed) return false;
+  }
+  const uint64_t first = k * chunk;
+  const uint64_t count = std::min(chunk, n - first);
+  const size_t chunk_bytes = chunk * es;
+  const size_t mem_bytes = static_cast<size_t>(mem);
+  unsigned char* dst = static_cast<unsigned char*>(out) + first * mem_bytes;
+  // HDF5 leaves 1-byte elements and one-element chunks as they are.
+  const uint64_t plane = pipeline.shuffle && es > 1 && chunk > 1 ? chunk : 0;
+  const bool direct = plane == 0 && es == mem_bytes && count == chunk;
+  std::unique_ptr<unsigned char[]> scratch;
+  const unsigned char* data = src;
+  if (pipeline.deflate) {
+    unsigned char* into = dst;
+    if (!direct)
+      into = (scratch = std::make_unique_for_overwrite<unsigned char[]>(chunk_bytes)).get();
+    if (!inflate_exact(src, len, into, chunk_bytes)) return false;
+    if (direct) return true;
+    data = into;
+  } else if (len != chunk_bytes) {
+    return false;
+  }
+  if (plane == 0 && es == mem_bytes)
+    std::memcpy(dst, data, count * es);
+  else
+    unpack(data, es, plane, count, mem, dst);
+  return true;
+}
+
+BatchRead::BatchRead(unsigned threads) : threads_(threads) {
+  init();
+}
+BatchRead::~BatchRead() = default;
+
+size_t BatchRead::add_raw(Id loc, const std::string& name, Width mem,
+                          std::function<void*(uint64_t)> resize) {
+  auto item = std::make_unique<Item>();
+  item->loc = loc;
+  item->name = name;
+  item->mem = mem;
+  item->resize = std::move(resize);
+  items_.push_back(std::move(item));
+  return items_.size() - 1;
+}
+
+void BatchRead::run() {
+  init();
+  std::vector<std::pair<Item*, uint64_t>> tasks;  // (dataset, chunk)
+  for (auto& it : items_) {
+    try {
+      with_context("dataset " + object_path(it->loc, it->name), [&] {
+        auto [ds, n] = open_checked(it->loc, it->name, it->mem);
+        it->ds = std::move(ds);
+        it->n = n;
+      });
+    } catch (const InputError&) {
+      it->open_error = std::current_exception();
+      continue;
+    }
+    it->out = it->resize(it->n);
+    if (it->n == 0) {
+      it->done = true;
+      it->ds.reset();
+      continue;
+    }
+    it->fast = it->read_chunks();
+    if (!it->fast) continue;
+    for (uint64_t k = 0; k < it->num_chunks(); ++k) tasks.emplace_back(it.get(), k);
+  }
+  parallel_for(tasks.size(), resolve_threads(threads_), [&](size_t t) {
+    auto [it, k] = tasks[t];
+    if (it->failed.load(std::memory_order_relaxed)) return;
+    if (!it->decode(k)) it->failed.store(true, std::memory_order_relaxed);
+  });
+  for (auto& it : items_) {
+    if (!it->fast) continue;
+    it->raw = UninitVector<unsigned char>();
+    if (!it->failed.load()) {
+      it->done = true;
+      it->ds.reset();
+    }
+  }
+}
+
+uint64_t BatchRead::size(size_t i) const {
+  const Item& it = *items_.at(i);
+  if (it.open_error) std::rethrow_exception(it.open_error);
+  return it.n;
+}
+
+bool BatchRead::direct(size_t i) const {
+  const Item& it = *items_.at(i);
+  return it.fast && !it.failed.load();
+}
+
+void BatchRead::finish(size_t i) {
+  Item& it = *items_.at(i);
+  if (it.open_error) std::rethrow_exception(it.open_error);
+  if (it.done) return;
+  init();
+  with_context("dataset " + object_path(it.loc, it.name), [&] {
+    H5_TRY(H5Dread(it.ds.id(), mem_type(it.mem), H5S_ALL, H5S_ALL, H5P_DEFAULT, it.out));
+  });
+  it.done = true;
+  it.ds.reset();
 }
 
 DatasetInfo dataset_info(Id loc, const std::string& name) {

@@ -7,13 +7,18 @@
 // formats layer); `Id` is HDF5's hid_t, checked by a static_assert in h5.cpp.
 
 #include <cstdint>
+#include <exception>
 #include <filesystem>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
 #include <string>
 #include <type_traits>
 #include <vector>
+
+#include "formats/memory.h"
 
 namespace gtadoc::h5 {
 
@@ -155,12 +160,68 @@ uint64_t dataset_size(Id loc, const std::string& name);
 /// (corrupted data)".
 void read_raw(Id loc, const std::string& name, void* out, uint64_t n, Width mem);
 
+/// The values of a whole 1-D unsigned integer dataset (as read_raw; chunks decoded on threads,
+/// see BatchRead).
+template <class T>
+std::vector<T> read_array(Id loc, const std::string& name);
+
+/// Reads several whole 1-D unsigned integer datasets, each as read_raw would, in one go:
+/// `run()` opens them and reads their chunks as stored (HDF5 calls, on the calling thread), then
+/// verifies every chunk's Fletcher32 checksum, inflates, unshuffles and widens it to the memory
+/// type on `threads` threads (0: every hardware thread) without entering HDF5, which is not
+/// thread-safe. A dataset this path does not take as a whole (another layout or filter, a filter
+/// skipped for a chunk, a checksum mismatch, a stream that does not inflate to exactly one chunk)
+/// is read again by H5Dread in `finish`, so values and error messages are exactly read_raw's.
+/// Errors are kept per dataset and thrown when the caller asks for that dataset: `size(i)` throws
+/// what opening it threw (missing, not 1-D, wrong type), `finish(i)` that or a read error, so the
+/// caller meets them in the order of its own checks. The caller holds h5::Lock throughout, and
+/// uses an output only after `finish` returned for it.
+class BatchRead {
+ public:
+  explicit BatchRead(unsigned threads = 0);
+  ~BatchRead();
+  BatchRead(const BatchRead&) = delete;
+  BatchRead& operator=(const BatchRead&) = delete;
+
+  /// Queues dataset `name` below `loc` (which must stay open until run() returns); run() resizes
+  /// `out` to the dataset's size and fills it. Returns the dataset's index.
+  template <class T>
+  size_t add(Id loc, const std::string& name, std::vector<T>& out) {
+    return add_raw(loc, name, width_of<T>(), [&out](uint64_t n) -> void* {
+      out.clear();
+      resize_on_huge_pages(out, n);
+      return out.data();
+    });
+  }
+  /// Reads every queued dataset (see above); throws only on failures outside the data (memory).
+  void run();
+  /// Elements of dataset i; throws what opening it threw.
+  uint64_t size(size_t i) const;
+  /// Completes dataset i (reading it with H5Dread where the fast path gave up); throws its error.
+  void finish(size_t i);
+  /// Whether run() read dataset i by its chunks (false: finish reads it with H5Dread).
+  bool direct(size_t i) const;
+
+ private:
+  struct Item;
+  size_t add_raw(Id loc, const std::string& name, Width mem, std::function<void*(uint64_t)> resize);
+  unsigned threads_;
+  std::vector<std::unique_ptr<Item>> items_;
+};
+
 template <class T>
 std::vector<T> read_array(Id loc, const std::string& name) {
-  std::vector<T> out(dataset_size(loc, name));
-  read_raw(loc, name, out.data(), out.size(), width_of<T>());
+  std::vector<T> out;
+  BatchRead batch;
+  batch.add(loc, name, out);
+  batch.run();
+  batch.finish(0);
   return out;
 }
+
+/// HDF5's Fletcher32 checksum (H5_checksum_fletcher32: big-endian 16-bit words, sums reduced
+/// every 360 words; an odd last byte counts as the high byte of a word).
+uint32_t fletcher32(const void* data, size_t bytes);
 
 /// How a dataset is stored (for tests, `gtadoc info` and format checks).
 struct DatasetInfo {

@@ -1,0 +1,645 @@
+// Tests of the parallel read paths of the archive: the block-parallel front-coded dictionary
+// decode (formats/dictionary.h) against a plain sequential decode, the direct chunk reads of
+// h5::BatchRead against the written values (and falling back to H5Dread on corrupt chunks), the
+// parallel grammar validation against the sequential one, and Dictionary's shared copies.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "formats/archive.h"
+#include "formats/dictionary.h"
+#include "formats/grammar.h"
+#include "formats/h5.h"
+#include "tests/testutil/corpus.h"
+
+namespace gtadoc {
+namespace {
+
+namespace fs = std::filesystem;
+using testutil::read_file;
+using testutil::TempDir;
+using testutil::write_file;
+
+// ------------------------------------------------------------------------------------ helpers
+
+// The sequential decode (as the reader did it before it worked in blocks): words, offsets,
+// whether they are sorted and unique, or the message of the first invalid prefix length.
+struct Reference {
+  std::vector<char> bytes;
+  std::vector<uint64_t> offsets{0};
+  bool sorted_unique = true;
+  std::string error;
+};
+
+Reference reference_decode(const FrontCoded& f) {
+  Reference r;
+  uint64_t suffix = 0;
+  for (size_t w = 0; w < f.prefix_lengths.size(); ++w) {
+    const uint64_t prev_begin = w == 0 ? 0 : r.offsets[w - 1];
+    if (f.prefix_lengths[w] > r.offsets[w] - prev_begin) {
+      r.error =
+          "/dictionary/prefix_lengths[" + std::to_string(w) + "] is longer than the previous word";
+      return r;
+    }
+    for (uint64_t k = 0; k < f.prefix_lengths[w]; ++k) r.bytes.push_back(r.bytes[prev_begin + k]);
+    r.bytes.insert(r.bytes.end(), f.suffix_bytes.begin() + suffix,
+                   f.suffix_bytes.begin() + suffix + f.suffix_lengths[w]);
+    suffix += f.suffix_lengths[w];
+    r.offsets.push_back(r.bytes.size());
+  }
+  r.sorted_unique = Dictionary(r.bytes, r.offsets).is_sorted_unique();
+  return r;
+}
+
+Dictionary dictionary_of(const std::vector<std::string>& words) {
+  Dictionary d;
+  for (const std::string& w : words) d.push_back(w);
+  return d;
+}
+
+// Decodes `f` with several block sizes and thread counts and compares each with the reference.
+void expect_decodes_like_reference(const FrontCoded& f, const std::string& what) {
+  const Reference ref = reference_decode(f);
+  const size_t n = f.prefix_lengths.size();
+  for (size_t block :
+       {size_t{1}, size_t{2}, size_t{3}, size_t{7}, size_t{64}, n + 1, kFrontCodedBlock}) {
+    if (block == 0) continue;
+    for (unsigned threads : {1u, 2u, 4u}) {
+      SCOPED_TRACE(what + ", block " + std::to_string(block) + ", threads " +
+                   std::to_string(threads));
+      bool sorted = !ref.sorted_unique;
+      try {
+        Dictionary d = decode_front_coded(f.prefix_lengths, f.suffix_bytes, f.suffix_lengths,
+                                          &sorted, threads, block);
+        EXPECT_EQ(ref.error, "") << "decoded what the sequential decode rejects";
+        EXPECT_EQ(d.bytes(), ref.bytes);
+        EXPECT_EQ(d.offsets(), ref.offsets);
+        EXPECT_EQ(sorted, ref.sorted_unique);
+      } catch (const InputError& e) {
+        EXPECT_EQ(e.what(), ref.error);
+      }
+    }
+  }
+}
+
+std::vector<std::string> random_sorted_words(size_t n, uint64_t seed, size_t max_length,
+                                             const std::string& alphabet) {
+  std::mt19937_64 rng(seed);
+  std::vector<std::string> words;
+  while (words.size() < n) {
+    for (size_t i = words.size(); i < n + n / 4 + 1; ++i) {
+      std::string w(rng() % (max_length + 1), '\0');
+      for (char& c : w) c = alphabet[rng() % alphabet.size()];
+      words.push_back(w);
+    }
+    std::sort(words.begin(), words.end());
+    words.erase(std::unique(words.begin(), words.end()), words.end());
+  }
+  words.resize(n);  // still sorted and unique
+  return words;
+}
+
+// ------------------------------------------------------------------------------ front coding
+
+TEST(FrontCodedDecode, EmptyAndSingleWords) {
+  expect_decodes_like_reference(front_code(Dictionary()), "no words");
+  expect_decodes_like_reference(front_code(dictionary_of({""})), "one empty word");
+  expect_decodes_like_reference(front_code(dictionary_of({"x"})), "one word");
+  expect_decodes_like_reference(front_code(dictionary_of({std::string(100, 'q')})),
+                                "one long word");
+  bool sorted = false;
+  Dictionary d = decode_front_coded({}, {}, {}, &sorted);
+  EXPECT_EQ(d.size(), 0u);
+  EXPECT_TRUE(sorted);
+}
+
+TEST(FrontCodedDecode, PrefixesEmptyWordsAndOddBytes) {
+  const std::vector<std::string> words = {"",
+                                          std::string("\0", 1),
+                                          std::string("\0\0", 2),
+                                          std::string("\0a", 2),
+                                          "a",
+                                          "ab",
+                                          "abc",
+                                          "abcdefghijklmnopqrstuvwxyz",
+                                          "abcdefghijklmnopqrstuvwxyz0123456789",
+                                          "abcdefghijklmnopqrstuvwxz",
+                                          "abd",
+                                          "b",
+                                          std::string(40, 'b'),
+                                          std::string(41, 'b'),
+                                          "c",
+                                          "\x7f",
+                                          "\x80",
+                                          "\xff",
+                                          "\xff\xff",
+                                          std::string(33, '\xff')};
+  ASSERT_TRUE(dictionary_of(words).is_sorted_unique());
+  expect_decodes_like_reference(front_code(dictionary_of(words)), "sorted odd words");
+}
+
+TEST(FrontCodedDecode, RandomDictionariesAcrossBlockBoundaries) {
+  // Sizes around the block sizes used above (1, 2, 3, 7, 64) and many shared prefixes.
+  for (size_t n : {size_t{2}, size_t{5}, size_t{63}, size_t{64}, size_t{65}, size_t{128},
+                   size_t{129}, size_t{1000}}) {
+    std::vector<std::string> words = random_sorted_words(n, n, 12, std::string("ab\0\xff", 4));
+    expect_decodes_like_reference(front_code(dictionary_of(words)),
+                                  "random, " + std::to_string(n) + " words");
+  }
+  // Long words (copies longer than 16 bytes) sharing long prefixes.
+  std::vector<std::string> words = random_sorted_words(300, 9, 60, "xy");
+  expect_decodes_like_reference(front_code(dictionary_of(words)), "long words");
+}
+
+TEST(FrontCodedDecode, DefaultBlocksOnALargeDictionary) {
+  // More than one default block, on every thread count (the reader's configuration).
+  std::vector<std::string> words =
+      random_sorted_words(3 * kFrontCodedBlock + 17, 4, 10, "abcdefgh");
+  const FrontCoded f = front_code(dictionary_of(words));
+  const Reference ref = reference_decode(f);
+  for (unsigned threads : {0u, 1u, 3u}) {
+    bool sorted = false;
+    Dictionary d =
+        decode_front_coded(f.prefix_lengths, f.suffix_bytes, f.suffix_lengths, &sorted, threads);
+    EXPECT_EQ(d.bytes(), ref.bytes);
+    EXPECT_EQ(d.offsets(), ref.offsets);
+    EXPECT_TRUE(sorted);
+  }
+}
+
+TEST(FrontCodedDecode, UnsortedAndDuplicateWordsAreReported) {
+  // front_code takes any sequence; the decode reports whether it was sorted and unique,
+  // wherever the disorder is (inside a block or between two).
+  std::vector<std::string> base = random_sorted_words(50, 3, 6, "abc");
+  for (size_t at : {size_t{1}, size_t{2}, size_t{3}, size_t{7}, size_t{8}, size_t{49}}) {
+    std::vector<std::string> swapped = base;
+    std::swap(swapped[at - 1], swapped[at]);
+    expect_decodes_like_reference(front_code(dictionary_of(swapped)),
+                                  "swapped at " + std::to_string(at));
+    std::vector<std::string> duplicated = base;
+    duplicated[at] = duplicated[at - 1];
+    expect_decodes_like_reference(front_code(dictionary_of(duplicated)),
+                                  "duplicate at " + std::to_string(at));
+  }
+  expect_decodes_like_reference(front_code(dictionary_of({"b", "a"})), "two, descending");
+  expect_decodes_like_reference(front_code(dictionary_of({"", ""})), "two empty words");
+  expect_decodes_like_reference(front_code(dictionary_of({"ab", "a"})), "prefix after word");
+}
+
+TEST(FrontCodedDecode, ShorterThanPossiblePrefixesStillDecode) {
+  // A valid stream need not share the longest prefix: all prefix lengths 0.
+  std::vector<std::string> words = random_sorted_words(200, 5, 8, "ab");
+  FrontCoded f;
+  for (const std::string& w : words) {
+    f.prefix_lengths.push_back(0);
+    f.suffix_bytes.insert(f.suffix_bytes.end(), w.begin(), w.end());
+    f.suffix_lengths.push_back(w.size());
+  }
+  expect_decodes_like_reference(f, "prefix lengths 0");
+  // Half of the longest prefix.
+  FrontCoded g = front_code(dictionary_of(words));
+  FrontCoded h;
+  std::string prev;
+  for (size_t i = 0; i < words.size(); ++i) {
+    const uint64_t p = g.prefix_lengths[i] / 2;
+    h.prefix_lengths.push_back(p);
+    h.suffix_bytes.insert(h.suffix_bytes.end(), words[i].begin() + p, words[i].end());
+    h.suffix_lengths.push_back(words[i].size() - p);
+  }
+  expect_decodes_like_reference(h, "half prefixes");
+}
+
+TEST(FrontCodedDecode, PrefixLongerThanThePreviousWordIsRejected) {
+  std::vector<std::string> words = random_sorted_words(100, 6, 6, "abc");
+  const FrontCoded good = front_code(dictionary_of(words));
+  for (size_t at :
+       {size_t{0}, size_t{1}, size_t{2}, size_t{7}, size_t{8}, size_t{64}, size_t{99}}) {
+    FrontCoded bad = good;
+    const uint64_t previous = at == 0 ? 0 : words[at - 1].size();
+    // Just over the previous word's length, or far over it (the sums must not wrap).
+    bad.prefix_lengths[at] = at % 2 ? (previous + 1) << 40 : previous + 1 + at % 3;
+    expect_decodes_like_reference(bad, "bad prefix at " + std::to_string(at));
+  }
+  // Two bad entries: the first is named, whichever block it is in.
+  FrontCoded two = good;
+  two.prefix_lengths[70] = 1000;
+  two.prefix_lengths[9] = 1000;
+  expect_decodes_like_reference(two, "two bad prefixes");
+  try {
+    decode_front_coded(two.prefix_lengths, two.suffix_bytes, two.suffix_lengths, nullptr, 4, 16);
+    ADD_FAILURE() << "not rejected";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "/dictionary/prefix_lengths[9] is longer than the previous word");
+  }
+}
+
+TEST(FrontCodedArchive, UnsortedDictionaryIsRejectedOnRead) {
+  TempDir dir;
+  Manifest m;
+  m.archive_id = 4;
+  m.dict = dictionary_of(random_sorted_words(40000, 8, 9, "abcdefgh"));
+  write_manifest_file(dir / kManifestFile, m, {4});
+  EXPECT_EQ(read_manifest(dir.path()).dict.bytes(), m.dict.bytes());
+
+  TempDir dir2;
+  std::vector<std::string> words = random_sorted_words(40000, 8, 9, "abcdefgh");
+  std::swap(words[kFrontCodedBlock - 1], words[kFrontCodedBlock]);  // across a block boundary
+  m.dict = dictionary_of(words);
+  write_manifest_file(dir2 / kManifestFile, m, {4});
+  try {
+    read_manifest(dir2.path());
+    ADD_FAILURE() << "not rejected";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("dictionary words are not sorted and unique"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// ------------------------------------------------------------------------------------ dictionary
+
+TEST(DictionaryCopies, ShareWordsAndCopyOnWrite) {
+  Dictionary a = dictionary_of({"a", "b"});
+  Dictionary b = a;
+  EXPECT_EQ(b.bytes().data(), a.bytes().data());  // shared, not copied
+  b.push_back("c");
+  EXPECT_EQ(a.size(), 2u);
+  EXPECT_EQ(b.size(), 3u);
+  EXPECT_EQ(a[1], "b");
+  EXPECT_EQ(b[2], "c");
+  Dictionary c = std::move(b);
+  EXPECT_EQ(c.size(), 3u);
+  EXPECT_EQ(b.size(), 0u);  // NOLINT(bugprone-use-after-move): moved-from is empty
+  b.push_back("z");
+  EXPECT_EQ(b.size(), 1u);
+  EXPECT_EQ(Dictionary().size(), 0u);
+  Dictionary e;
+  e.push_back("only");
+  EXPECT_EQ(Dictionary().size(), 0u);  // the shared empty storage is never written
+  EXPECT_EQ(e.find("only"), 0u);
+}
+
+// ------------------------------------------------------------------------------------ h5
+
+template <class T>
+std::vector<T> read_with_batch(h5::Id loc, const std::string& name, bool* direct = nullptr) {
+  std::vector<T> out;
+  h5::BatchRead batch(3);
+  batch.add(loc, name, out);
+  batch.run();
+  batch.finish(0);
+  if (direct) *direct = batch.direct(0);
+  return out;
+}
+
+TEST(BatchRead, EveryWidthPipelineAndChunkEdge) {
+  TempDir dir;
+  h5::File f = h5::create_file(dir / "x.h5");
+  std::mt19937_64 rng(1);
+  // Chunks hold 1 MiB: 2^18 u32 values, 2^17 u64 values.
+  const std::vector<uint64_t> sizes = {
+      0, 1, 2, 3, 1000, (1u << 17) - 1, 1u << 17, (1u << 17) + 1, (1u << 18) + 5, 3u << 19};
+  struct Case {
+    std::string name;
+    std::vector<uint64_t> values;
+    h5::Width store;
+  };
+  std::vector<Case> cases;
+  for (int deflate : {0, 1, 4}) {
+    for (h5::Width store : {h5::Width::kU8, h5::Width::kU16, h5::Width::kU32, h5::Width::kU64}) {
+      for (uint64_t n : sizes) {
+        const uint64_t max = store == h5::Width::kU64
+                                 ? ~uint64_t{0}
+                                 : (uint64_t{1} << (8 * static_cast<int>(store))) - 1;
+        std::vector<uint64_t> v(n);
+        // Compressible and incompressible halves.
+        for (uint64_t i = 0; i < n; ++i) v[i] = (i < n / 2 ? i % 7 : rng()) & max;
+        Case c{"d" + std::to_string(deflate) + "_w" + std::to_string(static_cast<int>(store)) +
+                   "_n" + std::to_string(n),
+               v, store};
+        h5::write_array(f.id(), c.name, std::span<const uint64_t>(v), store, {deflate});
+        cases.push_back(std::move(c));
+      }
+    }
+  }
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    bool direct = false;
+    std::vector<uint64_t> got64 = read_with_batch<uint64_t>(f.id(), c.name, &direct);
+    EXPECT_EQ(got64, c.values);
+    EXPECT_TRUE(direct || c.values.empty());
+    EXPECT_EQ(h5::read_array<uint64_t>(f.id(), c.name), c.values);
+    if (c.store <= h5::Width::kU32) {
+      std::vector<uint32_t> got32 = read_with_batch<uint32_t>(f.id(), c.name, &direct);
+      EXPECT_TRUE(std::equal(got32.begin(), got32.end(), c.values.begin(), c.values.end()));
+      EXPECT_TRUE(direct || c.values.empty());
+    }
+    if (c.store <= h5::Width::kU16) {
+      std::vector<uint16_t> got16 = read_with_batch<uint16_t>(f.id(), c.name, &direct);
+      EXPECT_TRUE(std::equal(got16.begin(), got16.end(), c.values.begin(), c.values.end()));
+    }
+    if (c.store == h5::Width::kU8) {
+      std::vector<char> got8 = read_with_batch<char>(f.id(), c.name, &direct);
+      ASSERT_EQ(got8.size(), c.values.size());
+      for (size_t i = 0; i < got8.size(); ++i)
+        ASSERT_EQ(static_cast<uint8_t>(got8[i]), c.values[i]) << i;
+      EXPECT_TRUE(direct || c.values.empty());
+    }
+  }
+}
+
+TEST(BatchRead, ErrorsComeWhenTheCallerAsks) {
+  TempDir dir;
+  h5::File f = h5::create_file(dir / "x.h5");
+  std::vector<uint64_t> wide = {1, 1ull << 40};
+  std::vector<uint32_t> ok = {7, 8, 9};
+  h5::write_array(f.id(), "wide", std::span<const uint64_t>(wide), h5::Width::kU64, {6});
+  h5::write_array(f.id(), "ok", std::span<const uint32_t>(ok), h5::Width::kU32, {6});
+  std::vector<uint32_t> a, b, c;
+  h5::BatchRead batch;
+  batch.add(f.id(), "missing", a);
+  batch.add(f.id(), "wide", b);  // too wide for u32
+  batch.add(f.id(), "ok", c);
+  batch.run();
+  EXPECT_EQ(batch.size(2), 3u);
+  batch.finish(2);
+  EXPECT_EQ(c, ok);
+  auto message = [](const std::function<void()>& body) {
+    try {
+      body();
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message([&] { batch.size(0); }), "dataset /missing: missing");
+  EXPECT_EQ(message([&] { batch.finish(0); }), "dataset /missing: missing");
+  EXPECT_NE(message([&] { batch.finish(1); }).find("dataset /wide: unexpected element type"),
+            std::string::npos);
+}
+
+TEST(BatchRead, CorruptChunkFallsBackToHdf5AndItsMessage) {
+  TempDir dir;
+  const fs::path file = dir / "x.h5";
+  std::vector<uint32_t> v(300000);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<uint32_t>(i * 2654435761u);
+  {
+    h5::File f = h5::create_file(file);
+    h5::write_array(f.id(), "v", std::span<const uint32_t>(v), h5::Width::kU32, {0});
+    f.close();
+  }
+  {
+    h5::File f = h5::open_file(file);
+    bool direct = false;
+    EXPECT_EQ(read_with_batch<uint32_t>(f.id(), "v", &direct), v);
+    EXPECT_TRUE(direct);
+  }
+  // Flip one byte of the second chunk's values (stored raw: deflate is off).
+  std::string bytes = read_file(file);
+  std::string pattern(reinterpret_cast<const char*>(v.data() + 270000), 16);
+  size_t pos = bytes.find(pattern);
+  ASSERT_NE(pos, std::string::npos);
+  bytes[pos + 5] ^= 0x20;
+  write_file(file, bytes);
+  h5::File f = h5::open_file(file);
+  std::vector<uint32_t> out;
+  h5::BatchRead batch;
+  batch.add(f.id(), "v", out);
+  batch.run();
+  EXPECT_FALSE(batch.direct(0));
+  try {
+    batch.finish(0);
+    ADD_FAILURE() << "corruption not detected";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), "dataset /v: checksum mismatch (corrupted data)");
+  }
+}
+
+TEST(BatchRead, FletcherOfOddAndEvenLengths) {
+  // HDF5's sums over big-endian 16-bit words, small cases worked by hand.
+  const unsigned char one[] = {0x01};
+  const unsigned char two[] = {0x01, 0x02};
+  const unsigned char three[] = {0x01, 0x02, 0x03};
+  EXPECT_EQ(h5::fletcher32(one, 0), 0u);
+  EXPECT_EQ(h5::fletcher32(one, 1), (0x0100u << 16) | 0x0100u);
+  EXPECT_EQ(h5::fletcher32(two, 2), (0x0102u << 16) | 0x0102u);
+  // sum1 = 0x0102 + 0x0300 = 0x0402; sum2 = 0x0102 + 0x0402 = 0x0504.
+  EXPECT_EQ(h5::fletcher32(three, 3), (0x0504u << 16) | 0x0402u);
+  // Reductions: 1000 words of 0xffff keep both sums within 16 bits.
+  std::vector<unsigned char> ff(2000, 0xff);
+  const uint32_t sum = h5::fletcher32(ff.data(), ff.size());
+  EXPECT_LE(sum & 0xffff, 0xffffu);
+  EXPECT_EQ((sum & 0xffff) % 0xffff, 0u);  // 1000 * 0xffff = 0 mod 65535
+}
+
+// ------------------------------------------------------------------------------------ grammar
+
+// A random acyclic raw grammar (as archive_test.cpp's): rule i >= 1 references only rules with
+// larger ids, each rule is used at least twice, the root holds `num_docs` segments.
+RawGrammar random_raw(uint32_t num_words, uint32_t num_docs, uint32_t num_rules,
+                      uint32_t max_segment, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  auto pick = [&](uint32_t n) { return static_cast<uint32_t>(rng() % n); };
+  std::vector<std::vector<Symbol>> bodies(num_rules + 1);
+  std::vector<uint32_t> uses(num_rules + 1, 0);
+  auto random_symbol = [&](uint32_t min_rule) -> Symbol {
+    if (min_rule <= num_rules && pick(3) == 0) {
+      uint32_t r = min_rule + pick(num_rules - min_rule + 1);
+      ++uses[r];
+      return num_words + r;
+    }
+    return pick(num_words);
+  };
+  for (uint32_t i = num_rules; i >= 1; --i) {
+    uint32_t len = 2 + pick(3);
+    for (uint32_t k = 0; k < len; ++k) bodies[i].push_back(random_symbol(i + 1));
+  }
+  std::vector<std::vector<Symbol>> segments(num_docs);
+  for (uint32_t d = 0; d < num_docs; ++d) {
+    uint32_t len = pick(max_segment + 1);
+    for (uint32_t k = 0; k < len; ++k) segments[d].push_back(random_symbol(1));
+  }
+  for (uint32_t r = 1; r <= num_rules; ++r)
+    while (uses[r] < 2) {
+      segments[num_docs - 1].push_back(num_words + r);
+      ++uses[r];
+    }
+  for (uint32_t d = 0; d < num_docs; ++d) {
+    bodies[0].insert(bodies[0].end(), segments[d].begin(), segments[d].end());
+    if (d + 1 < num_docs) bodies[0].push_back(boundary_symbol(d * 7 + 3));
+  }
+  RawGrammar raw;
+  for (const auto& b : bodies) {
+    raw.symbols.insert(raw.symbols.end(), b.begin(), b.end());
+    raw.offsets.push_back(raw.symbols.size());
+  }
+  return raw;
+}
+
+// The message of validate_grammar on `threads` threads, or "" when it accepts.
+std::string validation(const ShardGrammar& g, unsigned threads) {
+  try {
+    validate_grammar(g, "g", threads);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ParallelValidate, AgreesWithTheSequentialChecksOnEveryMutation) {
+  const uint32_t V = 3000;
+  const ShardGrammar good = finalize_grammar(V, 5, 40, random_raw(V, 40, 30000, 3000, 17));
+  ASSERT_GT(good.symbols.size(), uint64_t{1} << 17);  // large enough for the parallel checks
+  ASSERT_GT(good.num_levels(), 3u);
+  EXPECT_EQ(validation(good, 1), "");
+  EXPECT_EQ(validation(good, 4), "");
+  EXPECT_EQ(validation(good, 0), "");
+  // The parallel checks themselves accept it (not only the sequential fallback).
+  EXPECT_TRUE(detail::grammar_valid_in_parallel(good, 1));
+  EXPECT_TRUE(detail::grammar_valid_in_parallel(good, 3));
+
+  std::mt19937_64 rng(99);
+  const uint32_t R = good.num_rules(), root = good.root();
+  const uint64_t root_begin = good.rule_offsets[root];
+  std::vector<std::pair<std::string, std::function<void(ShardGrammar&)>>> mutations = {
+      {"symbol to a word",
+       [&](ShardGrammar& g) {
+         for (;;) {
+           uint64_t i = rng() % root_begin;
+           if (g.symbols[i] >= V) {
+             g.symbols[i] = 0;
+             return;
+           }
+         }
+       }},
+      {"forward reference",
+       [&](ShardGrammar& g) {
+         uint32_t r = static_cast<uint32_t>(rng() % (root - 1));
+         g.symbols[g.rule_offsets[r]] = rule_symbol(r + 1 + rng() % (root - r - 1), V);
+       }},
+      {"self reference",
+       [&](ShardGrammar& g) {
+         uint32_t r = static_cast<uint32_t>(rng() % root);
+         g.symbols[g.rule_offsets[r]] = rule_symbol(r, V);
+       }},
+      {"root references itself",
+       [&](ShardGrammar& g) { g.symbols[root_begin + 1] = rule_symbol(root, V); }},
+      {"reference past the rules",
+       [&](ShardGrammar& g) { g.symbols[root_begin + 2] = rule_symbol(R + 5, V); }},
+      {"boundary in a rule",
+       [&](ShardGrammar& g) { g.symbols[g.rule_offsets[rng() % root]] = boundary_symbol(999); }},
+      {"extra boundary in the root",
+       [&](ShardGrammar& g) {
+         for (;;) {
+           uint64_t i = root_begin + rng() % (g.symbols.size() - root_begin);
+           if (!is_boundary(g.symbols[i]) && g.symbols[i] < V) {
+             g.symbols[i] = boundary_symbol(1u << 20);
+             return;
+           }
+         }
+       }},
+      {"duplicate boundary id",
+       [&](ShardGrammar& g) {
+         g.symbols[g.doc_segment(2).second] = g.symbols[g.doc_segment(1).second];
+       }},
+      {"rule_length", [&](ShardGrammar& g) { g.rule_length[rng() % R] += 1; }},
+      {"root rule_length", [&](ShardGrammar& g) { g.rule_length[root] -= 1; }},
+      {"rule_uses", [&](ShardGrammar& g) { g.rule_uses[rng() % root] += 1; }},
+      {"root uses", [&](ShardGrammar& g) { g.rule_uses[root] = 1; }},
+      {"rule_uses wraps", [&](ShardGrammar& g) { g.rule_uses[rng() % root] += 0x80000000u; }},
+      {"level boundary moved", [&](ShardGrammar& g) { g.level_offsets[1] += 1; }},
+      {"level boundary moved down", [&](ShardGrammar& g) { g.level_offsets[2] -= 1; }},
+      {"level offsets decrease",
+       [&](ShardGrammar& g) { std::swap(g.level_offsets[1], g.level_offsets[2]); }},
+      {"extra level",
+       [&](ShardGrammar& g) { g.level_offsets.insert(g.level_offsets.begin() + 1, 0); }},
+      {"doc offset", [&](ShardGrammar& g) { g.doc_root_offsets[3] += 1; }},
+      {"doc offsets swapped",
+       [&](ShardGrammar& g) { std::swap(g.doc_root_offsets[3], g.doc_root_offsets[4]); }},
+      {"last doc offset", [&](ShardGrammar& g) { g.doc_root_offsets.back() += 1; }},
+      {"empty body",
+       [&](ShardGrammar& g) {
+         uint32_t r = static_cast<uint32_t>(1 + rng() % (root - 1));
+         g.rule_offsets[r] = g.rule_offsets[r + 1];
+       }},
+      {"offsets decrease",
+       [&](ShardGrammar& g) {
+         uint32_t r = static_cast<uint32_t>(1 + rng() % (root - 1));
+         g.rule_offsets[r] = g.rule_offsets[r + 1] + 1;
+       }},
+      {"length overflows",
+       [&](ShardGrammar& g) {
+         g.rule_length[0] = ~uint64_t{0} / 2;
+         g.rule_length[1] = ~uint64_t{0} / 2;
+       }},
+  };
+  for (auto& [name, mutate] : mutations) {
+    for (int trial = 0; trial < 4; ++trial) {
+      ShardGrammar g = good;
+      mutate(g);
+      const std::string sequential = validation(g, 1);
+      SCOPED_TRACE(name + " (trial " + std::to_string(trial) + "): " + sequential);
+      EXPECT_NE(sequential, "") << "mutation not detected at all";
+      EXPECT_FALSE(detail::grammar_valid_in_parallel(g, 1));
+      EXPECT_FALSE(detail::grammar_valid_in_parallel(g, 4));
+      EXPECT_EQ(validation(g, 4), sequential);
+      EXPECT_EQ(validation(g, 2), sequential);
+    }
+  }
+}
+
+TEST(ParallelValidate, SmallAndDegenerateGrammars) {
+  // Below the size where validate_grammar uses them, the parallel checks still agree.
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    const uint32_t V = 1 + static_cast<uint32_t>(seed % 5);
+    ShardGrammar g = finalize_grammar(V, 0, 1 + seed % 4,
+                                      random_raw(V, 1 + seed % 4, static_cast<uint32_t>(seed % 7),
+                                                 static_cast<uint32_t>(seed % 9), seed));
+    EXPECT_TRUE(detail::grammar_valid_in_parallel(g, 2)) << seed;
+  }
+  RawGrammar empty_root;
+  empty_root.offsets = {0, 0};
+  EXPECT_TRUE(detail::grammar_valid_in_parallel(finalize_grammar(0, 0, 1, empty_root), 2));
+  ShardGrammar bad = finalize_grammar(0, 0, 1, empty_root);
+  bad.level_offsets = {0, 0, 1};
+  EXPECT_FALSE(detail::grammar_valid_in_parallel(bad, 2));
+  EXPECT_NE(validation(bad, 1), "");
+}
+
+TEST(ParallelValidate, ShardReadsAcrossThreadCountsAgree) {
+  TempDir dir;
+  const uint32_t V = 2000;
+  ShardGrammar g = finalize_grammar(V, 0, 12, random_raw(V, 12, 40000, 8000, 3));
+  ShardLayout layout;
+  layout.ws_dict = {" "};
+  layout.gaps.assign(g.rule_length[g.root()] + g.num_docs, 0);
+  write_shard_file(dir / shard_file_name(0), 1, 0, g, layout, {4});
+  Manifest m;
+  m.archive_id = 1;
+  for (uint32_t w = 0; w < V; ++w) m.dict.push_back("w" + std::to_string(100000 + w));
+  ShardEntry e;
+  e.first_doc = 0;
+  e.num_docs = g.num_docs;
+  e.words = g.rule_length[g.root()];
+  e.rules = g.num_rules();
+  e.symbols = g.symbols.size();
+  e.depth = dag_depth(g);
+  m.shards = {e};
+  ShardGrammar back = read_shard_grammar(dir.path(), m, 0);
+  EXPECT_EQ(back.symbols, g.symbols);
+  EXPECT_EQ(back.rule_offsets, g.rule_offsets);
+  EXPECT_EQ(back.rule_length, g.rule_length);
+  EXPECT_EQ(back.rule_uses, g.rule_uses);
+  EXPECT_EQ(back.level_offsets, g.level_offsets);
+  EXPECT_EQ(back.doc_root_offsets, g.doc_root_offsets);
+  EXPECT_EQ(read_shard_layout(dir.path(), m, 0).gaps, layout.gaps);
+}
+
+}  // namespace
+}  // namespace gtadoc
