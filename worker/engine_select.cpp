@@ -59,23 +59,20 @@ constexpr double kGpuStartupS = 0.55;
 
 std::string choose_auto_engine(Task task, double grammar_mb_per_rank, unsigned threads,
                                bool gpu_visible, std::string* why) {
-  auto say = [&](std::string s) {
-    if (why != nullptr) *why = std::move(s);
-  };
-  if (!gpu_visible) {
-    say("no CUDA device is visible");
-    return "cpu";
-  }
   const EngineCosts c = costs_of(task);
   const double t = std::max(1u, threads);
   const double gain = grammar_mb_per_rank * (c.serial + c.parallel / t - c.gpu);
-  char buf[200];
-  std::snprintf(buf, sizeof buf,
-                "%.1f MB of grammar per rank on %u threads: the GPU would save an estimated %.2f "
-                "s against %.1f s of CUDA start-up",
-                grammar_mb_per_rank, threads, gain, kGpuStartupS);
-  say(buf);
-  return gain > kGpuStartupS ? "gpu" : "cpu";
+  const bool wins = gain > kGpuStartupS;
+  if (why != nullptr) {
+    char buf[200];
+    std::snprintf(buf, sizeof buf,
+                  "%.1f MB of grammar per rank on %u threads: a GPU would save an estimated %.2f "
+                  "s against %.2f s of CUDA start-up%s",
+                  grammar_mb_per_rank, threads, gain, kGpuStartupS,
+                  wins && !gpu_visible ? ", but no CUDA device is visible" : "");
+    *why = buf;
+  }
+  return wins && gpu_visible ? "gpu" : "cpu";
 }
 
 }  // namespace gtadoc
