@@ -6,9 +6,10 @@
 #include <numeric>
 
 #include "cluster/comm.h"
-#include "cluster/reduce.h"
 #include "cluster/rows/parallel_sort.h"
 #include "common/error.h"
+#include "common/log.h"
+#include "common/timer.h"
 
 namespace gtadoc {
 
@@ -103,8 +104,10 @@ RecordBatch choose_row_splitters(Comm& comm, const RecordBatch& rows, const Coun
   return splitters;
 }
 
-/// Collective: moves ordered rows so that rank r holds the r-th range of the global order.
-RecordBatch exchange_rows(Comm& comm, const RecordBatch& rows, const CountKeyLess& less) {
+/// Collective: moves ordered rows so that rank r holds the r-th range of the global order. The
+/// result holds one sorted run per source rank, of sizes `runs`.
+RecordBatch exchange_rows(Comm& comm, const RecordBatch& rows, const CountKeyLess& less,
+                          std::vector<size_t>& runs) {
   const RecordBatch splitters = choose_row_splitters(comm, rows, less);
   const uint32_t parts = static_cast<uint32_t>(comm.size());
   const uint32_t w = rows.width;
@@ -133,11 +136,43 @@ RecordBatch exchange_rows(Comm& comm, const RecordBatch& rows, const CountKeyLes
   got.width = w;
   std::vector<uint32_t> keys =
       comm.alltoallv(std::span<const uint32_t>(rows.keys.data(), rows.keys.size()), key_counts);
-  std::vector<uint64_t> c =
-      comm.alltoallv(std::span<const uint64_t>(rows.counts.data(), rows.counts.size()), counts);
+  std::vector<uint64_t> c = comm.alltoallv(
+      std::span<const uint64_t>(rows.counts.data(), rows.counts.size()), counts, &runs);
   got.keys.assign(keys.begin(), keys.end());
   got.counts.assign(c.begin(), c.end());
   return got;
+}
+
+/// One row per record, in order: the k-way merge of the sorted runs of `r` (sizes `runs`).
+RowPlan merge_runs(const RecordBatch& r, const std::vector<size_t>& runs,
+                   const CountKeyLess& less) {
+  RowPlan plan;
+  plan.order.resize(r.size());
+  struct Head {
+    uint64_t at, end;
+  };
+  std::vector<Head> heads;
+  uint64_t begin = 0;
+  for (size_t size : runs) {
+    if (size > 0) heads.push_back({begin, begin + size});
+    begin += size;
+  }
+  const uint32_t w = r.width;
+  auto after = [&](const Head& a, const Head& b) {  // heap order: the smallest row on top
+    return less(r.counts[b.at], r.keys.data() + b.at * w, r.counts[a.at], r.keys.data() + a.at * w);
+  };
+  std::make_heap(heads.begin(), heads.end(), after);
+  uint64_t k = 0;
+  while (!heads.empty()) {
+    std::pop_heap(heads.begin(), heads.end(), after);
+    Head& h = heads.back();
+    plan.order[k++] = h.at++;
+    if (h.at == h.end)
+      heads.pop_back();
+    else
+      std::push_heap(heads.begin(), heads.end(), after);
+  }
+  return plan;
 }
 
 }  // namespace
@@ -150,14 +185,19 @@ RankRows plan_rank_rows(Comm& comm, RecordBatch reduced, const QueryOptions& q,
   out.plan = plan_rows(reduced, ctx);
   out.records = std::move(reduced);
   if (comm.size() > 1 && count_ordered(q)) {
+    Timer timer;
     const CountKeyLess less{q.task == Task::kSequenceCount ? order : nullptr};
     RecordBatch mine = rows_in_order(out.records, out.plan, threads);
     out.records = RecordBatch{};
     out.plan = RowPlan{};
-    out.records = exchange_rows(comm, mine, less);
+    const double gathered = timer.seconds();
+    std::vector<size_t> runs;
+    out.records = exchange_rows(comm, mine, less, runs);
     mine = RecordBatch{};
-    reduce_records(out.records, threads);  // sorted by key again (keys are unique)
-    out.plan = plan_rows(out.records, ctx);
+    const double exchanged = timer.seconds();
+    out.plan = merge_runs(out.records, runs, less);
+    spdlog::debug("row exchange: {} rows; in order {:.3f}s, exchange {:.3f}s, merge {:.3f}s",
+                  out.records.size(), gathered, exchanged - gathered, timer.seconds() - exchanged);
   }
   const std::vector<uint64_t> rows = comm.allgather(out.plan.rows());
   for (int r = 0; r < comm.rank(); ++r) out.first_row += rows[r];
