@@ -114,6 +114,7 @@ double grammar_megabytes(const std::string& archive) {
 
 struct Timings {
   double load = 0, init = 0, traversal = 0, shuffle = 0, merge = 0, write = 0;
+  double collect = 0;  ///< records from the engine (GPU download) and of all shards together
   std::vector<std::string> traversals;  ///< per shard of this rank: "top-down: reason"
 };
 
@@ -133,8 +134,7 @@ ShardRead start_read(const RunCommand& c, const Manifest& m, uint32_t s) {
 RecordBatch process_shards(const RunCommand& c, Comm& comm, const Manifest& m,
                            const Normalization& norm, Engine& engine,
                            const std::vector<uint32_t>& mine, ShardRead next, Timings& t) {
-  RecordBatch local;
-  local.width = key_layout(c.q).width;
+  std::vector<RecordBatch> batches;
   for (size_t i = 0; i < mine.size(); ++i) {
     uint32_t s = mine[i];
     set_crash_context((comm.size() > 1 ? "rank " + std::to_string(comm.rank()) + ": " : "") +
@@ -149,7 +149,9 @@ RecordBatch process_shards(const RunCommand& c, Comm& comm, const Manifest& m,
       std::unique_ptr<LoadedShard> loaded = engine.load(std::move(grammar));
       t.load += waited + load_timer.seconds();
       ShardRunStats stats;
+      Timer run_timer;
       RecordBatch batch = engine.run(*loaded, c.q, norm, stats);
+      t.collect += std::max(0.0, run_timer.seconds() - stats.init_s - stats.traversal_s);
       t.init += stats.init_s;
       t.traversal += stats.traversal_s;
       t.traversals.push_back(std::string(traversal_name(stats.traversal)) +
@@ -159,10 +161,7 @@ RecordBatch process_shards(const RunCommand& c, Comm& comm, const Manifest& m,
           "traversal {:.3f}s",
           s, batch.size(), traversal_name(stats.traversal), stats.selector_reason, read_s,
           stats.init_s, stats.traversal_s);
-      if (local.size() == 0)
-        local = std::move(batch);
-      else
-        local.append(batch);
+      batches.push_back(std::move(batch));
     } catch (const Error& e) {
       if (next.valid()) next.wait();
       // The rank is named by raise_if_any_failed when the failure is reported collectively.
@@ -173,13 +172,16 @@ RecordBatch process_shards(const RunCommand& c, Comm& comm, const Manifest& m,
   set_crash_context(comm.size() > 1 ? "rank " + std::to_string(comm.rank()) +
                                           " (after its shards, exchanging results)"
                                     : "");
+  Timer concat_timer;
+  RecordBatch local = concatenate(std::move(batches), key_layout(c.q).width, c.q.threads);
+  t.collect += concat_timer.seconds();
   return local;
 }
 
 void write_stats(const RunCommand& c, Comm& comm, const std::string& engine, const Manifest& m,
                  const Timings& t, double total) {
   std::vector<uint64_t> ns;
-  for (double v : {t.load, t.init, t.traversal, t.shuffle, t.merge, t.write, total})
+  for (double v : {t.load, t.init, t.traversal, t.collect, t.shuffle, t.merge, t.write, total})
     ns.push_back(static_cast<uint64_t>(v * 1e9));
   comm.allreduce(ns, ReduceOp::kMax);
   if (comm.rank() != 0) return;
@@ -189,8 +191,8 @@ void write_stats(const RunCommand& c, Comm& comm, const std::string& engine, con
   j["ranks"] = comm.size();
   j["threads"] = c.q.threads;
   j["shards"] = m.shards.size();
-  const char* keys[] = {"load_s",  "init_s",  "traversal_s", "shuffle_s",
-                        "merge_s", "write_s", "total_s"};
+  const char* keys[] = {"load_s",    "init_s",  "traversal_s", "collect_s",
+                        "shuffle_s", "merge_s", "write_s",     "total_s"};
   for (size_t i = 0; i < ns.size(); ++i) j[keys[i]] = static_cast<double>(ns[i]) / 1e9;
   j["rank0_traversals"] = t.traversals;
   std::string text = j.dump(2) + "\n";

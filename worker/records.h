@@ -34,4 +34,8 @@ struct RecordBatch {
   }
 };
 
+/// All batches (of width `width`) as one, in order: one allocation and a parallel copy on up to
+/// `threads` threads (0 = all). The batches are consumed.
+RecordBatch concatenate(std::vector<RecordBatch>&& batches, uint32_t width, unsigned threads);
+
 }  // namespace gtadoc
