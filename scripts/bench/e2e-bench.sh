@@ -78,7 +78,12 @@ BUDGET_S=${BUDGET_S:-300}
 LARGE_MB=${LARGE_MB:-450}
 SMALL_MAX_MB=${SMALL_MAX_MB:-100}
 CORPORA=${CORPORA:-small2 small8 small30 large}
+# Lists may also be comma-separated (device-check's E2E_ENV cannot carry spaces).
+CORPORA=${CORPORA//,/ }
+CONFIGS=${CONFIGS:-}
+CONFIGS=${CONFIGS//,/ }
 LARGE_SHARD_SIZES=${LARGE_SHARD_SIZES-256M}
+LARGE_SHARD_SIZES=${LARGE_SHARD_SIZES//,/ }
 TASKS=${TASKS:-word-count,word-count --top 100,sort,inverted-index,term-vector,sequence-count,ranked-inverted-index}
 read -r -a MPIRUN_ARGS <<<"${MPIRUN_ARGS:---oversubscribe --bind-to none}"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
@@ -147,7 +152,9 @@ say "gtadoc e2e bench: $(nproc) cores, $GPUS GPU(s), configs: $CONFIGS, reps $RE
 if [ -z "${ROOTS:-}" ]; then
   ROOTS=
   for r in /usr/include /usr/local/include /usr/lib/python3 /usr/lib/python3.* \
-    /usr/local/lib/python3.* /usr/share/doc /usr/local/cuda/include /opt/conda/lib/python3.*; do
+    /usr/local/lib/python3.* /usr/share/doc /usr/local/cuda/include /opt/conda/lib/python3.* \
+    /usr/local/cuda/share /usr/share/cmake* /usr/share/perl /usr/share/perl5 /usr/lib/cmake \
+    /usr/local/share /opt; do
     [ -d "$r" ] && ROOTS+="${ROOTS:+ }$r"
   done
 fi
@@ -162,7 +169,8 @@ if [ "${#wanted[@]}" -gt 0 ]; then
   python3 - "$DATA/.lists" "$LARGE_MB" "${wanted[*]}" $ROOTS <<'PY' 2>&1 | tee -a "$LOG"
 import os, re, stat, sys, zlib
 out, large_mb, wanted, roots = sys.argv[1], float(sys.argv[2]), sys.argv[3].split(), sys.argv[4:]
-EXTS = {".py", ".pyi", ".h", ".hpp", ".c", ".cc", ".cu", ".cuh", ".rst", ".txt", ".md", ".html"}
+EXTS = {".py", ".pyi", ".h", ".hpp", ".c", ".cc", ".cpp", ".cxx", ".inl", ".cu", ".cuh", ".rst",
+        ".txt", ".md", ".html", ".tex", ".pm", ".pl", ".cmake", ".sh", ".js", ".xml"}
 real = sorted({os.path.realpath(r) for r in roots if os.path.isdir(r)})
 real = [r for r in real if not any(r != o and r.startswith(o.rstrip("/") + "/") for o in real)]
 found = []
