@@ -361,37 +361,26 @@ void write_raw(Id loc, const std::string& name, const void* data, uint64_t n, Wi
   });
 }
 
-uint64_t dataset_size(Id loc, const std::string& name) {
-  return with_context("dataset " + object_path(loc, name), [&] {
-    if (!has_link(loc, name)) throw InputError("missing");
-    Dataset ds(H5_TRY(H5Dopen2(loc, name.c_str(), H5P_DEFAULT)));
-    Dataspace space(H5_TRY(H5Dget_space(ds.id())));
-    if (H5_TRY(H5Sget_simple_extent_ndims(space.id())) != 1)
-      throw InputError("not a one-dimensional array");
-    hsize_t dims[1] = {0};
-    H5_TRY(H5Sget_simple_extent_dims(space.id(), dims, nullptr));
-    return static_cast<uint64_t>(dims[0]);
-  });
+namespace {
+
+// Opens dataset `name` below `loc`, which must exist and be one-dimensional; returns it and its
+// number of elements.
+std::pair<Dataset, uint64_t> open_1d(Id loc, const std::string& name) {
+  if (!has_link(loc, name)) throw InputError("missing");
+  Dataset ds(H5_TRY(H5Dopen2(loc, name.c_str(), H5P_DEFAULT)));
+  Dataspace space(H5_TRY(H5Dget_space(ds.id())));
+  if (H5_TRY(H5Sget_simple_extent_ndims(space.id())) != 1)
+    throw InputError("not a one-dimensional array");
+  hsize_t dims[1] = {0};
+  H5_TRY(H5Sget_simple_extent_dims(space.id(), dims, nullptr));
+  return {std::move(ds), static_cast<uint64_t>(dims[0])};
 }
 
-void read_raw(Id loc, const std::string& name, void* out, uint64_t n, Width mem) {
-  with_context("dataset " + object_path(loc, name), [&] {
-    if (!has_link(loc, name)) throw InputError("missing");
-    Dataset ds(H5_TRY(H5Dopen2(loc, name.c_str(), H5P_DEFAULT)));
-    Dataspace space(H5_TRY(H5Dget_space(ds.id())));
-    if (H5_TRY(H5Sget_simple_extent_ndims(space.id())) != 1)
-      throw InputError("not a one-dimensional array");
-    hsize_t dims[1] = {0};
-    H5_TRY(H5Sget_simple_extent_dims(space.id(), dims, nullptr));
-    if (dims[0] != n) throw InputError("size changed while reading");
-    Datatype type(H5_TRY(H5Dget_type(ds.id())));
-    if (H5_TRY(H5Tget_class(type.id())) != H5T_INTEGER ||
-        H5_TRY(H5Tget_sign(type.id())) != H5T_SGN_NONE ||
-        H5Tget_size(type.id()) > static_cast<size_t>(mem))
-      throw InputError("unexpected element type (expected unsigned integers of at most " +
-                       std::to_string(static_cast<int>(mem)) + " bytes)");
-    if (n > 0) H5_TRY(H5Dread(ds.id(), mem_type(mem), H5S_ALL, H5S_ALL, H5P_DEFAULT, out));
-  });
+}  // namespace
+
+uint64_t dataset_size(Id loc, const std::string& name) {
+  return with_context("dataset " + object_path(loc, name),
+                      [&] { return open_1d(loc, name).second; });
 }
 
 uint32_t fletcher32(const void* data_, size_t bytes) {
@@ -527,22 +516,17 @@ void unpack(const unsigned char* src, uint32_t es, uint64_t plane, uint64_t coun
   }
 }
 
-// Opens dataset `name` below `loc` and checks it as read_raw does; returns it and its size.
+// Opens dataset `name` below `loc` and checks its element type against `mem`; returns it and
+// its size.
 std::pair<Dataset, uint64_t> open_checked(Id loc, const std::string& name, Width mem) {
-  if (!has_link(loc, name)) throw InputError("missing");
-  Dataset ds(H5_TRY(H5Dopen2(loc, name.c_str(), H5P_DEFAULT)));
-  Dataspace space(H5_TRY(H5Dget_space(ds.id())));
-  if (H5_TRY(H5Sget_simple_extent_ndims(space.id())) != 1)
-    throw InputError("not a one-dimensional array");
-  hsize_t dims[1] = {0};
-  H5_TRY(H5Sget_simple_extent_dims(space.id(), dims, nullptr));
+  auto [ds, n] = open_1d(loc, name);
   Datatype type(H5_TRY(H5Dget_type(ds.id())));
   if (H5_TRY(H5Tget_class(type.id())) != H5T_INTEGER ||
       H5_TRY(H5Tget_sign(type.id())) != H5T_SGN_NONE ||
       H5Tget_size(type.id()) > static_cast<size_t>(mem))
     throw InputError("unexpected element type (expected unsigned integers of at most " +
                      std::to_string(static_cast<int>(mem)) + " bytes)");
-  return {std::move(ds), static_cast<uint64_t>(dims[0])};
+  return {std::move(ds), n};
 }
 
 }  // namespace

@@ -155,23 +155,19 @@ void write_array_min_width(Id loc, const std::string& name, std::span<const T> d
 
 /// Number of elements of a 1-D dataset (throws if the dataset is missing or not 1-D).
 uint64_t dataset_size(Id loc, const std::string& name);
-/// Reads a whole 1-D unsigned integer dataset whose stored width is at most `mem` into `out`
-/// (`n` elements of room). A checksum failure throws "dataset NAME: checksum mismatch
+/// The values of a whole 1-D unsigned integer dataset whose stored width fits T (chunks decoded
+/// on threads, see BatchRead). A checksum failure throws "dataset NAME: checksum mismatch
 /// (corrupted data)".
-void read_raw(Id loc, const std::string& name, void* out, uint64_t n, Width mem);
-
-/// The values of a whole 1-D unsigned integer dataset (as read_raw; chunks decoded on threads,
-/// see BatchRead).
 template <class T>
 std::vector<T> read_array(Id loc, const std::string& name);
 
-/// Reads several whole 1-D unsigned integer datasets, each as read_raw would, in one go:
+/// Reads several whole 1-D unsigned integer datasets in one go:
 /// `run()` opens them and reads their chunks as stored (HDF5 calls, on the calling thread), then
 /// verifies every chunk's Fletcher32 checksum, inflates, unshuffles and widens it to the memory
 /// type on `threads` threads (0: every hardware thread) without entering HDF5, which is not
 /// thread-safe. A dataset this path does not take as a whole (another layout or filter, a filter
 /// skipped for a chunk, a checksum mismatch, a stream that does not inflate to exactly one chunk)
-/// is read again by H5Dread in `finish`, so values and error messages are exactly read_raw's.
+/// is read again by H5Dread in `finish`, so values and error messages are exactly HDF5's.
 /// Errors are kept per dataset and thrown when the caller asks for that dataset: `size(i)` throws
 /// what opening it threw (missing, not 1-D, wrong type), `finish(i)` that or a read error, so the
 /// caller meets them in the order of its own checks. The caller holds h5::Lock throughout, and

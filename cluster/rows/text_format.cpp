@@ -139,6 +139,29 @@ inline Utf8Step utf8_step(const unsigned char* p, const unsigned char* end) {
 
 constexpr char kReplacement[3] = {'\xEF', '\xBF', '\xBD'};
 
+/// Copies the run of plain bytes at p (no byte flagged by `special`) 8 bytes at a time and stops
+/// at the first flagged byte or when fewer than 8 bytes remain. Stores whole words: callers
+/// guarantee room, as output is never shorter than input.
+template <typename Special>
+inline void copy_plain_run(const unsigned char*& p, const unsigned char* end, char*& out,
+                           Special special) {
+  if constexpr (kLittle) {
+    while (end - p >= 8) {
+      const uint64_t x = load8(p);
+      const uint64_t m = special(x);
+      std::memcpy(out, &x, 8);
+      if (m) {
+        const unsigned k = first_flagged(m);
+        p += k;
+        out += k;
+        return;
+      }
+      p += 8;
+      out += 8;
+    }
+  }
+}
+
 }  // namespace
 
 size_t json_escaped_size(std::string_view s) {
@@ -177,22 +200,8 @@ char* write_json_escaped(std::string_view s, char* out) {
   // is room for 8 output bytes: the fast path stores whole words and advances past the plain
   // prefix only.
   while (p < end) {
-    if constexpr (kLittle) {
-      while (end - p >= 8) {
-        const uint64_t x = load8(p);
-        const uint64_t m = json_special(x);
-        std::memcpy(out, &x, 8);
-        if (m) {
-          const unsigned k = first_flagged(m);
-          p += k;
-          out += k;
-          break;
-        }
-        p += 8;
-        out += 8;
-      }
-      if (p == end) break;
-    }
+    copy_plain_run(p, end, out, json_special);
+    if (p == end) break;
     const unsigned char c = *p;
     if (c < 0x80) {
       if (ascii_plain(c)) {
@@ -261,22 +270,8 @@ char* write_tsv_escaped(std::string_view name, char* out) {
   const auto* const end = p + name.size();
   // As in write_json_escaped: output is never shorter than input, so word stores fit.
   while (p < end) {
-    if constexpr (kLittle) {
-      while (end - p >= 8) {
-        const uint64_t x = load8(p);
-        const uint64_t m = tsv_special(x);
-        std::memcpy(out, &x, 8);
-        if (m) {
-          const unsigned k = first_flagged(m);
-          p += k;
-          out += k;
-          break;
-        }
-        p += 8;
-        out += 8;
-      }
-      if (p == end) break;
-    }
+    copy_plain_run(p, end, out, tsv_special);
+    if (p == end) break;
     const unsigned char c = *p++;
     if (c == '\t') {
       std::memcpy(out, "\\t", 2);

@@ -17,6 +17,7 @@
 #include "common/error.h"
 #include "formats/h5.h"
 #include "tests/testutil/corpus.h"
+#include "tests/testutil/grammars.h"
 
 namespace gtadoc {
 namespace {
@@ -28,50 +29,13 @@ using testutil::write_file;
 
 // ------------------------------------------------------------------------------------ helpers
 
-// A random acyclic grammar in Sequitur's raw form: rule i >= 1 references only words and rules
-// with larger ids, every rule is used at least twice, the root holds `num_docs` segments
-// separated by boundary symbols. `empty_doc` (if < num_docs) gets an empty segment.
+// A random acyclic grammar in Sequitur's raw form (tests/testutil/grammars.h); `empty_doc` (if
+// < num_docs) gets an empty segment.
 RawGrammar random_raw_grammar(uint32_t num_words, uint32_t num_docs, uint32_t num_rules,
                               uint32_t max_segment, uint64_t seed, uint32_t empty_doc = ~0u) {
-  std::mt19937_64 rng(seed);
-  auto pick = [&](uint32_t n) { return static_cast<uint32_t>(rng() % n); };
-  std::vector<std::vector<Symbol>> bodies(num_rules + 1);
-  std::vector<uint32_t> uses(num_rules + 1, 0);
-  auto random_symbol = [&](uint32_t min_rule) -> Symbol {
-    // One symbol in four is a rule: bodies average 0.75 rules, so expansions stay short.
-    if (min_rule <= num_rules && pick(4) == 0) {
-      uint32_t r = min_rule + pick(num_rules - min_rule + 1);
-      ++uses[r];
-      return num_words + r;
-    }
-    return pick(num_words);
-  };
-  for (uint32_t i = num_rules; i >= 1; --i) {
-    uint32_t len = 2 + pick(3);
-    for (uint32_t k = 0; k < len; ++k) bodies[i].push_back(random_symbol(i + 1));
-  }
-  std::vector<std::vector<Symbol>> segments(num_docs);
-  for (uint32_t d = 0; d < num_docs; ++d) {
-    if (d == empty_doc) continue;
-    uint32_t len = pick(max_segment + 1);
-    for (uint32_t k = 0; k < len; ++k) segments[d].push_back(random_symbol(1));
-  }
-  uint32_t last = num_docs - 1 == empty_doc ? 0 : num_docs - 1;
-  for (uint32_t r = 1; r <= num_rules; ++r)
-    while (uses[r] < 2) {
-      segments[last].push_back(num_words + r);
-      ++uses[r];
-    }
-  for (uint32_t d = 0; d < num_docs; ++d) {
-    bodies[0].insert(bodies[0].end(), segments[d].begin(), segments[d].end());
-    if (d + 1 < num_docs) bodies[0].push_back(boundary_symbol(d));
-  }
-  RawGrammar raw;
-  for (const auto& b : bodies) {
-    raw.symbols.insert(raw.symbols.end(), b.begin(), b.end());
-    raw.offsets.push_back(raw.symbols.size());
-  }
-  return raw;
+  testutil::RandomGrammarOptions o;
+  o.empty_doc = empty_doc;
+  return testutil::random_raw_grammar(num_words, num_docs, num_rules, max_segment, seed, o);
 }
 
 ShardGrammar random_grammar(uint32_t num_words, DocId first_doc, uint32_t num_docs,

@@ -16,6 +16,7 @@
 #include "formats/grammar.h"
 #include "formats/h5.h"
 #include "tests/testutil/corpus.h"
+#include "tests/testutil/grammars.h"
 
 namespace gtadoc {
 namespace {
@@ -440,46 +441,14 @@ TEST(BatchRead, FletcherOfOddAndEvenLengths) {
 
 // ------------------------------------------------------------------------------------ grammar
 
-// A random acyclic raw grammar (as archive_test.cpp's): rule i >= 1 references only rules with
-// larger ids, each rule is used at least twice, the root holds `num_docs` segments.
+// A random acyclic raw grammar (tests/testutil/grammars.h), one symbol in three a rule.
 RawGrammar random_raw(uint32_t num_words, uint32_t num_docs, uint32_t num_rules,
                       uint32_t max_segment, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  auto pick = [&](uint32_t n) { return static_cast<uint32_t>(rng() % n); };
-  std::vector<std::vector<Symbol>> bodies(num_rules + 1);
-  std::vector<uint32_t> uses(num_rules + 1, 0);
-  auto random_symbol = [&](uint32_t min_rule) -> Symbol {
-    if (min_rule <= num_rules && pick(3) == 0) {
-      uint32_t r = min_rule + pick(num_rules - min_rule + 1);
-      ++uses[r];
-      return num_words + r;
-    }
-    return pick(num_words);
-  };
-  for (uint32_t i = num_rules; i >= 1; --i) {
-    uint32_t len = 2 + pick(3);
-    for (uint32_t k = 0; k < len; ++k) bodies[i].push_back(random_symbol(i + 1));
-  }
-  std::vector<std::vector<Symbol>> segments(num_docs);
-  for (uint32_t d = 0; d < num_docs; ++d) {
-    uint32_t len = pick(max_segment + 1);
-    for (uint32_t k = 0; k < len; ++k) segments[d].push_back(random_symbol(1));
-  }
-  for (uint32_t r = 1; r <= num_rules; ++r)
-    while (uses[r] < 2) {
-      segments[num_docs - 1].push_back(num_words + r);
-      ++uses[r];
-    }
-  for (uint32_t d = 0; d < num_docs; ++d) {
-    bodies[0].insert(bodies[0].end(), segments[d].begin(), segments[d].end());
-    if (d + 1 < num_docs) bodies[0].push_back(boundary_symbol(d * 7 + 3));
-  }
-  RawGrammar raw;
-  for (const auto& b : bodies) {
-    raw.symbols.insert(raw.symbols.end(), b.begin(), b.end());
-    raw.offsets.push_back(raw.symbols.size());
-  }
-  return raw;
+  testutil::RandomGrammarOptions o;
+  o.rule_one_in = 3;
+  o.boundary_stride = 7;
+  o.boundary_offset = 3;
+  return testutil::random_raw_grammar(num_words, num_docs, num_rules, max_segment, seed, o);
 }
 
 // The message of validate_grammar on `threads` threads, or "" when it accepts.

@@ -1,0 +1,25 @@
+// Test helper: random acyclic grammars in Sequitur's raw form (formats/grammar.h RawGrammar), for
+// the archive, validation and engine tests.
+#pragma once
+
+#include <cstdint>
+
+#include "formats/grammar.h"
+
+namespace gtadoc::testutil {
+
+struct RandomGrammarOptions {
+  uint32_t rule_one_in = 4;      ///< one symbol in this many is a rule (where one may be)
+  uint32_t empty_doc = ~0u;      ///< this document (if < num_docs) gets an empty segment
+  uint32_t boundary_stride = 1;  ///< boundary i is boundary_symbol(i * stride + offset)
+  uint32_t boundary_offset = 0;
+};
+
+/// Rule i >= 1 references only words and rules with larger ids, every rule is used at least
+/// twice, the root holds `num_docs` segments separated by boundary symbols. Deterministic in
+/// `seed`.
+RawGrammar random_raw_grammar(uint32_t num_words, uint32_t num_docs, uint32_t num_rules,
+                              uint32_t max_segment, uint64_t seed,
+                              const RandomGrammarOptions& options = {});
+
+}  // namespace gtadoc::testutil
