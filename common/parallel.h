@@ -9,12 +9,13 @@
 #include <thread>
 #include <vector>
 
+#include "common/cpus.h"
+
 namespace gtadoc {
 
-/// Hardware threads, at least 1; `requested` > 0 is returned as is.
+/// `requested` when > 0, else the CPUs this process may use (common/cpus.h).
 inline unsigned resolve_threads(unsigned requested) {
-  if (requested > 0) return requested;
-  return std::max(1u, std::thread::hardware_concurrency());
+  return requested > 0 ? requested : usable_cpus();
 }
 
 template <typename F>

@@ -237,10 +237,9 @@ CompressStats compress(const std::vector<std::string>& inputs, const fs::path& o
   const fs::path dir(std::string(header.begin() + hp, header.end()));
 
   // Ranks sharing a node share its cores unless --threads says otherwise.
-  unsigned threads =
-      options.threads > 0
-          ? options.threads
-          : std::max(1u, resolve_threads(0) / static_cast<unsigned>(comm.local_size()));
+  unsigned threads = options.threads > 0
+                         ? options.threads
+                         : default_threads(static_cast<unsigned>(comm.local_size()));
   uint64_t total_bytes = 0;
   std::vector<uint64_t> sizes;
   for (const auto& d : docs) total_bytes += d.bytes;

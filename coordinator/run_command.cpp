@@ -241,8 +241,7 @@ void execute_run(RunCommand& c, Comm& comm) {
   ShardRead first;
   run_collectively(comm, [&] {
     validate(c);
-    if (c.q.threads == 0)
-      c.q.threads = std::max(1u, resolve_threads(0) / static_cast<unsigned>(comm.local_size()));
+    if (c.q.threads == 0) c.q.threads = default_threads(static_cast<unsigned>(comm.local_size()));
     // Creating the engine (for the GPU: the CUDA context, 0.2-0.5 s) overlaps reading the
     // manifest, starting the first shard's read and normalizing the dictionary.
     const int local_rank = comm.local_rank();
