@@ -74,9 +74,11 @@ done
 rm -rf "$WORK/parts"
 "${MPIRUN[@]}" "$BIN" run "$WORK/c.gtd" term-vector --format json --engine cpu --partitioned \
   -o "$WORK/parts"
-for part in "$WORK"/parts/part-*.json; do
-  python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$part" || fail "$part is not JSON"
+for part in "$WORK"/parts/part-*.json; do  # "[\n" rows joined by ",\n" "\n]\n", or "[\n]\n"
+  [[ $(head -n 1 "$part") == "[" && $(tail -n 1 "$part") == "]" ]] || fail "$part is not a JSON array"
 done
+cat "$WORK"/parts/part-*.json | grep -c '^{"doc":' | grep -qx "$("$REF" "$WORK/in" term-vector | wc -l)" ||
+  fail "JSON parts do not hold every term-vector row"
 
 # Standard output under several ranks: rank 0 prints every rank's bytes in rank order.
 for c in "word-count --top 9" "ranked-inverted-index --n 2"; do
