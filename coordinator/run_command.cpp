@@ -47,6 +47,10 @@ Given g_given;
 
 void validate(RunCommand& c) {
   c.q.task = parse_task(c.task);
+  if (c.output == "-") {
+    if (c.partitioned) throw UsageError("--partitioned needs -o DIR, not standard output");
+    c.output.clear();  // -o - is standard output
+  }
   const Task t = c.q.task;
   auto given = [](CLI::Option* o) { return o != nullptr && o->count() > 0; };
   if (given(g_given.n) && !is_sequence_task(t))
@@ -218,7 +222,7 @@ void add_run_options(CLI::App& app, RunCommand& c) {
   app.add_flag("--ids", c.q.ids, "Print document ids instead of names");
   app.add_flag("--lowercase", c.q.lowercase, "Map ASCII A-Z to a-z");
   app.add_flag("--alnum", c.q.alnum, "Trim non-alphanumeric ASCII at both ends; drop empty words");
-  app.add_option("-o,--output", c.output, "Result file (default: standard output)");
+  app.add_option("-o,--output", c.output, "Result file, or - for standard output (the default)");
   app.add_option("--format", c.format, "tsv (default) or json");
   app.add_flag("--partitioned", c.partitioned,
                "Write one part per rank plus _SUCCESS into the -o directory");

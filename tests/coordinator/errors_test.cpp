@@ -195,6 +195,7 @@ TEST(RunErrors, UsageErrors) {
       {{"word-count", "--traversal", "sideways"}, "unknown traversal 'sideways'"},
       {{"word-count", "--no-such-option"}, "no-such-option"},
       {{"word-count", "--partitioned"}, "--partitioned needs -o"},
+      {{"word-count", "--partitioned", "-o", "-"}, "--partitioned needs -o DIR"},
   };
   for (const auto& c : cases) {
     std::vector<std::string> args = {"run", a.path.string()};

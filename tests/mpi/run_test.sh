@@ -80,12 +80,13 @@ done
 cat "$WORK"/parts/part-*.json | grep -c '^{"doc":' | grep -qx "$("$REF" "$WORK/in" term-vector | wc -l)" ||
   fail "JSON parts do not hold every term-vector row"
 
-# Standard output under several ranks: rank 0 prints every rank's bytes in rank order.
-for c in "word-count --top 9" "ranked-inverted-index --n 2"; do
+# Standard output under several ranks (no -o, or -o -): rank 0 prints every rank's bytes in
+# rank order.
+for c in "word-count --top 9" "ranked-inverted-index --n 2 -o -"; do
   # shellcheck disable=SC2086
   "${MPIRUN[@]}" "$BIN" run "$WORK/c.gtd" $c --engine cpu > "$WORK/got"
   # shellcheck disable=SC2086
-  "$REF" "$WORK/in" $c | cmp -s - "$WORK/got" || fail "np=$NP: $c on standard output"
+  "$REF" "$WORK/in" ${c% -o -} | cmp -s - "$WORK/got" || fail "np=$NP: $c on standard output"
 done
 
 # Failures: a rank that throws, and (with 2+ ranks) a rank killed mid-job. Which rank holds
