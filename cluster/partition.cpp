@@ -29,10 +29,6 @@ void check_layout(const KeyLayout& layout, uint32_t parts,
   }
 }
 
-inline uint32_t ranked(uint32_t value, std::span<const uint32_t> rank) {
-  return rank.empty() ? value : rank[value];
-}
-
 inline uint32_t range_owner(uint32_t first, std::span<const uint32_t> splitters) {
   return static_cast<uint32_t>(std::upper_bound(splitters.begin(), splitters.end(), first) -
                                splitters.begin());
@@ -53,18 +49,17 @@ constexpr size_t kMaxCandidates = size_t{1} << 18;  // local values sorted to dr
 }  // namespace
 
 uint32_t owner_of(std::span<const uint32_t> key, const KeyLayout& layout, uint32_t parts,
-                  std::span<const uint32_t> range_splitters,
-                  std::span<const uint32_t> first_value_rank) {
+                  std::span<const uint32_t> range_splitters) {
   check_layout(layout, parts, range_splitters);
   GTADOC_EXPECTS(key.size() == layout.width, "key does not match the layout width");
   if (parts == 1) return 0;
-  if (layout.range_partition) return range_owner(ranked(key[0], first_value_rank), range_splitters);
+  if (layout.range_partition) return range_owner(key[0], range_splitters);
   return hash_owner(key.data(), layout.partition_width, parts);
 }
 
 PartitionedRecords partition_records(const RecordBatch& batch, const KeyLayout& layout,
                                      uint32_t parts, std::span<const uint32_t> range_splitters,
-                                     std::span<const uint32_t> first_value_rank, unsigned threads) {
+                                     unsigned threads) {
   threads = resolve_threads(threads);
   check_layout(layout, parts, range_splitters);
   GTADOC_EXPECTS(batch.width == layout.width, "record width does not match the key layout");
@@ -93,8 +88,7 @@ PartitionedRecords partition_records(const RecordBatch& batch, const KeyLayout& 
     const auto [lo, hi] = block_range(b);
     size_t* count = cursor.data() + b * parts;
     if (layout.range_partition) {
-      for (size_t i = lo; i < hi; ++i)
-        owner[i] = range_owner(ranked(keys[i * w], first_value_rank), range_splitters);
+      for (size_t i = lo; i < hi; ++i) owner[i] = range_owner(keys[i * w], range_splitters);
     } else {
       for (size_t i = lo; i < hi; ++i)
         owner[i] = hash_owner(keys + i * w, layout.partition_width, parts);
@@ -132,8 +126,7 @@ PartitionedRecords partition_records(const RecordBatch& batch, const KeyLayout& 
   return out;
 }
 
-std::vector<uint32_t> choose_range_splitters(Comm& comm, const RecordBatch& local, uint32_t parts,
-                                             std::span<const uint32_t> first_value_rank) {
+std::vector<uint32_t> choose_range_splitters(Comm& comm, const RecordBatch& local, uint32_t parts) {
   if (parts <= 1) return {};
   const size_t n = local.size();
   const uint32_t w = local.width;
@@ -155,7 +148,7 @@ std::vector<uint32_t> choose_range_splitters(Comm& comm, const RecordBatch& loca
   std::vector<uint32_t> cand(m);
   for (size_t j = 0; j < m; ++j) {
     const size_t i = static_cast<size_t>((static_cast<unsigned __int128>(j) * n) / m);
-    cand[j] = ranked(local.keys[i * w], first_value_rank);
+    cand[j] = local.keys[i * w];
   }
   std::sort(cand.begin(), cand.end());
 

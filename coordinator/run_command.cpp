@@ -282,20 +282,31 @@ void execute_run(RunCommand& c, Comm& comm) {
   Timer shuffle_timer;
   const KeyLayout layout = key_layout(c.q);
   const uint32_t parts = static_cast<uint32_t>(comm.size());
-  // Sequence rows order by their joined bytes; ranked-inverted-index owners hold ranges of that
-  // order (by the first word's rank).
-  std::optional<SequenceOrder> order;
-  if (is_sequence_task(c.q.task)) order.emplace(norm.dict, c.q.n, c.q.threads);
-  std::span<const uint32_t> first_rank;
-  if (c.q.task == Task::kRankedInvertedIndex) first_rank = order->space_ranks();
+  // Sequence rows order by their joined bytes. When that is not the word-id order (a word holds
+  // a byte below 0x20), n-grams are rewritten into ranks here, once, so that every later stage
+  // (range partitioning, reduce, row order) orders integer tuples; rendering maps them back.
+  std::optional<SequenceOrder> words_order, keys_order;
+  if (is_sequence_task(c.q.task)) {
+    words_order.emplace(norm.dict, c.q.n, c.q.threads);
+    if (words_order->identity()) {
+      keys_order = words_order;
+    } else {
+      keys_order = SequenceOrder::of_ranks(c.q.n);
+      const uint32_t w = local.width, off = c.q.per_doc ? 1 : 0;
+      parallel_for(local.size() / 4096 + 1, c.q.threads, [&](size_t b) {
+        for (size_t i = b * 4096; i < std::min(local.size(), (b + 1) * 4096); ++i)
+          words_order->to_ranks(local.keys.data() + i * w + off);
+      });
+    }
+  }
   std::vector<uint32_t> splitters;
   RecordBatch owned;
   if (parts == 1) {  // one owner: nothing to partition or move
     owned = std::move(local);
   } else {
-    if (layout.range_partition) splitters = choose_range_splitters(comm, local, parts, first_rank);
+    if (layout.range_partition) splitters = choose_range_splitters(comm, local, parts);
     PartitionedRecords partitioned =
-        partition_records(local, layout, parts, splitters, first_rank, c.q.threads);
+        partition_records(local, layout, parts, splitters, c.q.threads);
     local = RecordBatch{};
     owned = shuffle_records(comm, partitioned);
   }
@@ -313,13 +324,14 @@ void execute_run(RunCommand& c, Comm& comm) {
     doc_end = r + 1 == comm.size() ? num_docs : std::min(splitters[r], num_docs);
     doc_end = std::max(doc_begin, doc_end);
   }
-  RankRows rows = plan_rank_rows(comm, std::move(owned), c.q, order ? &*order : nullptr, doc_begin,
-                                 doc_end, c.q.threads);
+  RankRows rows = plan_rank_rows(comm, std::move(owned), c.q, keys_order ? &*keys_order : nullptr,
+                                 doc_begin, doc_end, c.q.threads);
   t.merge = merge_timer.seconds();
 
   Timer write_timer;
   const DocText doc_text(m.docs, c.q.ids, fmt, c.q.threads);
-  const RenderContext render{c.q, norm.dict, doc_text, fmt};
+  const bool ranked_keys = words_order && !words_order->identity();
+  const RenderContext render{c.q, norm.dict, doc_text, fmt, ranked_keys ? &*words_order : nullptr};
   write_result(comm, rows, render, {c.output, c.partitioned, c.force}, c.q.threads);
   t.write = write_timer.seconds();
   if (!c.stats_file.empty()) write_stats(c, comm, engine->name(), m, t, timer.seconds());

@@ -86,10 +86,12 @@ class RowText {
   void joined(const uint32_t* words, Out& o) const {
     for (uint32_t i = 0; i < ctx_.q.n; ++i) {
       if (i) o.put(' ');
+      const uint32_t w =
+          ctx_.ranked_ngrams != nullptr ? ctx_.ranked_ngrams->word_at(words, i) : words[i];
       if (json_)
-        o.json(word(words[i]));
+        o.json(word(w));
       else
-        o.put(word(words[i]));
+        o.put(word(w));
     }
   }
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cluster/rows/row_plan.h"
+#include "cluster/rows/sequence_order.h"
 #include "formats/archive.h"
 #include "formats/dictionary.h"
 #include "worker/query.h"
@@ -43,6 +44,9 @@ struct RenderContext {
   const Dictionary& dict;  ///< the normalized dictionary the record word ids refer to
   const DocText& docs;
   OutputFormat format = OutputFormat::kTsv;
+  /// Sequence tasks whose n-grams were rewritten into ranks (SequenceOrder::to_ranks): the
+  /// order that maps them back to word ids; null when keys hold word ids.
+  const SequenceOrder* ranked_ngrams = nullptr;
 };
 
 /// The rows of a plan as bytes. Rows are split into blocks; block_offsets() are known before

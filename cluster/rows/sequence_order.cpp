@@ -30,6 +30,7 @@ SequenceOrder::SequenceOrder(const Dictionary& dict, uint32_t n, unsigned thread
   parallel_sort(order.begin(), order.end(), token_less, threads);
   space_rank_.resize(dict.size());
   for (uint32_t i = 0; i < order.size(); ++i) space_rank_[order[i]] = i;
+  word_of_rank_ = std::move(order);
 }
 
 }  // namespace gtadoc

@@ -17,6 +17,8 @@ class SequenceOrder {
   /// `dict` is the (normalized) dictionary the word ids refer to; n >= 1. The table (when
   /// needed) is sorted on `threads` threads.
   SequenceOrder(const Dictionary& dict, uint32_t n, unsigned threads = 1);
+  /// The order of n-grams already rewritten into ranks (to_ranks): integer tuple order.
+  static SequenceOrder of_ranks(uint32_t n) { return SequenceOrder(n); }
 
   /// True when the id tuple order already is the joined-bytes order.
   bool identity() const { return space_rank_.empty(); }
@@ -43,10 +45,17 @@ class SequenceOrder {
     if (space_rank_.empty()) return;
     for (uint32_t i = 0; i + 1 < n_; ++i) words[i] = space_rank_[words[i]];
   }
+  /// Word i of an n-gram rewritten by to_ranks, as a word id again.
+  uint32_t word_at(const uint32_t* ranks, uint32_t i) const {
+    return i + 1 == n_ || word_of_rank_.empty() ? ranks[i] : word_of_rank_[ranks[i]];
+  }
 
  private:
+  explicit SequenceOrder(uint32_t n) : n_(n) {}
+
   uint32_t n_;
-  std::vector<uint32_t> space_rank_;  ///< empty: the rank of w + ' ' is w
+  std::vector<uint32_t> space_rank_;    ///< empty: the rank of w + ' ' is w
+  std::vector<uint32_t> word_of_rank_;  ///< the inverse of space_rank_
 };
 
 }  // namespace gtadoc

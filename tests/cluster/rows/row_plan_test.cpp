@@ -162,14 +162,23 @@ std::string reference(const RecordBatch& r, const QueryOptions& q, const Diction
   return out;
 }
 
+/// `rank_keys`: sequence n-grams rewritten into ranks first (as gtadoc run does when the order
+/// is not the word-id order), planned in integer order and mapped back by the renderer.
 std::string rendered(RecordBatch r, const QueryOptions& q, const Dictionary& dict,
-                     const std::vector<DocEntry>& docs, OutputFormat fmt, unsigned threads) {
+                     const std::vector<DocEntry>& docs, OutputFormat fmt, unsigned threads,
+                     bool rank_keys) {
+  const SequenceOrder words(dict, q.n, threads);
+  const bool ranked = rank_keys && is_sequence_task(q.task) && !words.identity();
+  if (ranked) {
+    const uint32_t off = q.task == Task::kSequenceCount && q.per_doc ? 1 : 0;
+    for (size_t i = 0; i < r.size(); ++i) words.to_ranks(r.keys.data() + i * r.width + off);
+  }
+  const SequenceOrder order = ranked ? SequenceOrder::of_ranks(q.n) : words;
   reduce_records(r, threads);
-  const SequenceOrder order(dict, q.n, threads);
   const RowPlanContext ctx{q, &order, 0, static_cast<DocId>(docs.size()), threads};
   const RowPlan plan = plan_rows(r, ctx);
   const DocText doc_text(docs, q.ids, fmt, threads);
-  const RenderContext rc{q, dict, doc_text, fmt};
+  const RenderContext rc{q, dict, doc_text, fmt, ranked ? &words : nullptr};
   const RowRenderer renderer(r, plan, rc, true, threads);
   std::string out;
   renderer.render(97, [&](const char* p, size_t n) { out.append(p, n); });  // many small chunks
@@ -222,10 +231,12 @@ TEST(RowPlan, EqualsStringReferenceForEveryTask) {
             q.ids = ids;
             const std::string want = reference(r, q, dict, docs, fmt);
             for (unsigned threads : {1u, 3u})
-              ASSERT_EQ(rendered(r, q, dict, docs, fmt, threads), want)
-                  << task_name(c.task) << " n=" << c.n << " per_doc=" << c.per_doc
-                  << " top=" << c.top << " records=" << n << " low=" << low
-                  << " json=" << (fmt == OutputFormat::kJson) << " ids=" << ids;
+              for (bool rank_keys : {false, true})
+                ASSERT_EQ(rendered(r, q, dict, docs, fmt, threads, rank_keys), want)
+                    << task_name(c.task) << " n=" << c.n << " per_doc=" << c.per_doc
+                    << " top=" << c.top << " records=" << n << " low=" << low
+                    << " json=" << (fmt == OutputFormat::kJson) << " ids=" << ids
+                    << " rank_keys=" << rank_keys;
           }
       }
     }
