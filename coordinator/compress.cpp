@@ -224,7 +224,9 @@ CompressStats compress(const std::vector<std::string>& inputs, const fs::path& o
     docs = collect_inputs(inputs);
     plan = plan_shards(docs, options.shard_size, options.shards);
     if (!root) return;
-    output = std::make_unique<AtomicOutput>(out, AtomicOutput::Kind::kDirectory, options.force);
+    AtomicOutput::Replace replace{"manifest.h5", {inputs.begin(), inputs.end()}};
+    output =
+        std::make_unique<AtomicOutput>(out, AtomicOutput::Kind::kDirectory, options.force, replace);
     std::random_device rd;
     std::string h;
     put(h, (uint64_t{rd()} << 32) ^ rd());

@@ -54,7 +54,8 @@ uint64_t decompress(const fs::path& archive, const fs::path& out_dir,
       ++count;
     }
 
-  AtomicOutput output(out_dir, AtomicOutput::Kind::kDirectory, options.force);
+  AtomicOutput output(out_dir, AtomicOutput::Kind::kDirectory, options.force,
+                      AtomicOutput::Replace{"", {archive}});
   std::mutex h5_mutex, fs_mutex;
   Progress progress("decompressing", count, "documents", options.progress);
   parallel_for(m.shards.size(), resolve_threads(options.threads), [&](size_t s) {

@@ -332,7 +332,7 @@ void execute_run(RunCommand& c, Comm& comm) {
   const DocText doc_text(m.docs, c.q.ids, fmt, c.q.threads);
   const bool ranked_keys = words_order && !words_order->identity();
   const RenderContext render{c.q, norm.dict, doc_text, fmt, ranked_keys ? &*words_order : nullptr};
-  write_result(comm, rows, render, {c.output, c.partitioned, c.force}, c.q.threads);
+  write_result(comm, rows, render, {c.output, c.partitioned, c.force, c.archive}, c.q.threads);
   t.write = write_timer.seconds();
   if (!c.stats_file.empty()) write_stats(c, comm, engine->name(), m, t, timer.seconds());
   spdlog::info(

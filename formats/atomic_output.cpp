@@ -72,13 +72,53 @@ void OutputFile::close() {
   if (rc != 0) throw InputError(file_.string() + ": cannot write: " + std::strerror(errno));
 }
 
-AtomicOutput::AtomicOutput(fs::path target, Kind kind, bool force)
+namespace {
+
+/// True when `inner` is `outer` or lies below it (both made absolute and normalized; symlinks
+/// of existing parts resolved).
+bool within(const fs::path& inner, const fs::path& outer) {
+  std::error_code ec;
+  const fs::path a = fs::weakly_canonical(fs::absolute(inner), ec);
+  const fs::path b = fs::weakly_canonical(fs::absolute(outer), ec);
+  auto ia = a.begin();
+  for (auto ib = b.begin(); ib != b.end(); ++ib, ++ia) {
+    if (ib->empty()) continue;  // a trailing separator
+    if (ia == a.end() || *ia != *ib) return false;
+  }
+  return true;
+}
+
+/// UsageError when --force must not replace the existing `target` (see the constructor).
+void check_replaceable(const fs::path& target, AtomicOutput::Kind kind,
+                       const AtomicOutput::Replace& replace) {
+  for (const fs::path& in : replace.inputs)
+    if (within(target, in) || within(in, target))
+      throw UsageError(target.string() + ": --force would overwrite " + in.string() +
+                       ", which this command reads");
+  std::error_code ec;
+  const fs::file_status st = fs::symlink_status(target, ec);
+  if (kind == AtomicOutput::Kind::kFile && !fs::is_regular_file(st))
+    throw UsageError(target.string() + ": not a regular file; --force replaces only files");
+  if (kind == AtomicOutput::Kind::kDirectory) {
+    if (!fs::is_directory(st))
+      throw UsageError(target.string() + ": not a directory; --force replaces only directories");
+    if (!replace.marker.empty() && !fs::exists(fs::symlink_status(target / replace.marker, ec)))
+      throw UsageError(target.string() + ": not a previous output (no " + replace.marker +
+                       "); --force replaces only those");
+  }
+}
+
+}  // namespace
+
+AtomicOutput::AtomicOutput(fs::path target, Kind kind, bool force, const Replace& replace)
     : target_(std::move(target)), kind_(kind), force_(force) {
   // "out/" names the same target as "out" (a trailing slash is harmless, SPEC §2).
   while (target_.has_relative_path() && !target_.has_filename()) target_ = target_.parent_path();
   std::error_code ec;
-  if (fs::exists(fs::symlink_status(target_, ec)) && !force_)
+  const bool exists = fs::exists(fs::symlink_status(target_, ec));
+  if (exists && !force_)
     throw InputError(target_.string() + ": output exists (use --force to replace it)");
+  if (exists) check_replaceable(target_, kind_, replace);
   fs::path parent = target_.has_parent_path() ? target_.parent_path() : fs::path(".");
   if (!fs::is_directory(parent, ec))
     throw InputError(parent.string() + ": output directory does not exist");

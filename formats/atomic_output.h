@@ -5,15 +5,28 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace gtadoc {
 
 class AtomicOutput {
  public:
   enum class Kind { kFile, kDirectory };
-  /// Throws InputError if `target` exists and !force, or its parent directory is missing.
-  AtomicOutput(std::filesystem::path target, Kind kind, bool force);
+  /// What an existing target may be replaced by --force: `marker` (non-empty) is a file every
+  /// previous output of this kind holds (an archive's manifest.h5, a partitioned result's
+  /// _SUCCESS), and `inputs` are paths the command reads, which the target must neither be, lie
+  /// inside, nor contain.
+  struct Replace {
+    std::string marker;
+    std::vector<std::filesystem::path> inputs;
+  };
+  /// Throws InputError if `target` exists and !force, or its parent directory is missing; with
+  /// force, UsageError when the existing target may not be replaced: a file target that is not a
+  /// regular file, a directory target that is not a directory or lacks `replace.marker`, or a
+  /// target overlapping one of `replace.inputs`.
+  AtomicOutput(std::filesystem::path target, Kind kind, bool force, const Replace& replace = {});
   AtomicOutput(const AtomicOutput&) = delete;
   AtomicOutput& operator=(const AtomicOutput&) = delete;
   ~AtomicOutput();

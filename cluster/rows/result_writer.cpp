@@ -22,12 +22,15 @@ void write_stdout(const char* data, size_t size) {
 }
 
 /// Rank 0 creates the temporary (a file or directory) for `target`; every rank learns its path.
-fs::path shared_temporary(Comm& comm, std::unique_ptr<AtomicOutput>& out, const fs::path& target,
-                          AtomicOutput::Kind kind, bool force) {
+fs::path shared_temporary(Comm& comm, std::unique_ptr<AtomicOutput>& out,
+                          const ResultTarget& target, AtomicOutput::Kind kind) {
   std::vector<uint8_t> name;
   run_collectively(comm, [&] {
     if (comm.rank() != 0) return;
-    out = std::make_unique<AtomicOutput>(target, kind, force);
+    AtomicOutput::Replace replace;
+    if (kind == AtomicOutput::Kind::kDirectory) replace.marker = "_SUCCESS";
+    if (!target.archive.empty()) replace.inputs.push_back(target.archive);
+    out = std::make_unique<AtomicOutput>(target.path, kind, target.force, replace);
     if (kind == AtomicOutput::Kind::kFile)
       OutputFile(out->temp_path(), OutputFile::Mode::kCreateNew).close();
     const std::string p = out->temp_path().string();
@@ -55,8 +58,7 @@ uint64_t write_result(Comm& comm, const RankRows& rows, const RenderContext& ctx
   const bool last_rank = comm.rank() + 1 == comm.size();
   if (target.partitioned) {
     std::unique_ptr<AtomicOutput> dir;
-    const fs::path tmp =
-        shared_temporary(comm, dir, target.path, AtomicOutput::Kind::kDirectory, target.force);
+    const fs::path tmp = shared_temporary(comm, dir, target, AtomicOutput::Kind::kDirectory);
     const RowRenderer renderer(rows.records, rows.plan, ctx, true, threads);
     const std::string_view trailer = json_trailer(ctx.format, rows.plan.rows());
     char part[64];
@@ -101,8 +103,7 @@ uint64_t write_result(Comm& comm, const RankRows& rows, const RenderContext& ctx
   }
 
   std::unique_ptr<AtomicOutput> out;
-  const fs::path tmp =
-      shared_temporary(comm, out, target.path, AtomicOutput::Kind::kFile, target.force);
+  const fs::path tmp = shared_temporary(comm, out, target, AtomicOutput::Kind::kFile);
   const std::vector<uint64_t> sizes = comm.allgather(mine);
   const uint64_t offset = std::accumulate(sizes.begin(), sizes.begin() + comm.rank(), uint64_t{0});
   run_collectively(comm, [&] {

@@ -23,6 +23,7 @@ struct ResultTarget {
   std::string path;  ///< file or directory; empty = standard output
   bool partitioned = false;
   bool force = false;
+  std::string archive;  ///< the archive being read: --force never replaces it or anything in it
 };
 
 /// Collective. Returns the bytes this rank wrote.

@@ -78,6 +78,12 @@ TEST(CompressErrors, OutputExistsAndForce) {
   auto r = run_gtadoc({"compress", (tmp / "in").string(), "-o", (tmp / "a.gtd").string()});
   expect_clean_failure(r, 1, "output exists", tmp.path(), {"in", "a.gtd"});
   EXPECT_TRUE(fs::exists(tmp / "a.gtd/marker"));
+  // --force replaces only a previous archive (SPEC §2): a foreign directory is refused.
+  auto foreign =
+      run_gtadoc({"compress", (tmp / "in").string(), "-o", (tmp / "a.gtd").string(), "--force"});
+  expect_clean_failure(foreign, 2, "not a previous output", tmp.path(), {"in", "a.gtd"});
+  EXPECT_TRUE(fs::exists(tmp / "a.gtd/marker"));
+  write_file(tmp / "a.gtd/manifest.h5", "an old archive's manifest");
   auto f =
       run_gtadoc({"compress", (tmp / "in").string(), "-o", (tmp / "a.gtd").string(), "--force"});
   EXPECT_EQ(f.exit_code, 0) << f.err;

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# --force replaces only a previous output of the same kind (SPEC §2): never an input, the archive
+# being read or anything inside it, a non-regular file, or a directory that is not a previous
+# output. Each refusal is a one-line error with exit 2, and the input is intact afterwards.
+# Usage: force_test.sh GTADOC SOURCE_DIR SCRATCH REFERENCE.
+set -euo pipefail
+BIN=$1 WORK=$3
+rm -rf "$WORK" && mkdir -p "$WORK/D" && cd "$WORK"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+printf 'alpha beta alpha\n' > D/a.txt
+"$BIN" compress D -o a.gtd >/dev/null
+sum() { find "$1" -type f -exec md5sum {} + | sort; }
+before_d=$(sum D) before_a=$(sum a.gtd)
+refused() {  # refused WHAT COMMAND...: exit 2 and one line on stderr
+  local rc=0
+  "$@" >/dev/null 2>err || rc=$?
+  [[ $rc -eq 2 ]] || fail "$1 ... exited $rc, want 2: $(cat err)"
+  [[ $(wc -l < err) -eq 1 ]] || fail "$*: not one line: $(cat err)"
+}
+refused "$BIN" compress D -o D --force
+refused "$BIN" compress D/a.txt -o D/a.txt --force
+refused "$BIN" compress D -o . --force
+refused "$BIN" run a.gtd word-count -o a.gtd/manifest.h5 --force
+refused "$BIN" run a.gtd word-count -o a.gtd --force
+refused "$BIN" run a.gtd sort --partitioned -o a.gtd --force
+refused "$BIN" decompress a.gtd -o a.gtd --force
+refused "$BIN" run a.gtd word-count -o /dev/null --force
+mkdir keep && echo mine > keep/file
+refused "$BIN" compress D -o keep --force
+refused "$BIN" run a.gtd sort --partitioned -o keep --force
+[[ $(cat keep/file) == mine ]] || fail "keep/ was touched"
+[[ $(sum D) == "$before_d" ]] || fail "the input corpus changed"
+[[ $(sum a.gtd) == "$before_a" ]] || fail "the archive changed"
+[[ -c /dev/null ]] || fail "/dev/null is no longer a device"
+# What --force may replace: previous outputs of the same kind.
+"$BIN" compress D -o b.gtd >/dev/null && "$BIN" compress D -o b.gtd --force >/dev/null
+"$BIN" run a.gtd word-count -o out.tsv && "$BIN" run a.gtd word-count -o out.tsv --force
+"$BIN" run a.gtd sort --partitioned -o parts && "$BIN" run a.gtd sort --partitioned -o parts --force
+"$BIN" decompress a.gtd -o back && "$BIN" decompress a.gtd -o back --force
+cmp -s back/a.txt D/a.txt || fail "decompress --force did not restore the document"
+echo "PASS: --force refuses to destroy inputs, archives, devices and foreign directories"
