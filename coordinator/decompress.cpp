@@ -7,6 +7,7 @@
 #include <cstring>
 #include <mutex>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "common/error.h"
 #include "common/log.h"
@@ -54,6 +55,22 @@ uint64_t decompress(const fs::path& archive, const fs::path& out_dir,
       ++count;
     }
 
+  // --force replaces a directory only if it looks like a previous decompression of this archive:
+  // every regular file in it is one of the archive's documents (a tree has no marker file of its
+  // own, as it must hold exactly the documents).
+  std::error_code ec;
+  if (options.force && fs::is_directory(fs::symlink_status(out_dir, ec))) {
+    std::unordered_set<std::string> names;
+    for (const DocEntry& doc : m.docs) names.insert(doc.name);
+    for (fs::recursive_directory_iterator it(out_dir, ec), end; !ec && it != end;
+         it.increment(ec)) {
+      if (it->is_directory(ec)) continue;
+      const std::string name = fs::relative(it->path(), out_dir, ec).generic_string();
+      if (!it->is_regular_file(ec) || !names.count(name))
+        throw UsageError(out_dir.string() + ": not a previous output of this archive (" + name +
+                         " is not one of its documents); --force replaces only those");
+    }
+  }
   AtomicOutput output(out_dir, AtomicOutput::Kind::kDirectory, options.force,
                       AtomicOutput::Replace{"", {archive}});
   std::mutex h5_mutex, fs_mutex;

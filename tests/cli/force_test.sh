@@ -28,6 +28,7 @@ refused "$BIN" run a.gtd word-count -o /dev/null --force
 mkdir keep && echo mine > keep/file
 refused "$BIN" compress D -o keep --force
 refused "$BIN" run a.gtd sort --partitioned -o keep --force
+refused "$BIN" decompress a.gtd -o keep --force
 [[ $(cat keep/file) == mine ]] || fail "keep/ was touched"
 [[ $(sum D) == "$before_d" ]] || fail "the input corpus changed"
 [[ $(sum a.gtd) == "$before_a" ]] || fail "the archive changed"
