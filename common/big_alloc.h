@@ -3,6 +3,9 @@
 // touching hundreds of MiB costs few page faults and random access few TLB misses.
 // UninitAllocator adds default-initialization: resize() leaves trivial values unwritten, so a
 // buffer about to be overwritten (a download, a bulk copy) is touched once, by the writer.
+// resize_on_huge_pages gives plain std::vectors (Manifest, ShardGrammar) the same huge-page hint
+// before they are first filled: on 4 KiB pages first touch dominates reading an archive (about
+// 0.6 ms per MiB on a VM against 0.15 ms on transparent huge pages).
 #pragma once
 
 #include <cstddef>
@@ -18,6 +21,32 @@
 #endif
 
 namespace gtadoc {
+
+/// Marks the whole 4 KiB pages of [data, data + bytes) for transparent huge pages (Linux, from
+/// 4 MiB up; a hint: failure only costs speed). Call it before the memory is first written.
+inline void advise_huge_pages(const void* data, size_t bytes) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  constexpr size_t kMin = size_t{4} << 20, kPage = 4096;
+  if (bytes < kMin) return;
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + kPage - 1) & ~uintptr_t{kPage - 1};
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(data) + bytes) & ~uintptr_t{kPage - 1};
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+#else
+  (void)data;
+  (void)bytes;
+#endif
+}
+
+/// Resizes an empty `v` to `n` value-initialized elements, on huge pages where it is large.
+template <class T>
+void resize_on_huge_pages(std::vector<T>& v, size_t n) {
+  if (v.capacity() < n) {
+    std::vector<T>().swap(v);
+    v.reserve(n);
+    advise_huge_pages(v.data(), n * sizeof(T));
+  }
+  v.resize(n);
+}
 
 template <typename T>
 struct HugePageAllocator {
@@ -35,9 +64,7 @@ struct HugePageAllocator {
     if (bytes >= kDirect) {
       void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
       if (p == MAP_FAILED) throw std::bad_alloc();
-#if defined(MADV_HUGEPAGE)
-      madvise(p, bytes, MADV_HUGEPAGE);  // a hint: failure only costs speed
-#endif
+      advise_huge_pages(p, bytes);
       return static_cast<T*>(p);
     }
 #endif

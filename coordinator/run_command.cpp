@@ -14,7 +14,6 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <span>
 
 #include "cluster/assignment.h"
 #include "cluster/collective_error.h"

@@ -7,9 +7,9 @@
 #include <string_view>
 #include <system_error>
 
+#include "common/big_alloc.h"
 #include "common/error.h"
 #include "formats/h5.h"
-#include "formats/memory.h"
 
 namespace gtadoc {
 namespace {

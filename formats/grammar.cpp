@@ -6,9 +6,9 @@
 #include <atomic>
 #include <utility>
 
+#include "common/big_alloc.h"
 #include "common/error.h"
 #include "common/parallel.h"
-#include "formats/memory.h"
 
 namespace gtadoc {
 namespace {

@@ -18,7 +18,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "formats/memory.h"
+#include "common/big_alloc.h"
 
 namespace gtadoc::h5 {
 

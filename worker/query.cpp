@@ -9,8 +9,8 @@
 #include <string_view>
 #include <thread>
 
+#include "common/big_alloc.h"
 #include "common/error.h"
-#include "formats/memory.h"
 
 namespace gtadoc {
 namespace {
