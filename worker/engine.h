@@ -5,7 +5,9 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "formats/grammar.h"
 #include "worker/query.h"
@@ -37,6 +39,15 @@ class Engine {
   /// Runs a query on a loaded shard. Records use global document ids and normalized word ids.
   virtual RecordBatch run(LoadedShard& shard, const QueryOptions& q, const Normalization& norm,
                           ShardRunStats& stats) = 0;
+  /// Runs a query on several loaded shards of this engine (a rank's resident shards) and
+  /// returns the records of all of them in one batch: each shard's records locally aggregated,
+  /// the same multiset of (key, count) that running them one by one and concatenating gives
+  /// (keys may repeat across shards; the reduce merges them). `stats` gets one entry per shard,
+  /// in order. The default runs the shards in turn; an engine may traverse them together in one
+  /// pass (the GPU engine, issue 14). `threads`: for the host-side concatenation (0 = all).
+  virtual RecordBatch run_batch(std::span<LoadedShard* const> shards, const QueryOptions& q,
+                                const Normalization& norm, std::vector<ShardRunStats>& stats,
+                                unsigned threads);
 };
 
 /// The CPU engine (worker/cpu). `threads` = 0 uses every hardware thread.
