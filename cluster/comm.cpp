@@ -7,6 +7,8 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -212,6 +214,48 @@ void Comm::broadcast(std::vector<uint8_t>& buf, int root) {
   MPI_TRY(MPI_Bcast(&bytes, 1, MPI_UINT64_T, root, mpi_->world));
   if (rank_ != root) buf.resize(bytes);
   bcast_raw(buf.data(), bytes, root);
+}
+
+void Comm::broadcast_idle(std::vector<uint8_t>& buf, int root) {
+  GTADOC_EXPECTS(root >= 0 && root < size_, "broadcast root out of range");
+  if (size_ == 1) return;
+  uint64_t bytes = buf.size();
+  MPI_Request request;
+  MPI_TRY(MPI_Ibcast(&bytes, 1, MPI_UINT64_T, root, mpi_->world, &request));
+  int done = 0;
+  for (auto pause = std::chrono::microseconds(20);;) {
+    MPI_TRY(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
+    if (done) break;
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(2000));
+  }
+  if (rank_ != root) buf.resize(bytes);
+  bcast_raw(buf.data(), bytes, root);
+}
+
+void Comm::send_bytes(std::span<const uint8_t> buf, int dest, int tag) {
+  GTADOC_EXPECTS(dest >= 0 && dest < size_ && dest != rank_, "send_bytes: bad destination");
+  uint64_t bytes = buf.size();
+  MPI_TRY(MPI_Send(&bytes, 1, MPI_UINT64_T, dest, tag, mpi_->world));
+  for (size_t done = 0; done < buf.size();) {
+    const size_t n = std::min(buf.size() - done, max_message_bytes_);
+    MPI_TRY(MPI_Send(nonnull(buf.data() + done), to_int(n), MPI_BYTE, dest, tag, mpi_->world));
+    done += n;
+  }
+}
+
+std::vector<uint8_t> Comm::recv_bytes(int source, int tag) {
+  GTADOC_EXPECTS(source >= 0 && source < size_ && source != rank_, "recv_bytes: bad source");
+  uint64_t bytes = 0;
+  MPI_TRY(MPI_Recv(&bytes, 1, MPI_UINT64_T, source, tag, mpi_->world, MPI_STATUS_IGNORE));
+  std::vector<uint8_t> out(bytes);
+  for (size_t done = 0; done < out.size();) {
+    const size_t n = std::min(out.size() - done, max_message_bytes_);
+    MPI_TRY(MPI_Recv(nonnull(out.data() + done), to_int(n), MPI_BYTE, source, tag, mpi_->world,
+                     MPI_STATUS_IGNORE));
+    done += n;
+  }
+  return out;
 }
 
 std::vector<uint64_t> Comm::allgather(uint64_t value) {

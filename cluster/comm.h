@@ -53,6 +53,12 @@ class Comm {
 
   /// Replaces `buf` on every rank with root's `buf` (size included).
   void broadcast(std::vector<uint8_t>& buf, int root = 0);
+  /// broadcast() for ranks that may wait long (a service between queries): the ranks other
+  /// than root poll for the message and sleep between polls instead of spinning a core.
+  void broadcast_idle(std::vector<uint8_t>& buf, int root = 0);
+  /// Point to point: `buf` (any size) to rank `dest`; recv_bytes from `source`, same `tag`.
+  void send_bytes(std::span<const uint8_t> buf, int dest, int tag);
+  std::vector<uint8_t> recv_bytes(int source, int tag);
   /// Every rank's `value`, indexed by rank, on every rank.
   std::vector<uint64_t> allgather(uint64_t value);
   /// `value` reduced over all ranks, on every rank.

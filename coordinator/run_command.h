@@ -1,23 +1,24 @@
-// `gtadoc run`: options (SPEC §2–4) and the query pipeline on every rank — archive -> engine ->
-// partitioned records -> shuffle -> reduce at the owner -> rows -> rank 0 (or every rank with
-// --partitioned) writes the result, atomically.
+// `gtadoc run`: the command line of one query (SPEC §2–4) on top of the pipeline library:
+// parse -> open the archive (streaming) -> run the query -> write the result, on every rank.
 #pragma once
 
 #include <CLI/CLI.hpp>
 
 #include <string>
 
-#include "worker/query.h"
+#include "coordinator/pipeline/query_spec.h"
 
 namespace gtadoc {
 
 class Comm;
 
 struct RunCommand {
-  std::string archive, task, output, format = "tsv", engine = "auto", traversal = "auto";
+  std::string archive, output, format = "tsv", engine = "auto";
   std::string stats_file;  ///< --stats FILE: timings and decisions as JSON (for benchmarks)
-  QueryOptions q;
+  QuerySpec spec;
+  unsigned threads = 0;
   bool partitioned = false, force = false, progress = false;
+  CLI::Option *n = nullptr, *top = nullptr, *min_count = nullptr;  ///< to see what was given
 };
 
 /// Declares the `run` options on the subcommand.

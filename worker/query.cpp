@@ -103,6 +103,19 @@ KeyLayout key_layout(const QueryOptions& q) {
   GTADOC_FAIL("key_layout: unknown task");
 }
 
+std::string normalize_word(std::string_view word, bool lowercase, bool alnum) {
+  size_t b = 0, e = word.size();
+  if (alnum) {
+    while (b < e && !is_kept_edge(static_cast<unsigned char>(word[b]))) ++b;
+    while (e > b && !is_kept_edge(static_cast<unsigned char>(word[e - 1]))) --e;
+  }
+  std::string out(word.substr(b, e - b));
+  if (lowercase)
+    for (char& c : out)
+      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  return out;
+}
+
 Normalization normalize_dictionary(const Dictionary& dict, bool lowercase, bool alnum) {
   Normalization out;
   out.cache_key = 1u + (lowercase ? 1u : 0u) + (alnum ? 2u : 0u);

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/types.h"
@@ -20,7 +21,8 @@ enum class Task {
   kRankedInvertedIndex
 };
 enum class Traversal { kAuto, kTopDown, kBottomUp };
-enum class OutputFormat { kTsv, kJson };
+/// kNdjson: one JSON row per line (the rows of kJson without the array framing; service only).
+enum class OutputFormat { kTsv, kJson, kNdjson };
 
 /// "word-count" <-> Task::kWordCount, etc. parse_task throws UsageError on an unknown name.
 Task parse_task(const std::string& name);
@@ -55,6 +57,8 @@ struct Normalization {
   uint32_t cache_key = 0;
 };
 Normalization normalize_dictionary(const Dictionary& dict, bool lowercase, bool alnum);
+/// One word as normalize_dictionary normalizes it (empty when --alnum drops it).
+std::string normalize_word(std::string_view word, bool lowercase, bool alnum);
 
 /// True for tasks whose records carry n-grams.
 constexpr bool is_sequence_task(Task t) {

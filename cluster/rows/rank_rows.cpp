@@ -179,8 +179,8 @@ RowPlan merge_runs(const RecordBatch& r, const std::vector<size_t>& runs,
 
 RankRows plan_rank_rows(Comm& comm, RecordBatch reduced, const QueryOptions& q,
                         const SequenceOrder* order, DocId doc_begin, DocId doc_end,
-                        unsigned threads) {
-  RowPlanContext ctx{q, order, doc_begin, doc_end, threads};
+                        unsigned threads, const std::vector<uint8_t>* doc_rows) {
+  RowPlanContext ctx{q, order, doc_begin, doc_end, threads, doc_rows};
   RankRows out;
   out.plan = plan_rows(reduced, ctx);
   out.records = std::move(reduced);

@@ -32,8 +32,9 @@ struct RankRows {
 /// Collective. `reduced`: this owner's records sorted by key with unique keys; `doc_begin`,
 /// `doc_end`: the documents this rank owns (term-vector rows). `order` must be given for the
 /// sequence tasks.
+/// `doc_rows`: term-vector only the documents it marks get rows (see RowPlanContext).
 RankRows plan_rank_rows(Comm& comm, RecordBatch reduced, const QueryOptions& q,
                         const SequenceOrder* order, DocId doc_begin, DocId doc_end,
-                        unsigned threads);
+                        unsigned threads, const std::vector<uint8_t>* doc_rows = nullptr);
 
 }  // namespace gtadoc

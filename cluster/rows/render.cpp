@@ -44,12 +44,13 @@ class RowText {
       : r_(r),
         plan_(plan),
         ctx_(ctx),
-        json_(ctx.format == OutputFormat::kJson),
+        json_(ctx.format != OutputFormat::kTsv),
+        ndjson_(ctx.format == OutputFormat::kNdjson),
         first_is_start_(first_is_start) {}
 
   template <typename Out>
   void row(uint64_t row, Out& o) const {
-    if (json_) o.put(row == 0 && first_is_start_ ? "[\n" : ",\n");
+    if (json_ && !ndjson_) o.put(row == 0 && first_is_start_ ? "[\n" : ",\n");
     switch (ctx_.q.task) {
       case Task::kWordCount:
       case Task::kSort:
@@ -68,7 +69,7 @@ class RowText {
         ranked_row(row, o);
         break;
     }
-    if (!json_) o.put('\n');
+    if (!json_ || ndjson_) o.put('\n');
   }
 
  private:
@@ -222,6 +223,7 @@ class RowText {
   const RowPlan& plan_;
   const RenderContext& ctx_;
   bool json_;
+  bool ndjson_;
   bool first_is_start_;
 };
 
@@ -229,7 +231,7 @@ class RowText {
 
 DocText::DocText(const std::vector<DocEntry>& docs, bool ids, OutputFormat format,
                  unsigned threads) {
-  const bool json = format == OutputFormat::kJson;
+  const bool json = format != OutputFormat::kTsv;
   offsets_.assign(docs.size() + 1, 0);
   auto measure = [&](DocId d) -> uint64_t {
     if (ids) return decimal_digits(d);

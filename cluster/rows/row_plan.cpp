@@ -192,6 +192,19 @@ RowPlan plan_term_vector(const RecordBatch& r, const RowPlanContext& ctx) {
   GTADOC_EXPECTS(starts.front() == 0 && starts.back() == r.size(),
                  "term-vector records of documents this rank does not own");
   plan_groups(r, starts, ctx.q.top, ctx.q.min_count, {}, ctx.threads, plan, true);
+  if (ctx.doc_rows != nullptr) {  // keep only the filtered documents' rows (serial: few rows)
+    RowPlan kept;
+    kept.row_begin.push_back(0);
+    for (uint64_t row = 0; row < plan.row_doc.size(); ++row) {
+      const DocId d = plan.row_doc[row];
+      if (d >= ctx.doc_rows->size() || (*ctx.doc_rows)[d] == 0) continue;
+      for (uint64_t p = plan.row_begin[row]; p < plan.row_begin[row + 1]; ++p)
+        kept.order.push_back(plan.order[p]);
+      kept.row_begin.push_back(kept.order.size());
+      kept.row_doc.push_back(d);
+    }
+    return kept;
+  }
   return plan;
 }
 

@@ -53,6 +53,9 @@ struct RowPlanContext {
   /// term-vector: this owner's documents [doc_begin, doc_end); each gets a row.
   DocId doc_begin = 0, doc_end = 0;
   unsigned threads = 1;
+  /// term-vector: when given, only documents d with (*doc_rows)[d] != 0 get a row (the
+  /// service's point filter on documents).
+  const std::vector<uint8_t>* doc_rows = nullptr;
 };
 
 /// Tasks whose rows are ordered by count first (word-count, sequence-count without --per-doc):

@@ -1,0 +1,277 @@
+#include "coordinator/pipeline/archive_session.h"
+
+#include <algorithm>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <spdlog/spdlog.h>
+
+#include "cluster/assignment.h"
+#include "cluster/collective_error.h"
+#include "cluster/comm.h"
+#include "common/cpus.h"
+#include "common/error.h"
+#include "common/timer.h"
+#include "coordinator/crash_report.h"
+
+namespace gtadoc {
+namespace fs = std::filesystem;
+
+namespace {
+
+/// Fault injection for the failure tests: GTADOC_FAULT_INJECT="RANK:SHARD:kill|segv|throw" makes
+/// that rank die by SIGKILL or SIGSEGV, or throw, when a query starts on that shard.
+void maybe_inject_fault(const Comm& comm, uint32_t shard) {
+  const char* spec = std::getenv("GTADOC_FAULT_INJECT");
+  if (spec == nullptr) return;
+  int rank = -1;
+  unsigned s = 0;
+  char mode[16] = {0};
+  if (std::sscanf(spec, "%d:%u:%15s", &rank, &s, mode) != 3) return;
+  if (rank != comm.rank() || s != shard) return;
+  if (std::string(mode) == "kill") ::raise(SIGKILL);
+  if (std::string(mode) == "segv") ::raise(SIGSEGV);
+  throw InputError("injected failure (GTADOC_FAULT_INJECT)");
+}
+
+/// Size of the archive's shard files in MB (the grammar the engines traverse); 0 when the
+/// directory cannot be listed (read_manifest then reports what is wrong).
+double grammar_megabytes(const fs::path& archive) {
+  std::error_code ec;
+  uint64_t bytes = 0;
+  for (fs::directory_iterator it(archive, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind("shard-", 0) == 0 && it->is_regular_file(ec)) bytes += it->file_size(ec);
+  }
+  return static_cast<double>(bytes) / 1e6;
+}
+
+std::string shard_where(uint32_t s) {
+  return "shard " + std::to_string(s) + " (" + shard_file_name(s) + ")";
+}
+
+uint64_t grammar_bytes(const ShardGrammar& g) {
+  return g.symbols.size() * sizeof(Symbol) + g.rule_offsets.size() * sizeof(uint64_t) +
+         g.rule_length.size() * sizeof(uint64_t) + g.rule_uses.size() * sizeof(uint32_t) +
+         g.doc_root_offsets.size() * sizeof(uint64_t) + g.level_offsets.size() * sizeof(uint32_t);
+}
+
+int norm_slot(bool lowercase, bool alnum) { return (lowercase ? 1 : 0) + (alnum ? 2 : 0); }
+
+}  // namespace
+
+ArchiveSession::ArchiveSession(Comm& comm, SessionOptions options)
+    : comm_(comm), options_(std::move(options)), path_(options_.archive) {}
+
+ArchiveSession::~ArchiveSession() {
+  if (first_read_.valid()) first_read_.wait();
+  loaded_.clear();  // before the engine that owns their device memory pool
+}
+
+std::unique_ptr<ArchiveSession> ArchiveSession::open(Comm& comm, const SessionOptions& options,
+                                                     QueryTimings* timings) {
+  Timer timer;
+  std::unique_ptr<ArchiveSession> s(new ArchiveSession(comm, options));
+  run_collectively(comm, [&] {
+    s->threads_ = options.threads != 0
+                      ? options.threads
+                      : default_threads(static_cast<unsigned>(comm.local_size()));
+    std::string engine = options.engine;
+    if (engine != "auto" && engine != "gpu" && engine != "cpu")
+      throw UsageError("--engine: unknown engine '" + engine + "' (expected auto, gpu or cpu)");
+    if (engine == "auto") {
+      std::string why;
+      if (options.resident) {
+        engine = gpu_available() ? "gpu" : "cpu";
+        why = engine == "gpu" ? "resident shards: a GPU is visible" : "no GPU is visible";
+      } else {
+        // Probing for a GPU initializes the CUDA driver (0.2-0.4 s): only when a GPU could win.
+        const double mb = grammar_megabytes(s->path_) / comm.size();
+        const bool could_win =
+            choose_auto_engine(options.auto_task, mb, s->threads_, true, nullptr) == "gpu";
+        engine = choose_auto_engine(options.auto_task, mb, s->threads_,
+                                    could_win && gpu_available(), &why);
+      }
+      if (comm.rank() == 0) spdlog::info("--engine auto: {} ({})", engine, why);
+    }
+    s->engine_name_ = engine;
+    // Creating the engine (for the GPU: the CUDA context, 0.2-0.5 s) overlaps reading the
+    // manifest, starting the first shard's read and normalizing the dictionary.
+    const int local_rank = comm.local_rank();
+    const unsigned threads = s->threads_;
+    std::future<std::unique_ptr<Engine>> made =
+        std::async(std::launch::async, [engine, threads, local_rank] {
+          return make_engine(engine, threads, local_rank);
+        });
+    try {
+      s->manifest_ = read_manifest(s->path_);
+      std::vector<uint64_t> sizes;
+      for (const auto& sh : s->manifest_.shards) sizes.push_back(sh.input_bytes);
+      s->mine_ = assign_by_size(sizes, comm.size())[comm.rank()];
+      if (!options.resident && !s->mine_.empty()) {
+        const ArchiveSession* self = s.get();
+        const uint32_t first = s->mine_[0];
+        s->first_read_ = std::async(std::launch::async, [self, first] {
+          return read_shard_grammar(self->path_, self->manifest_, first);
+        });
+      }
+      s->normalization(options.lowercase, options.alnum);
+    } catch (...) {
+      try {
+        made.get();
+      } catch (...) {
+      }
+      throw;
+    }
+    s->engine_ = made.get();
+  });
+  if (timings != nullptr) timings->open += timer.seconds();
+  if (options.resident) {
+    Timer load_timer;
+    run_collectively(comm, [&] {
+      for (uint32_t id : s->mine_) {
+        try {
+          ShardGrammar g = read_shard_grammar(s->path_, s->manifest_, id);
+          s->resident_bytes_ += grammar_bytes(g);
+          s->loaded_.push_back(s->engine_->load(std::move(g)));
+        } catch (const Error& e) {
+          throw Error(e.kind(), shard_where(id) + ": " + e.what());
+        }
+      }
+    });
+    if (timings != nullptr) timings->load += load_timer.seconds();
+  }
+  return s;
+}
+
+const Normalization& ArchiveSession::normalization(bool lowercase, bool alnum) {
+  auto it = norms_.find(norm_slot(lowercase, alnum));
+  if (it == norms_.end())
+    it = norms_
+             .emplace(norm_slot(lowercase, alnum),
+                      normalize_dictionary(manifest_.dict, lowercase, alnum))
+             .first;
+  return it->second;
+}
+
+RecordBatch ArchiveSession::collect(const QueryOptions& q, const Normalization& norm,
+                                    QueryTimings& t) {
+  RecordBatch out = options_.resident ? collect_resident(q, norm, t) : collect_streaming(q, norm, t);
+  set_crash_context(comm_.size() > 1 ? "rank " + std::to_string(comm_.rank()) +
+                                           " (after its shards, exchanging results)"
+                                     : "");
+  return out;
+}
+
+RecordBatch ArchiveSession::run_loaded(std::vector<std::unique_ptr<LoadedShard>>& loaded,
+                                       const std::vector<uint32_t>& ids, const QueryOptions& q,
+                                       const Normalization& norm, QueryTimings& t) {
+  const std::string rank = comm_.size() > 1 ? "rank " + std::to_string(comm_.rank()) + ": " : "";
+  for (uint32_t id : ids) {
+    set_crash_context(rank + shard_where(id));
+    try {
+      maybe_inject_fault(comm_, id);
+    } catch (const Error& e) {
+      throw Error(e.kind(), shard_where(id) + ": " + e.what());
+    }
+  }
+  std::string where;
+  for (uint32_t id : ids) where += (where.empty() ? "" : ", ") + std::to_string(id);
+  if (ids.size() != 1) where = "shards " + where;
+  if (ids.size() == 1) where = shard_where(ids[0]);
+  set_crash_context(rank + where);
+  std::vector<LoadedShard*> ptrs;
+  for (auto& l : loaded) ptrs.push_back(l.get());
+  std::vector<ShardRunStats> stats;
+  Timer timer;
+  RecordBatch batch;
+  try {
+    batch = engine_->run_batch(ptrs, q, norm, stats, threads_);
+  } catch (const Error& e) {
+    throw Error(e.kind(), where + ": " + e.what());
+  }
+  double init = 0, traversal = 0;
+  for (size_t i = 0; i < stats.size(); ++i) {
+    init += stats[i].init_s;
+    traversal += stats[i].traversal_s;
+    t.traversals.push_back(
+        std::string(traversal_name(stats[i].traversal)) +
+        (stats[i].selector_reason.empty() ? "" : ": " + stats[i].selector_reason));
+    spdlog::info("shard {}: {} traversal ({}), init {:.3f}s traversal {:.3f}s",
+                 i < ids.size() ? ids[i] : 0, traversal_name(stats[i].traversal),
+                 stats[i].selector_reason, stats[i].init_s, stats[i].traversal_s);
+  }
+  t.init += init;
+  t.traversal += traversal;
+  t.collect += std::max(0.0, timer.seconds() - init - traversal);
+  return batch;
+}
+
+RecordBatch ArchiveSession::collect_resident(const QueryOptions& q, const Normalization& norm,
+                                             QueryTimings& t) {
+  return run_loaded(loaded_, mine_, q, norm, t);
+}
+
+RecordBatch ArchiveSession::collect_streaming(const QueryOptions& q, const Normalization& norm,
+                                              QueryTimings& t) {
+  // Reads run one shard ahead of loading; every shard is loaded into the engine, then one
+  // batch runs over them. When the engine runs out of memory while loading, the shards loaded so
+  // far run as a batch and are dropped, and loading goes on with the rest.
+  std::vector<RecordBatch> parts;
+  std::vector<std::unique_ptr<LoadedShard>> loaded;
+  std::vector<uint32_t> ids;
+  std::future<ShardGrammar> next = std::move(first_read_);
+  if (!next.valid() && !mine_.empty()) {
+    const uint32_t first = mine_[0];
+    next = std::async(std::launch::async,
+                      [this, first] { return read_shard_grammar(path_, manifest_, first); });
+  }
+  auto flush = [&] {
+    if (loaded.empty()) return;
+    parts.push_back(run_loaded(loaded, ids, q, norm, t));
+    loaded.clear();
+    ids.clear();
+  };
+  for (size_t i = 0; i < mine_.size(); ++i) {
+    const uint32_t s = mine_[i];
+    set_crash_context((comm_.size() > 1 ? "rank " + std::to_string(comm_.rank()) + ": " : "") +
+                      shard_where(s));
+    Timer load_timer;
+    ShardGrammar grammar;
+    try {
+      grammar = next.get();
+    } catch (const Error& e) {
+      throw Error(e.kind(), shard_where(s) + ": " + e.what());
+    }
+    if (i + 1 < mine_.size()) {
+      const uint32_t id = mine_[i + 1];
+      next = std::async(std::launch::async,
+                        [this, id] { return read_shard_grammar(path_, manifest_, id); });
+    }
+    try {
+      try {
+        loaded.push_back(engine_->load(std::move(grammar)));
+      } catch (const ResourceError&) {
+        if (loaded.empty()) throw;
+        spdlog::info("engine memory full after {} shards: running them as one batch", ids.size());
+        t.load += load_timer.seconds();
+        flush();
+        load_timer = Timer();
+        grammar = read_shard_grammar(path_, manifest_, s);  // the moved-from grammar is gone
+        loaded.push_back(engine_->load(std::move(grammar)));
+      }
+    } catch (const Error& e) {
+      if (next.valid()) next.wait();
+      throw Error(e.kind(), shard_where(s) + ": " + e.what());
+    }
+    ids.push_back(s);
+    t.load += load_timer.seconds();
+  }
+  flush();
+  Timer concat;
+  RecordBatch out = concatenate(std::move(parts), key_layout(q).width, threads_);
+  t.collect += concat.seconds();
+  return out;
+}
+
+}  // namespace gtadoc

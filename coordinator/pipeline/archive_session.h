@@ -1,0 +1,99 @@
+// An archive opened on every rank for queries: the manifest, this rank's shards (balanced by
+// size), the engine, and the normalizations queries asked for. Shared by `gtadoc run`, which
+// opens it streaming (each query reads this rank's shards, loads them into the engine and drops
+// them), and `gtadoc serve`, which opens it resident (the shards are loaded once, into GPU memory
+// with the GPU engine, and every query runs on them).
+//
+// Guarantees: open() is collective and fails on every rank together (CollectiveError) or on
+// none; collect() returns this rank's records of a query over all its shards (one
+// Engine::run_batch over the shards loaded; streaming falls back to smaller batches when the
+// engine runs out of memory while loading); nothing a query does changes what is resident.
+#pragma once
+
+#include <filesystem>
+#include <future>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "formats/archive.h"
+#include "worker/engine.h"
+#include "worker/query.h"
+#include "worker/records.h"
+
+namespace gtadoc {
+
+class Comm;
+
+struct SessionOptions {
+  std::string archive;
+  std::string engine = "auto";  ///< auto | gpu | cpu
+  unsigned threads = 0;         ///< CPU threads of this rank (0 = default_threads)
+  bool resident = false;        ///< load the shards at open() and keep them
+  /// `--engine auto` for one query (run): the task and normalization it will need. The service
+  /// (resident) picks the GPU whenever one is visible.
+  Task auto_task = Task::kWordCount;
+  bool lowercase = false, alnum = false;
+};
+
+/// Seconds spent per stage of a query on this rank.
+struct QueryTimings {
+  double open = 0, load = 0, init = 0, traversal = 0, collect = 0, shuffle = 0, merge = 0,
+         write = 0;
+  std::vector<std::string> traversals;  ///< per shard of this rank: "top-down: reason"
+};
+
+class ArchiveSession {
+ public:
+  /// Collective. Creates the engine while the manifest is read and (streaming) the first shard
+  /// is read; resident: loads every shard of this rank.
+  static std::unique_ptr<ArchiveSession> open(Comm& comm, const SessionOptions& options,
+                                              QueryTimings* timings = nullptr);
+  ~ArchiveSession();
+  ArchiveSession(const ArchiveSession&) = delete;
+  ArchiveSession& operator=(const ArchiveSession&) = delete;
+
+  const std::filesystem::path& path() const { return path_; }
+  const Manifest& manifest() const { return manifest_; }
+  Engine& engine() { return *engine_; }
+  const Engine& engine() const { return *engine_; }
+  const std::string& engine_name() const { return engine_name_; }
+  unsigned threads() const { return threads_; }
+  const std::vector<uint32_t>& shards() const { return mine_; }
+  bool resident() const { return options_.resident; }
+  /// Grammar bytes (symbols) of the shards resident on this rank.
+  uint64_t resident_bytes() const { return resident_bytes_; }
+
+  /// The dictionary normalized by these options, computed once per combination.
+  const Normalization& normalization(bool lowercase, bool alnum);
+
+  /// This rank's records of query `q` over all its shards (collective only through the
+  /// failures: call inside run_collectively). Errors name the shard.
+  RecordBatch collect(const QueryOptions& q, const Normalization& norm, QueryTimings& t);
+
+ private:
+  ArchiveSession(Comm& comm, SessionOptions options);
+  RecordBatch collect_resident(const QueryOptions& q, const Normalization& norm,
+                               QueryTimings& t);
+  RecordBatch collect_streaming(const QueryOptions& q, const Normalization& norm,
+                                QueryTimings& t);
+  RecordBatch run_loaded(std::vector<std::unique_ptr<LoadedShard>>& loaded,
+                         const std::vector<uint32_t>& ids, const QueryOptions& q,
+                         const Normalization& norm, QueryTimings& t);
+
+  Comm& comm_;
+  SessionOptions options_;
+  std::filesystem::path path_;
+  Manifest manifest_;
+  std::unique_ptr<Engine> engine_;
+  std::string engine_name_;
+  unsigned threads_ = 1;
+  std::vector<uint32_t> mine_;
+  std::vector<std::unique_ptr<LoadedShard>> loaded_;  ///< resident: one per shard of mine_
+  uint64_t resident_bytes_ = 0;
+  std::map<int, Normalization> norms_;
+  std::future<ShardGrammar> first_read_;  ///< streaming: the first shard, read during open()
+};
+
+}  // namespace gtadoc

@@ -1,0 +1,276 @@
+#include "coordinator/pipeline/query_pipeline.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <future>
+#include <mutex>
+#include <string>
+
+#include "cluster/collective_error.h"
+#include "cluster/comm.h"
+#include "cluster/partition.h"
+#include "cluster/reduce.h"
+#include "cluster/shuffle.h"
+#include "common/error.h"
+#include "common/parallel.h"
+#include "common/timer.h"
+
+namespace gtadoc {
+
+namespace {
+
+constexpr int kStreamTag = 7301;
+
+/// Where a record's words and document sit in its key (key_layout in worker/query.h).
+struct KeyFields {
+  uint32_t word_begin = 0, word_end = 0;  ///< words [word_begin, word_end)
+  int doc = -1;                           ///< position of the document, -1 = none
+};
+
+KeyFields key_fields(const QueryOptions& q) {
+  switch (q.task) {
+    case Task::kWordCount:
+    case Task::kSort:
+      return {0, 1, -1};
+    case Task::kInvertedIndex:
+      return {0, 1, 1};
+    case Task::kTermVector:
+      return {1, 2, 0};
+    case Task::kSequenceCount:
+      return q.per_doc ? KeyFields{1, q.n + 1, 0} : KeyFields{0, q.n, -1};
+    case Task::kRankedInvertedIndex:
+      return {0, q.n, static_cast<int>(q.n)};
+  }
+  return {};
+}
+
+/// Keeps the records the filter selects, in order (in place).
+void apply_filter(RecordBatch& r, const QueryOptions& q, const PointFilter& f) {
+  if (!f.any()) return;
+  const KeyFields k = key_fields(q);
+  const uint32_t w = r.width;
+  size_t out = 0;
+  for (size_t i = 0; i < r.size(); ++i) {
+    const uint32_t* key = r.keys.data() + i * w;
+    bool keep = true;
+    if (!f.docs.empty() && k.doc >= 0) {
+      const uint32_t d = key[k.doc];
+      keep = d < f.docs.size() && f.docs[d] != 0;
+    }
+    if (keep && !f.words.empty()) {
+      keep = false;
+      for (uint32_t p = k.word_begin; p < k.word_end && !keep; ++p)
+        keep = key[p] < f.words.size() && f.words[key[p]] != 0;
+    }
+    if (!keep) continue;
+    if (out != i) {
+      std::copy(key, key + w, r.keys.data() + out * w);
+      r.counts[out] = r.counts[i];
+    }
+    ++out;
+  }
+  r.keys.resize(out * w);
+  r.counts.resize(out);
+}
+
+/// Renders on a worker thread and hands the pieces to `fn` on the calling thread (MPI calls
+/// must come from the thread that initialized MPI), at most two pieces in flight.
+void render_on_this_thread(const RowRenderer& renderer, uint64_t chunk_bytes,
+                           const std::function<void(const char*, size_t)>& fn) {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::string> pieces;
+  bool done = false;
+  std::exception_ptr failure;
+  std::thread worker([&] {
+    try {
+      renderer.render(chunk_bytes, [&](const char* data, size_t size) {
+        std::unique_lock lock(mu);
+        cv.wait(lock, [&] { return pieces.size() < 2; });
+        pieces.emplace_back(data, size);
+        cv.notify_all();
+      });
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    std::lock_guard lock(mu);
+    done = true;
+    cv.notify_all();
+  });
+  std::exception_ptr sink_failure;
+  for (;;) {
+    std::string piece;
+    {
+      std::unique_lock lock(mu);
+      cv.wait(lock, [&] { return !pieces.empty() || done; });
+      if (pieces.empty()) break;
+      piece = std::move(pieces.front());
+      pieces.pop_front();
+      cv.notify_all();
+    }
+    if (!sink_failure) {
+      try {
+        fn(piece.data(), piece.size());
+      } catch (...) {
+        sink_failure = std::current_exception();
+      }
+    }
+  }
+  worker.join();
+  if (failure) std::rethrow_exception(failure);
+  if (sink_failure) std::rethrow_exception(sink_failure);
+}
+
+}  // namespace
+
+PointFilter resolve_filter(const QuerySpec& spec, const Manifest& manifest,
+                           const Normalization& norm) {
+  PointFilter f;
+  if (spec.words_given) {
+    f.words.assign(std::max<size_t>(1, norm.dict.size()), 0);
+    for (const std::string& word : spec.words) {
+      const std::string w = normalize_word(word, spec.q.lowercase, spec.q.alnum);
+      if (w.empty()) continue;
+      const WordId id = norm.dict.find(w);
+      if (id < norm.dict.size()) f.words[id] = 1;
+    }
+  }
+  if (spec.docs_given) {
+    const size_t docs = manifest.docs.size();
+    f.docs.assign(std::max<size_t>(1, docs), 0);
+    for (const std::string& name : spec.docs) {
+      auto it = std::lower_bound(manifest.docs.begin(), manifest.docs.end(), name,
+                                 [](const DocEntry& e, const std::string& n) { return e.name < n; });
+      if (it == manifest.docs.end() || it->name != name)
+        throw UsageError("\"docs\": no document named '" + name + "' in the archive");
+      f.docs[static_cast<size_t>(it - manifest.docs.begin())] = 1;
+    }
+    for (uint64_t id : spec.doc_ids) {
+      if (id >= docs)
+        throw UsageError("\"docs\": document id " + std::to_string(id) + " is out of range (the " +
+                         "archive has " + std::to_string(docs) + " documents)");
+      f.docs[id] = 1;
+    }
+  }
+  return f;
+}
+
+std::unique_ptr<QueryResult> run_query(Comm& comm, ArchiveSession& session, const QuerySpec& spec,
+                                       QueryTimings& t) {
+  auto result = std::make_unique<QueryResult>();
+  QueryResult& res = *result;
+  res.q = spec.q;
+  res.q.threads = session.threads();
+  res.format = spec.format;
+  const QueryOptions& q = res.q;
+  const unsigned threads = q.threads;
+  const Manifest& m = session.manifest();
+
+  RecordBatch local;
+  PointFilter filter;
+  run_collectively(comm, [&] {
+    res.norm = &session.normalization(q.lowercase, q.alnum);
+    filter = resolve_filter(spec, m, *res.norm);
+    local = session.collect(q, *res.norm, t);
+    apply_filter(local, q, filter);
+  });
+  const Normalization& norm = *res.norm;
+
+  Timer shuffle_timer;
+  const KeyLayout layout = key_layout(q);
+  const uint32_t parts = static_cast<uint32_t>(comm.size());
+  // Sequence rows order by their joined bytes. When that is not the word-id order (a word holds
+  // a byte below 0x20), n-grams are rewritten into ranks here, once, so that every later stage
+  // (range partitioning, reduce, row order) orders integer tuples; rendering maps them back.
+  std::optional<SequenceOrder> keys_order;
+  if (is_sequence_task(q.task)) {
+    res.words_order.emplace(norm.dict, q.n, threads);
+    if (res.words_order->identity()) {
+      keys_order = res.words_order;
+    } else {
+      res.ranked_keys = true;
+      keys_order = SequenceOrder::of_ranks(q.n);
+      const uint32_t w = local.width, off = q.per_doc ? 1 : 0;
+      const SequenceOrder& order = *res.words_order;
+      parallel_for(local.size() / 4096 + 1, threads, [&](size_t b) {
+        for (size_t i = b * 4096; i < std::min(local.size(), (b + 1) * 4096); ++i)
+          order.to_ranks(local.keys.data() + i * w + off);
+      });
+    }
+  }
+  std::vector<uint32_t> splitters;
+  RecordBatch owned;
+  if (parts == 1) {  // one owner: nothing to partition or move
+    owned = std::move(local);
+  } else {
+    if (layout.range_partition) splitters = choose_range_splitters(comm, local, parts);
+    PartitionedRecords partitioned = partition_records(local, layout, parts, splitters, threads);
+    local = RecordBatch{};
+    owned = shuffle_records(comm, partitioned);
+  }
+  t.shuffle += shuffle_timer.seconds();
+
+  Timer merge_timer;
+  reduce_records(owned, threads);
+  spdlog::debug("reduce: {} records in {:.3f}s", owned.size(), merge_timer.seconds());
+  // term-vector: every document of this rank's range gets a row, with words or without.
+  const DocId num_docs = static_cast<DocId>(m.docs.size());
+  DocId doc_begin = 0, doc_end = num_docs;
+  if (q.task == Task::kTermVector && parts > 1) {
+    const int r = comm.rank();
+    doc_begin = r == 0 ? 0 : std::min(splitters[r - 1], num_docs);
+    doc_end = r + 1 == comm.size() ? num_docs : std::min(splitters[r], num_docs);
+    doc_end = std::max(doc_begin, doc_end);
+  }
+  res.rows = plan_rank_rows(comm, std::move(owned), q, keys_order ? &*keys_order : nullptr,
+                            doc_begin, doc_end, threads,
+                            filter.docs.empty() ? nullptr : &filter.docs);
+  t.merge += merge_timer.seconds();
+  res.docs = std::make_unique<DocText>(m.docs, q.ids, res.format, threads);
+  return result;
+}
+
+uint64_t write_query_result(Comm& comm, const QueryResult& result, const ResultTarget& target,
+                            unsigned threads) {
+  GTADOC_EXPECTS(result.format != OutputFormat::kNdjson, "ndjson is a service format");
+  return write_result(comm, result.rows, result.context(), target, threads);
+}
+
+uint64_t stream_query_result(Comm& comm, const QueryResult& result, uint64_t chunk_bytes,
+                             const std::function<bool(const char*, size_t)>& sink,
+                             unsigned threads) {
+  const RenderContext ctx = result.context();
+  const RowRenderer renderer(result.rows.records, result.rows.plan, ctx,
+                             result.rows.first_row == 0, threads);
+  uint64_t bytes = renderer.bytes();
+  if (comm.rank() != 0) {
+    // Pieces go to rank 0 one at a time (MPI_Send returns when rank 0 has taken it, for large
+    // pieces), then an empty piece ends this rank's slice.
+    render_on_this_thread(renderer, chunk_bytes, [&](const char* data, size_t size) {
+      comm.send_bytes({reinterpret_cast<const uint8_t*>(data), size}, 0, kStreamTag);
+    });
+    comm.send_bytes({}, 0, kStreamTag);
+    return bytes;
+  }
+  bool wanted = true;
+  auto give = [&](const char* data, size_t size) {
+    if (wanted && size > 0) wanted = sink(data, size);
+  };
+  renderer.render(chunk_bytes, give);
+  for (int r = 1; r < comm.size(); ++r) {
+    for (;;) {
+      std::vector<uint8_t> piece = comm.recv_bytes(r, kStreamTag);
+      if (piece.empty()) break;
+      bytes += piece.size();
+      give(reinterpret_cast<const char*>(piece.data()), piece.size());
+    }
+  }
+  const std::string_view trailer = json_trailer(result.format, result.rows.total_rows);
+  give(trailer.data(), trailer.size());
+  return bytes + trailer.size();
+}
+
+}  // namespace gtadoc

@@ -1,0 +1,70 @@
+// One query through the pipeline, on every rank: this rank's records (ArchiveSession::collect)
+// -> point filters -> sequence keys in byte order -> partition -> shuffle -> reduce at the owner
+// -> this rank's slice of the rows (cluster/rows) -> bytes, written to a file / parts / standard
+// output (gtadoc run) or streamed to rank 0 in order (gtadoc serve). The same code answers both,
+// so the service gives the same bytes as `gtadoc run`.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "cluster/rows/rank_rows.h"
+#include "cluster/rows/render.h"
+#include "cluster/rows/result_writer.h"
+#include "cluster/rows/sequence_order.h"
+#include "coordinator/pipeline/archive_session.h"
+#include "coordinator/pipeline/query_spec.h"
+
+namespace gtadoc {
+
+class Comm;
+
+/// The point filters of a query resolved against the archive: masks over normalized word ids
+/// and document ids (empty = no filter).
+struct PointFilter {
+  std::vector<uint8_t> words, docs;
+  bool any() const { return !words.empty() || !docs.empty(); }
+};
+
+/// Resolves spec.words (normalized like the query) and spec.docs (names or ids). Unknown words
+/// select nothing; an unknown document name or id is a UsageError.
+PointFilter resolve_filter(const QuerySpec& spec, const Manifest& manifest,
+                           const Normalization& norm);
+
+/// A rank's slice of a query's result, ready to render.
+class QueryResult {
+ public:
+  RankRows rows;
+  QueryOptions q;
+  OutputFormat format = OutputFormat::kTsv;
+  const Normalization* norm = nullptr;  ///< owned by the session
+  std::optional<SequenceOrder> words_order;
+  std::unique_ptr<DocText> docs;
+  bool ranked_keys = false;  ///< n-grams hold sequence ranks (words_order maps them back)
+
+  RenderContext context() const {
+    return {q, norm->dict, *docs, format, ranked_keys ? &*words_order : nullptr};
+  }
+};
+
+/// Collective: runs `spec` (validated) on the session. Failures of a rank's shards are raised
+/// on every rank (CollectiveError).
+std::unique_ptr<QueryResult> run_query(Comm& comm, ArchiveSession& session, const QuerySpec& spec,
+                                       QueryTimings& t);
+
+/// Collective: writes the result to a file, parts or standard output (result_writer.h).
+uint64_t write_query_result(Comm& comm, const QueryResult& result, const ResultTarget& target,
+                            unsigned threads);
+
+/// Collective: the whole result's bytes, in order, reach `sink` on rank 0 in pieces of about
+/// `chunk_bytes` (rank 0's slice, then each other rank's, sent over MPI piece by piece: no
+/// rank holds more than a few pieces). When `sink` returns false the rest is still drained
+/// (every rank finishes the collective) but no longer handed to it. Returns the result's bytes.
+uint64_t stream_query_result(Comm& comm, const QueryResult& result, uint64_t chunk_bytes,
+                             const std::function<bool(const char*, size_t)>& sink,
+                             unsigned threads);
+
+}  // namespace gtadoc
