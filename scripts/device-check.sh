@@ -45,6 +45,13 @@ GPU_TESTS=(
   CachedPreparationsAcrossNormalizationsAndN
   OutOfMemoryFallsBackOrFailsCleanly
 )
+# The batched pass over several shards (tests/worker/gpu_batch_test.cpp, issue 14).
+GPU_BATCH_TESTS=(
+  EveryTaskTraversalAndNormalization
+  LongNgramsAndDocumentsOutOfIdOrder
+  SetsChangingBetweenCallsAndDegenerateBatches
+  OutOfMemoryFallsBackToSmallerBatches
+)
 # Small GPU cases for the sanitizers (they slow kernels down by orders of magnitude).
 SANITIZER_FILTER='GpuEngineTest.SmallMixedClasses'
 
@@ -110,19 +117,20 @@ else
     -j "$JOBS" -R "^($suites)\\."
 fi
 
-gpu_regex="^GpuEngineTest\\.($(IFS='|'; echo "${GPU_TESTS[*]}"))\$"
+gpu_regex="^(GpuEngineTest\\.($(IFS='|'; echo "${GPU_TESTS[*]}"))|GpuBatchTest\\.($(IFS='|'; echo "${GPU_BATCH_TESTS[*]}")))\$"
+gpu_total=$((${#GPU_TESTS[@]} + ${#GPU_BATCH_TESTS[@]}))
 step ctest-gpu ctest --test-dir "$BUILD_DIR" --output-on-failure --timeout 1800 -j 1 \
   -R "$gpu_regex"
-ran=$(grep -cE 'Test +#[0-9]+: GpuEngineTest\.' "$OUT/ctest-gpu.log" || true)
-skipped=$(grep -cE 'GpuEngineTest\..*Skipped' "$OUT/ctest-gpu.log" || true)
-note "      GPU tests run: ${ran:-0} of ${#GPU_TESTS[@]}, skipped: ${skipped:-0}"
-if [ "${ran:-0}" -ne "${#GPU_TESTS[@]}" ] || [ "${skipped:-0}" -ne 0 ]; then
+ran=$(grep -cE 'Test +#[0-9]+: Gpu(Engine|Batch)Test\.' "$OUT/ctest-gpu.log" || true)
+skipped=$(grep -cE 'Gpu(Engine|Batch)Test\..*Skipped' "$OUT/ctest-gpu.log" || true)
+note "      GPU tests run: ${ran:-0} of ${gpu_total}, skipped: ${skipped:-0}"
+if [ "${ran:-0}" -ne "${gpu_total}" ] || [ "${skipped:-0}" -ne 0 ]; then
   note "FAIL  GPU tests missing or skipped (is a GPU visible?)"
   failed=1
 fi
 
 # The GPU test binary alone, with gtest's own report (XML kept for the record).
-step gpu-gtest "$WORKER_BIN" --gtest_filter='GpuEngineTest.*' \
+step gpu-gtest "$WORKER_BIN" --gtest_filter='GpuEngineTest.*:GpuBatchTest.*:BatchPlan.*' \
   --gtest_output="xml:$OUT/gpu-gtest.xml"
 
 if [ "${SANITIZE:-1}" = 0 ]; then

@@ -11,8 +11,11 @@
 #include <chrono>
 #include <cstdlib>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <set>
+#include <span>
 #include <string>
 
 #include <fmt/format.h>
@@ -22,6 +25,7 @@
 #include "common/timer.h"
 #include "worker/engine.h"
 #include "worker/gpu/gpu_internal.h"
+#include "worker/records.h"
 
 namespace gtadoc {
 namespace gpu {
@@ -106,11 +110,11 @@ RecordBatch for_document_batches(Query& Q, uint32_t width, F&& f) {
     } catch (const ResourceError& e) {
       if (d1 - d <= 1)
         throw ResourceError("gpu engine: GPU memory exhausted by document " +
-                            std::to_string(Q.s.g.first_doc + d) + " alone (" + e.what() +
+                            std::to_string(Q.s.doc_id(d)) + " alone (" + e.what() +
                             "); use --engine cpu or a GPU with more memory");
       batch = (d1 - d) / 2;
       spdlog::warn("gpu engine: out of GPU memory on documents {}..{}; retrying in batches of {}",
-                   Q.s.g.first_doc + d, Q.s.g.first_doc + d1, batch);
+                   Q.s.doc_id(d), Q.s.doc_id(d1 - 1) + 1, batch);
     }
   }
   return merge_batches(parts, width, false);
@@ -199,16 +203,121 @@ class GpuEngine final : public Engine {
 
   RecordBatch run(LoadedShard& shard, const QueryOptions& q, const Normalization& norm,
                   ShardRunStats& stats) override {
-    auto* s = dynamic_cast<GpuShard*>(&shard);
-    GTADOC_EXPECTS(s != nullptr && s->ctx == ctx_,
-                   "gpu engine: the shard was loaded by another engine");
-    const bool seq = is_sequence_task(q.task);
-    if (seq && (q.n < 2 || q.n > 8))
-      throw UsageError("--n must be between 2 and 8 (got " + std::to_string(q.n) + ")");
-
+    GpuShard& s = own_shard(shard);
+    check_n(q);
     std::lock_guard<std::mutex> lock(mu_);  // one query at a time on the stream and pool
     ctx_->activate();
     QueryScope scope(*ctx_, query_memory_limit());
+    return query(s, q, norm, stats);
+  }
+
+  RecordBatch run_batch(std::span<LoadedShard* const> shards, const QueryOptions& q,
+                        const Normalization& norm, std::vector<ShardRunStats>& stats,
+                        unsigned threads) override {
+    std::vector<GpuShard*> list;
+    list.reserve(shards.size());
+    for (LoadedShard* sh : shards) {
+      GTADOC_EXPECTS(sh != nullptr, "gpu engine: null shard in a batch");
+      list.push_back(&own_shard(*sh));
+    }
+    check_n(q);
+    stats.assign(shards.size(), ShardRunStats{});
+    const uint32_t width = key_layout(q).width;
+    if (list.empty()) {
+      RecordBatch empty;
+      empty.width = width;
+      return empty;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    ctx_->activate();
+    used_.clear();
+    RecordBatch out = run_group(list, 0, list.size(), q, norm, stats, threads);
+    // Batches of sets not used by this call are dropped: the resident set changed.
+    for (auto it = batches_.begin(); it != batches_.end();)
+      it = used_.count(it->first) ? std::next(it) : batches_.erase(it);
+    out.width = width;
+    return out;
+  }
+
+ private:
+  GpuShard& own_shard(LoadedShard& shard) const {
+    auto* s = dynamic_cast<GpuShard*>(&shard);
+    GTADOC_EXPECTS(s != nullptr && s->ctx == ctx_ && s->batch_shards == 1,
+                   "gpu engine: the shard was loaded by another engine");
+    return *s;
+  }
+
+  static void check_n(const QueryOptions& q) {
+    if (is_sequence_task(q.task) && (q.n < 2 || q.n > 8))
+      throw UsageError("--n must be between 2 and 8 (got " + std::to_string(q.n) + ")");
+  }
+
+  using BatchKey = std::vector<uint64_t>;
+
+  /// Shards [b, e) of `list` in one pass (their merged DAG, cached per set), or, when that does
+  /// not fit in device memory, as two halves (recursively; one shard runs on its own DAG).
+  RecordBatch run_group(const std::vector<GpuShard*>& list, size_t b, size_t e,
+                        const QueryOptions& q, const Normalization& norm,
+                        std::vector<ShardRunStats>& stats, unsigned threads) {
+    if (e - b == 1) {
+      QueryScope scope(*ctx_, query_memory_limit());
+      return query(*list[b], q, norm, stats[b]);
+    }
+    BatchKey key;
+    uint64_t symbols = 0;
+    for (size_t i = b; i < e; ++i) {
+      key.push_back(list[i]->serial);
+      symbols += list[i]->S;
+    }
+    if (!too_big_.count(key)) {
+      try {
+        QueryScope scope(*ctx_, query_memory_limit());
+        Timer build_timer;
+        auto it = batches_.find(key);
+        if (it == batches_.end()) {
+          std::vector<const GpuShard*> members(list.begin() + static_cast<std::ptrdiff_t>(b),
+                                               list.begin() + static_cast<std::ptrdiff_t>(e));
+          it = batches_.emplace(key, merge_shards(members)).first;
+          spdlog::debug("gpu engine: batch of {} shards merged in {:.3f}s ({} symbols, {} MiB)",
+                        e - b, build_timer.seconds(), it->second->S, ctx_->pool.in_use() >> 20);
+        }
+        const double build_s = build_timer.seconds();
+        used_.insert(key);
+        ShardRunStats st;
+        RecordBatch out = query(*it->second, q, norm, st);
+        // One pass for all: its time is shared out by the shards' sizes.
+        for (size_t i = b; i < e; ++i) {
+          const double share = symbols == 0
+                                   ? 1.0 / static_cast<double>(e - b)
+                                   : static_cast<double>(list[i]->S) / static_cast<double>(symbols);
+          stats[i].init_s = (st.init_s + build_s) * share;
+          stats[i].traversal_s = st.traversal_s * share;
+          stats[i].traversal = st.traversal;
+          stats[i].selector_reason = st.selector_reason;
+        }
+        return out;
+      } catch (const ResourceError& err) {
+        batches_.erase(key);
+        if (too_big_.size() >= 64) too_big_.clear();
+        too_big_.insert(key);
+        spdlog::warn(
+            "gpu engine: a batch of {} shards does not fit in GPU memory ({}); running "
+            "it in halves",
+            e - b, err.what());
+      }
+    }
+    const size_t mid = b + (e - b) / 2;
+    std::vector<RecordBatch> parts;
+    parts.push_back(run_group(list, b, mid, q, norm, stats, threads));
+    parts.push_back(run_group(list, mid, e, q, norm, stats, threads));
+    return concatenate(std::move(parts), key_layout(q).width, threads);
+  }
+
+  /// One query on one DAG (a loaded shard or a batch); the caller holds the lock and the scope.
+  RecordBatch query(GpuShard& shard, const QueryOptions& q, const Normalization& norm,
+                    ShardRunStats& stats) {
+    GpuShard* s = &shard;
+    const bool seq = is_sequence_task(q.task);
     Timer init_timer;
     Query Q(*s, q);
     Q.pv = prepared_vocab(*s, norm, Q.pool);
@@ -249,8 +358,10 @@ class GpuEngine final : public Engine {
         }
       }
       choice = select_traversal(Q, est, available_device_bytes(*ctx_));
-      spdlog::info("gpu engine: {} on shard of docs {}..{}: {} ({})", task_name(q.task),
-                   s->g.first_doc, s->g.first_doc + s->num_docs, traversal_name(choice.traversal),
+      spdlog::info("gpu engine: {} on {} of docs {}..{}: {} ({})", task_name(q.task),
+                   s->batch_shards > 1 ? fmt::format("a batch of {} shards", s->batch_shards)
+                                       : std::string("shard"),
+                   s->doc_id(0), s->doc_id(s->num_docs - 1) + 1, traversal_name(choice.traversal),
                    choice.reason);
     } else {
       choice.traversal = q.traversal;
@@ -265,8 +376,9 @@ class GpuEngine final : public Engine {
     ctx_->stream.synchronize();
     Q.mark("rest");
     if (Q.phases.enabled())
-      spdlog::warn("gpu phases: {} {} docs {}..{}:{}", task_name(q.task), traversal_name(used),
-                   s->g.first_doc, s->g.first_doc + s->num_docs, Q.phases.summary());
+      spdlog::warn("gpu phases: {} {} {} shard(s), docs {}..{}:{}", task_name(q.task),
+                   traversal_name(used), s->batch_shards, s->doc_id(0),
+                   s->doc_id(s->num_docs - 1) + 1, Q.phases.summary());
     out.width = key_layout(q).width;
     stats.traversal = used;
     stats.selector_reason = choice.reason;
@@ -277,7 +389,6 @@ class GpuEngine final : public Engine {
     return out;
   }
 
- private:
   /// Runs the traversal `used` (updated when memory forces top-down instead of bottom-up).
   RecordBatch traverse(Query& Q, Traversal& used) {
     const bool seq = is_sequence_task(Q.q.task);
@@ -311,6 +422,11 @@ class GpuEngine final : public Engine {
 
   std::shared_ptr<DeviceContext> ctx_;
   std::mutex mu_;
+  /// Merged DAGs of the sets of shards run together (keyed by the shards' serials, in order);
+  /// kept while later calls use the same sets.
+  std::map<BatchKey, std::unique_ptr<GpuShard>> batches_;
+  std::set<BatchKey> used_;     ///< sets used by the current run_batch call
+  std::set<BatchKey> too_big_;  ///< sets whose batch ran out of memory: run in halves
 };
 
 }  // namespace

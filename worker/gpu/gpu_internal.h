@@ -126,7 +126,13 @@ struct QueryCache {
 class GpuShard final : public LoadedShard {
  public:
   GpuShard(ShardGrammar grammar, std::shared_ptr<DeviceContext> ctx);
+  /// An empty shard to be filled by merge_shards (a batch: one merged DAG of several shards).
+  explicit GpuShard(std::shared_ptr<DeviceContext> ctx);
   const ShardGrammar& grammar() const override { return g; }
+  /// Global id of (merged) document d.
+  DocId doc_id(uint32_t d) const { return h_doc_ids.empty() ? g.first_doc + d : h_doc_ids[d]; }
+  /// Host copy of ch_item (the selector's; a batch downloads it on first use).
+  const std::vector<uint32_t>& host_children() const;
 
   uint32_t num_inner_levels() const { return static_cast<uint32_t>(levels.size()); }
   UnitCsr children() const {
@@ -135,6 +141,11 @@ class GpuShard final : public LoadedShard {
   UnitCsr terms() const { return {tm_off.data(), tm_unit.data(), tm_item.data(), tm_cnt.data()}; }
 
   std::shared_ptr<DeviceContext> ctx;  // declared first: destroyed after every buffer
+  /// Unique per loaded shard in the process (batch cache keys; addresses may be reused).
+  uint64_t serial = 0;
+  uint32_t batch_shards = 1;  ///< shards merged into this one (1: a loaded shard)
+  /// A loaded shard: its grammar. A batch: num_words, num_docs, first_doc (of its first
+  /// document), level_offsets (inner levels only) and rule_length (inner rules) only.
   ShardGrammar g;
   uint32_t inner = 0;  ///< rules other than the root
   uint32_t num_docs = 0;
@@ -156,14 +167,29 @@ class GpuShard final : public LoadedShard {
   DeviceBuffer<uint32_t> top_rules;   ///< rules with root_uses > 0
   std::vector<LevelSchedule> levels;  ///< inner levels, by height
 
+  /// Batches whose documents are not one contiguous id range: merged document -> global id.
+  DeviceBuffer<uint32_t> doc_ids;
+  std::vector<DocId> h_doc_ids;
+
   // Host copies for the selector and for sizing.
   std::vector<uint64_t> h_ch_off, h_tm_off;
-  std::vector<uint32_t> h_ch_item, h_ch_cnt;
+  mutable std::vector<uint32_t> h_ch_item;  ///< see host_children()
+  mutable bool have_h_ch_item = false;
   std::vector<uint64_t> h_body_len;  ///< units: body symbols
 
   /// Reused preparations of earlier queries (mutable: queries are serialized by the engine).
   mutable QueryCache cache;
 };
+
+/// Sets s.levels, s.sched and s.level_of from the inner levels `level_offsets` (H + 1 entries)
+/// and s.h_body_len: the static level schedule grouped by workload class.
+void build_level_schedule(GpuShard& s, const std::vector<uint32_t>& level_offsets);
+
+// gpu_batch.cu
+/// One merged device DAG of `shards` (worker/batch_plan.h), built with device-to-device copies of
+/// their resident arrays (nothing is uploaded again but small maps). Throws ResourceError when it
+/// does not fit.
+std::unique_ptr<GpuShard> merge_shards(const std::vector<const GpuShard*>& shards);
 
 /// The shard's vocabulary for `norm` (from the cache, or built and uploaded).
 std::shared_ptr<const PreparedVocab> prepared_vocab(const GpuShard& s, const Normalization& norm,
@@ -190,6 +216,7 @@ struct KeySpec {
   const uint32_t* item_word = nullptr;  ///< word item -> normalized word id
   DocSlot slot = DocSlot::kNone;
   DocId first_doc = 0;
+  const uint32_t* doc_ids = nullptr;  ///< when set: local document -> global id (batches)
   uint32_t width() const { return n + (slot == DocSlot::kNone ? 0 : 1); }
 };
 

@@ -4,6 +4,7 @@
 // radix sort and reduce-by-key), the rules' uses in the root, and the per-level schedules of the
 // static DAG grouped by workload class.
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <string>
 
@@ -89,7 +90,64 @@ CsrBuffers build_csr(const GpuShard& s, bool rules, uint64_t taken, MemoryPool& 
   return out;
 }
 
+uint64_t next_serial() {
+  static std::atomic<uint64_t> serial{0};
+  return ++serial;
+}
+
 }  // namespace
+
+void build_level_schedule(GpuShard& s, const std::vector<uint32_t>& level_offsets) {
+  GTADOC_EXPECTS(!level_offsets.empty() && level_offsets.back() == s.inner,
+                 "gpu engine: bad level offsets");
+  const uint32_t inner_levels = static_cast<uint32_t>(level_offsets.size() - 1);
+  const std::vector<uint64_t>& len = s.h_body_len;
+  std::vector<uint32_t> hlevel(s.inner), hsched;
+  hsched.reserve(s.inner);
+  s.levels.assign(inner_levels, LevelSchedule{});
+  for (uint32_t h = 0; h < inner_levels; ++h) {
+    const uint32_t lo = level_offsets[h], hi = level_offsets[h + 1];
+    GTADOC_EXPECTS(lo <= hi && hi <= s.inner, "gpu engine: bad level offsets");
+    LevelSchedule& ls = s.levels[h];
+    ls.begin = static_cast<uint32_t>(hsched.size());
+    // Thread class: counting sort by body length.
+    std::vector<uint32_t> by_len(kThreadMaxBody + 2, 0);
+    for (uint32_t r = lo; r < hi; ++r) {
+      hlevel[r] = h;
+      if (len[r] <= kThreadMaxBody) ++by_len[len[r] + 1];
+    }
+    for (uint32_t i = 0; i <= kThreadMaxBody; ++i) by_len[i + 1] += by_len[i];
+    ls.threads = by_len[kThreadMaxBody + 1];
+    hsched.resize(hsched.size() + ls.threads);
+    for (uint32_t r = lo; r < hi; ++r)
+      if (len[r] <= kThreadMaxBody) hsched[ls.begin + by_len[len[r]]++] = r;
+    for (uint32_t r = lo; r < hi; ++r)
+      if (len[r] > kThreadMaxBody && len[r] <= kWarpMaxBody) {
+        hsched.push_back(r);
+        ++ls.warps;
+      }
+    for (uint32_t r = lo; r < hi; ++r)
+      if (len[r] > kWarpMaxBody) {
+        hsched.push_back(r);
+        ++ls.blocks;
+      }
+  }
+  GTADOC_EXPECTS(hsched.size() == s.inner, "gpu engine: level schedule does not cover the rules");
+  MemoryPool& pool = s.ctx->pool;
+  s.level_of = DeviceBuffer<uint32_t>(hlevel, pool);
+  s.sched = DeviceBuffer<uint32_t>(hsched, pool);
+}
+
+const std::vector<uint32_t>& GpuShard::host_children() const {
+  if (!have_h_ch_item) {
+    h_ch_item = ch_item.to_host();
+    have_h_ch_item = true;
+  }
+  return h_ch_item;
+}
+
+GpuShard::GpuShard(std::shared_ptr<DeviceContext> context)
+    : ctx(std::move(context)), serial(next_serial()) {}
 
 DeviceContext::DeviceContext(int dev)
     : device(activate_device(dev)), stream(), pool(dev, stream.get()) {}
@@ -99,7 +157,7 @@ void DeviceContext::activate() const {
 }
 
 GpuShard::GpuShard(ShardGrammar grammar, std::shared_ptr<DeviceContext> context)
-    : ctx(std::move(context)), g(std::move(grammar)) {
+    : ctx(std::move(context)), serial(next_serial()), g(std::move(grammar)) {
   ctx->activate();
   MemoryPool& pool = ctx->pool;
   cudaStream_t st = ctx->stream.get();
@@ -201,8 +259,6 @@ GpuShard::GpuShard(ShardGrammar grammar, std::shared_ptr<DeviceContext> context)
   }
   h_ch_off = ch_off.to_host();
   h_tm_off = tm_off.to_host();
-  h_ch_item = ch_item.to_host();
-  h_ch_cnt = ch_cnt.to_host();
 
   // 4. Uses in the root (the root's segments split over many threads), and the rules it uses.
   root_uses = DeviceBuffer<uint64_t>(inner, pool);
@@ -223,40 +279,8 @@ GpuShard::GpuShard(ShardGrammar grammar, std::shared_ptr<DeviceContext> context)
   }
 
   // 5. Heights and the level schedules (workload classes by body length).
-  const uint32_t inner_levels = g.num_levels() - 1;
-  std::vector<uint32_t> hlevel(inner), hsched;
-  hsched.reserve(inner);
-  levels.resize(inner_levels);
-  for (uint32_t h = 0; h < inner_levels; ++h) {
-    const uint32_t lo = g.level_offsets[h], hi = g.level_offsets[h + 1];
-    GTADOC_EXPECTS(lo <= hi && hi <= inner, "gpu engine: bad level offsets");
-    LevelSchedule& ls = levels[h];
-    ls.begin = static_cast<uint32_t>(hsched.size());
-    // Thread class: counting sort by body length.
-    std::vector<uint32_t> by_len(kThreadMaxBody + 2, 0);
-    for (uint32_t r = lo; r < hi; ++r) {
-      hlevel[r] = h;
-      if (h_body_len[r] <= kThreadMaxBody) ++by_len[h_body_len[r] + 1];
-    }
-    for (uint32_t i = 0; i <= kThreadMaxBody; ++i) by_len[i + 1] += by_len[i];
-    ls.threads = by_len[kThreadMaxBody + 1];
-    hsched.resize(hsched.size() + ls.threads);
-    for (uint32_t r = lo; r < hi; ++r)
-      if (h_body_len[r] <= kThreadMaxBody) hsched[ls.begin + by_len[h_body_len[r]]++] = r;
-    for (uint32_t r = lo; r < hi; ++r)
-      if (h_body_len[r] > kThreadMaxBody && h_body_len[r] <= kWarpMaxBody) {
-        hsched.push_back(r);
-        ++ls.warps;
-      }
-    for (uint32_t r = lo; r < hi; ++r)
-      if (h_body_len[r] > kWarpMaxBody) {
-        hsched.push_back(r);
-        ++ls.blocks;
-      }
-  }
-  GTADOC_EXPECTS(hsched.size() == inner, "gpu engine: level schedule does not cover the rules");
-  level_of = DeviceBuffer<uint32_t>(hlevel, pool);
-  sched = DeviceBuffer<uint32_t>(hsched, pool);
+  build_level_schedule(*this,
+                       std::vector<uint32_t>(g.level_offsets.begin(), g.level_offsets.end() - 1));
   ctx->stream.synchronize();
 }
 

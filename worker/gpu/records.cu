@@ -37,11 +37,12 @@ __global__ void dense_records_kernel(KeySpec ks, uint32_t width, const uint64_t*
 }
 
 __global__ void pair_records_kernel(KeySpec ks, uint32_t width, const uint64_t* pkeys,
-                                    const uint64_t* sums, uint64_t n, uint32_t doc0, uint32_t* keys,
+                                    const uint64_t* sums, uint64_t n, uint32_t d0, uint32_t* keys,
                                     uint64_t* counts) {
   for (uint64_t j = global_thread(); j < n; j += global_stride()) {
-    const uint32_t row = static_cast<uint32_t>(pkeys[j] >> 32);
-    write_key(ks, keys + j * width, static_cast<uint32_t>(pkeys[j]), doc0 + row);
+    const uint32_t local = d0 + static_cast<uint32_t>(pkeys[j] >> 32);
+    const uint32_t doc = ks.doc_ids != nullptr ? ks.doc_ids[local] : ks.first_doc + local;
+    write_key(ks, keys + j * width, static_cast<uint32_t>(pkeys[j]), doc);
     counts[j] = sums[j];
   }
 }
@@ -71,6 +72,7 @@ KeySpec Query::key_spec() const {
   ks.item_word = item_word;
   ks.slot = slot();
   ks.first_doc = s.g.first_doc;
+  ks.doc_ids = s.doc_ids.empty() ? nullptr : s.doc_ids.data();
   return ks;
 }
 
@@ -106,8 +108,8 @@ RecordBatch emit_pairs(Query& Q, const uint64_t* pkeys, const uint64_t* sums, ui
   DeviceBuffer<uint32_t> keys(n * width, Q.pool);
   DeviceBuffer<uint64_t> counts(n, Q.pool);
   if (n > 0) {
-    pair_records_kernel<<<grid_for(n), kBlock, 0, Q.stream>>>(
-        ks, width, pkeys, sums, n, ks.first_doc + d0, keys.data(), counts.data());
+    pair_records_kernel<<<grid_for(n), kBlock, 0, Q.stream>>>(ks, width, pkeys, sums, n, d0,
+                                                              keys.data(), counts.data());
     GTADOC_CHECK_LAUNCH();
   }
   Q.mark("records");

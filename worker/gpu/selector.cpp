@@ -20,6 +20,7 @@ SelectorEstimate estimate_traversals(const Query& Q) {
   const GpuShard& s = Q.s;
   const bool seq = is_sequence_task(Q.q.task);
   const uint64_t k = seq ? Q.k : 0;
+  const std::vector<uint32_t>& ch_item = s.host_children();
   // Upper bound of a unit's own entries: its words, or k windows per body position.
   auto own_bound = [&](uint32_t u) -> uint64_t {
     return seq ? s.h_body_len[u] * k : s.h_tm_off[u + 1] - s.h_tm_off[u];
@@ -35,7 +36,7 @@ SelectorEstimate estimate_traversals(const Query& Q) {
   double inputs = 0, entries = 0;
   for (uint32_t r = 0; r < s.inner; ++r) {
     uint64_t in = own_bound(r);
-    for (uint64_t e = s.h_ch_off[r]; e < s.h_ch_off[r + 1]; ++e) in += bound[s.h_ch_item[e]];
+    for (uint64_t e = s.h_ch_off[r]; e < s.h_ch_off[r + 1]; ++e) in += bound[ch_item[e]];
     const uint64_t len = s.g.rule_length[r];
     const uint64_t cap = seq ? (len > k ? len - k : 0) : len;
     bound[r] = std::min({in, cap, space});
@@ -46,7 +47,7 @@ SelectorEstimate estimate_traversals(const Query& Q) {
   for (uint32_t u = s.inner; u < s.units; ++u) {
     doc_inputs += static_cast<double>(own_bound(u));
     for (uint64_t e = s.h_ch_off[u]; e < s.h_ch_off[u + 1]; ++e)
-      doc_inputs += static_cast<double>(bound[s.h_ch_item[e]]);
+      doc_inputs += static_cast<double>(bound[ch_item[e]]);
   }
   // Tables hold u32 items and u64 counts; building a level sorts pairs with double buffers.
   const double table_bytes = entries * 12 + 4 * 16 * std::min(inputs, entries + doc_inputs);
@@ -67,7 +68,7 @@ SelectorEstimate estimate_traversals(const Query& Q) {
     queue.clear();
     auto visit = [&](uint32_t unit) {
       for (uint64_t e = s.h_ch_off[unit]; e < s.h_ch_off[unit + 1]; ++e) {
-        const uint32_t c = s.h_ch_item[e];
+        const uint32_t c = ch_item[e];
         if (stamp[c] != done + 1) {
           stamp[c] = done + 1;
           queue.push_back(c);

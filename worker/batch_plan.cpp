@@ -1,0 +1,130 @@
+// The merged numbering of a batch of shards (see batch_plan.h).
+#include "worker/batch_plan.h"
+
+#include <algorithm>
+#include <limits>
+#include <string>
+
+#include "common/error.h"
+
+namespace gtadoc {
+
+BatchBlock BatchPlan::block_of(uint32_t u) const {
+  GTADOC_EXPECTS(u < units(), "BatchPlan::block_of: unit out of range");
+  auto it = std::upper_bound(blocks.begin(), blocks.end(), u,
+                             [](uint32_t x, const BatchBlock& b) { return x < b.dst_unit; });
+  const BatchBlock& b = *(it - 1);
+  return {b.shard, b.src_unit + (u - b.dst_unit), u, 1};
+}
+
+BatchPlan plan_batch(std::span<const BatchShardShape> shards) {
+  BatchPlan p;
+  p.shards = static_cast<uint32_t>(shards.size());
+  uint32_t H = 0;
+  uint64_t inner = 0, docs = 0, rules_total = 0;
+  for (const BatchShardShape& s : shards) {
+    GTADOC_EXPECTS(!s.level_offsets.empty() && s.level_offsets.front() == 0,
+                   "batch plan: bad level offsets");
+    for (size_t h = 1; h < s.level_offsets.size(); ++h)
+      GTADOC_EXPECTS(s.level_offsets[h - 1] <= s.level_offsets[h], "batch plan: bad level offsets");
+    H = std::max(H, static_cast<uint32_t>(s.level_offsets.size() - 1));
+    inner += s.level_offsets.back();
+    docs += s.num_docs;
+    rules_total += s.level_offsets.back();
+    GTADOC_EXPECTS(std::is_sorted(s.local_words.begin(), s.local_words.end()),
+                   "batch plan: local words not ascending");
+  }
+  GTADOC_EXPECTS(inner + docs < std::numeric_limits<uint32_t>::max() / 2,
+                 "batch plan: too many rules and documents in one batch");
+  p.inner = static_cast<uint32_t>(inner);
+  p.num_docs = static_cast<uint32_t>(docs);
+
+  // Levels, level-major; the rule maps.
+  auto count = [&](const BatchShardShape& s, uint32_t h) -> uint32_t {
+    return h + 1 < s.level_offsets.size() ? s.level_offsets[h + 1] - s.level_offsets[h] : 0;
+  };
+  p.level_offsets.assign(H + 1, 0);
+  p.rule_base.resize(shards.size());
+  p.rule_map.resize(rules_total);
+  for (size_t i = 0, at = 0; i < shards.size(); ++i) {
+    p.rule_base[i] = at;
+    at += shards[i].level_offsets.back();
+  }
+  uint32_t next = 0;
+  for (uint32_t h = 0; h < H; ++h) {
+    p.level_offsets[h] = next;
+    for (uint32_t i = 0; i < p.shards; ++i) {
+      const uint32_t c = count(shards[i], h);
+      if (c == 0) continue;
+      const uint32_t lo = shards[i].level_offsets[h];
+      for (uint32_t k = 0; k < c; ++k) p.rule_map[p.rule_base[i] + lo + k] = next + k;
+      p.blocks.push_back({i, lo, next, c});
+      next += c;
+    }
+  }
+  p.level_offsets[H] = next;
+  GTADOC_EXPECTS(next == p.inner, "batch plan: levels do not cover the rules");
+
+  // Documents, shard after shard.
+  p.doc_base.resize(shards.size());
+  p.doc_ids.reserve(p.num_docs);
+  for (uint32_t i = 0; i < p.shards; ++i) {
+    const BatchShardShape& s = shards[i];
+    p.doc_base[i] = static_cast<uint32_t>(p.doc_ids.size());
+    if (s.num_docs > 0)
+      p.blocks.push_back({i, s.level_offsets.back(), p.inner + p.doc_base[i], s.num_docs});
+    for (uint32_t d = 0; d < s.num_docs; ++d) p.doc_ids.push_back(s.first_doc + d);
+  }
+  for (size_t d = 1; d < p.doc_ids.size() && p.docs_contiguous; ++d)
+    p.docs_contiguous = p.doc_ids[d] == p.doc_ids[0] + d;
+
+  // Words: the union, and each shard's increasing map into it.
+  size_t total_words = 0;
+  for (const BatchShardShape& s : shards) total_words += s.local_words.size();
+  p.words.reserve(total_words);
+  for (const BatchShardShape& s : shards)
+    p.words.insert(p.words.end(), s.local_words.begin(), s.local_words.end());
+  std::sort(p.words.begin(), p.words.end());
+  p.words.erase(std::unique(p.words.begin(), p.words.end()), p.words.end());
+  p.word_base.resize(shards.size());
+  p.word_map.resize(total_words);
+  for (size_t i = 0, at = 0; i < shards.size(); ++i) {
+    p.word_base[i] = at;
+    auto it = p.words.begin();
+    for (WordId w : shards[i].local_words) {
+      it = std::lower_bound(it, p.words.end(), w);
+      p.word_map[at++] = static_cast<uint32_t>(it - p.words.begin());
+    }
+  }
+  return p;
+}
+
+std::vector<BatchSegment> plan_segments(const BatchPlan& plan,
+                                        std::span<const std::span<const uint64_t>> offsets,
+                                        std::vector<uint64_t>& merged_offsets) {
+  GTADOC_EXPECTS(offsets.size() == plan.shards, "plan_segments: one offset array per shard");
+  std::vector<BatchSegment> segs;
+  segs.reserve(plan.blocks.size());
+  merged_offsets.assign(uint64_t{plan.units()} + 1, 0);
+  uint64_t dst = 0;
+  for (const BatchBlock& b : plan.blocks) {
+    const std::span<const uint64_t> off = offsets[b.shard];
+    GTADOC_EXPECTS(uint64_t{b.src_unit} + b.count < off.size(),
+                   "plan_segments: offsets shorter than the shard's units");
+    const uint64_t src = off[b.src_unit], end = off[b.src_unit + b.count];
+    GTADOC_EXPECTS(src <= end, "plan_segments: decreasing offsets");
+    for (uint32_t k = 0; k < b.count; ++k) {
+      GTADOC_EXPECTS(off[b.src_unit + k] <= off[b.src_unit + k + 1],
+                     "plan_segments: decreasing offsets");
+      merged_offsets[b.dst_unit + k] = dst + (off[b.src_unit + k] - src);
+    }
+    if (end > src)
+      segs.push_back({dst, src, end - src, b.shard,
+                      static_cast<int64_t>(b.dst_unit) - static_cast<int64_t>(b.src_unit)});
+    dst += end - src;
+  }
+  merged_offsets[plan.units()] = dst;
+  return segs;
+}
+
+}  // namespace gtadoc
