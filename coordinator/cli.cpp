@@ -15,19 +15,20 @@
 #include "coordinator/decompress.h"
 #include "coordinator/info.h"
 #include "coordinator/run_command.h"
+#include "coordinator/serve/service.h"
 
 namespace gtadoc {
 
 namespace {
 
 /// "123", "64k", "32M", "2G" (powers of 1024) -> bytes.
-uint64_t parse_size(const std::string& text) {
+uint64_t parse_size(const std::string& text, const char* option = "--shard-size") {
   size_t pos = 0;
   unsigned long long value = 0;
   try {
     value = std::stoull(text, &pos);
   } catch (const std::exception&) {
-    throw UsageError("--shard-size: '" + text + "' is not a size (e.g. 64M)");
+    throw UsageError(std::string(option) + ": '" + text + "' is not a size (e.g. 64M)");
   }
   std::string suffix = text.substr(pos);
   uint64_t mult = 1;
@@ -40,8 +41,9 @@ uint64_t parse_size(const std::string& text) {
   else if (suffix == "G" || suffix == "GiB")
     mult = 1ull << 30;
   else
-    throw UsageError("--shard-size: '" + text + "' is not a size (e.g. 64M)");
-  if (value == 0) throw UsageError("--shard-size must be positive");
+    throw UsageError(std::string(option) + ": '" + text + "' is not a size (e.g. 64M)");
+  if (value == 0 && std::string(option) != "--cache-bytes")
+    throw UsageError(std::string(option) + " must be positive");
   return value * mult;
 }
 
@@ -104,6 +106,29 @@ int cli_main(int argc, char** argv) {
     RunCommand run_cmd;
     add_run_options(*r, run_cmd);
 
+    // serve
+    CLI::App* sv = app.add_subcommand("serve", "Serve queries over HTTP with the shards resident");
+    ServeOptions sopt;
+    std::string cache_bytes = "256M", max_body = "1M";
+    sv->add_option("ARCHIVE", sopt.archive, "Archive directory")->required();
+    sv->add_option("--listen", sopt.listen,
+                   "HOST:PORT to listen on (default 127.0.0.1:8080; port 0 = any free port)");
+    sv->add_option("--token-file", sopt.token_file,
+                   "File holding the bearer token clients must send (required off loopback)");
+    sv->add_option("--engine", sopt.engine, "auto (default: the GPU when one is visible), gpu or cpu");
+    sv->add_option("--threads", sopt.threads, "CPU threads per rank (default: cores / ranks)");
+    sv->add_option("--http-threads", sopt.http_threads, "HTTP I/O threads on rank 0 (default 2)")
+        ->check(CLI::Range(1, 64));
+    sv->add_option("--queue", sopt.queue, "Queries that may wait for the cluster (default 64)");
+    sv->add_option("--cache-bytes", cache_bytes, "Result cache bound (default 256M; 0 = off)");
+    sv->add_option("--max-body", max_body, "Largest request body (default 1M)");
+    sv->add_option("--read-timeout", sopt.read_timeout_s,
+                   "Seconds a request may take to arrive (default 10)");
+    sv->add_option("--query-timeout", sopt.query_timeout_s,
+                   "Seconds from a request's arrival to its last response byte (default 60)");
+    sv->add_option("--max-connections", sopt.max_connections,
+                   "Open connections at most (default 1024)");
+
     try {
       app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
@@ -143,6 +168,10 @@ int cli_main(int argc, char** argv) {
     } else if (r->parsed()) {
       run_cmd.progress = progress;
       execute_run(run_cmd, *comm);
+    } else if (sv->parsed()) {
+      sopt.cache_bytes = parse_size(cache_bytes, "--cache-bytes");
+      sopt.max_body = parse_size(max_body, "--max-body");
+      serve(*comm, sopt);
     }
   } catch (const CollectiveError& e) {  // every rank knows: rank 0 speaks, nobody aborts
     code = e.exit_code();

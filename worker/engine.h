@@ -59,6 +59,9 @@ namespace gtadoc {
 
 /// True when this build has the GPU engine and a CUDA device is visible.
 bool gpu_available();
+/// Device memory of the GPU that local rank `local_rank` uses (local rank % visible devices):
+/// bytes in use (by every process) and in total. False without a GPU.
+bool gpu_memory(int local_rank, uint64_t* used, uint64_t* total);
 /// The GPU engine on `device` (worker/gpu). Throws ResourceError when no GPU is usable.
 std::unique_ptr<Engine> make_gpu_engine(int device);
 

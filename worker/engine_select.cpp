@@ -4,7 +4,34 @@
 #include "common/error.h"
 #include "worker/engine.h"
 
+#ifdef GTADOC_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
 namespace gtadoc {
+
+bool gpu_memory(int local_rank, uint64_t* used, uint64_t* total) {
+#ifdef GTADOC_HAVE_CUDA
+  int n = 0;
+  if (!gpu_available() || cudaGetDeviceCount(&n) != cudaSuccess || n <= 0) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  size_t free_b = 0, total_b = 0;
+  if (cudaSetDevice(local_rank % n) != cudaSuccess || cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  *used = total_b - free_b;
+  *total = total_b;
+  return true;
+#else
+  (void)local_rank;
+  (void)used;
+  (void)total;
+  return false;
+#endif
+}
 
 #ifndef GTADOC_HAVE_GPU_ENGINE  // defined when worker/gpu provides the engine
 bool gpu_available() {

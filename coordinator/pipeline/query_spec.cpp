@@ -152,6 +152,7 @@ QuerySpec query_from_json(std::string_view body) {
       s.traversal = get_string(v, name);
     } else if (name == "format") {
       s.format = parse_format(get_string(v, name), true);
+      s.format_given = true;
     } else if (name == "words") {
       s.words = get_strings(v, name, nullptr);
       s.words_given = true;

@@ -29,7 +29,7 @@ struct QuerySpec {
   std::vector<uint64_t> doc_ids;
   bool words_given = false, docs_given = false;
   /// Which options the user gave (some defaults and checks depend on the task).
-  bool n_given = false, top_given = false, min_count_given = false;
+  bool n_given = false, top_given = false, min_count_given = false, format_given = false;
 };
 
 /// "tsv" | "json" | "ndjson" (ndjson only when `allow_ndjson`); UsageError otherwise.

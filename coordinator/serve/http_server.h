@@ -1,0 +1,47 @@
+// The HTTP/1.1 front of `gtadoc serve` (Boost.Beast on Boost.Asio, C++20 coroutines), on rank 0
+// only: accepts connections, reads requests within the limits (read timeout for the whole
+// request, header and body size), authenticates (bearer token, constant-time compare), answers
+// /healthz, /metrics, /v1/archive and cached or conditional (If-None-Match) queries itself, and
+// queues the other queries for the executor (full queue -> 503 with Retry-After). Every bad
+// request gets a 4xx with a JSON error body; nothing a request does touches the resident data.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "coordinator/serve/service_state.h"
+
+namespace gtadoc {
+
+class HttpServer {
+ public:
+  /// Binds `host:port` (port 0 = any free port). Throws InputError when it cannot.
+  HttpServer(ServiceState& state, const boost::asio::ip::address& address, uint16_t port);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  uint16_t port() const { return port_; }
+  /// Starts `threads` I/O threads; `on_stop_signal` runs (on an I/O thread) at SIGTERM/SIGINT.
+  void start(unsigned threads, std::function<void()> on_stop_signal);
+  /// Stops accepting connections (thread-safe; requests on open connections still get answers).
+  void stop_accepting();
+  /// Stops every connection and joins the I/O threads.
+  void stop();
+
+ private:
+  ServiceState& state_;
+  boost::asio::io_context ioc_;
+  boost::asio::ip::tcp::acceptor acceptor_;
+  boost::asio::signal_set signals_;
+  uint16_t port_ = 0;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace gtadoc

@@ -1,0 +1,57 @@
+// The service's metrics in the Prometheus text exposition format (GET /metrics): requests by
+// endpoint and status code, queries by task and status, query latency histograms by task,
+// queue depth, cache hits / misses / bytes, bytes resident and GPU memory per rank.
+// Thread-safe: counters are updated by the HTTP threads and the query executor.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace gtadoc {
+
+class ResultCache;
+
+class Metrics {
+ public:
+  /// Upper bounds of the latency histogram buckets, seconds.
+  static constexpr std::array<double, 14> kBuckets = {0.0005, 0.001, 0.0025, 0.005, 0.01,
+                                                      0.025,  0.05,  0.1,    0.25,  0.5,
+                                                      1,      2.5,   5,      10};
+
+  /// An HTTP request finished: `endpoint` ("/v1/query", "/metrics", "other", ...), status code.
+  void request(const std::string& endpoint, int status);
+  /// A query finished (from the cache or executed) with `status` after `seconds`.
+  void query(const std::string& task, int status, double seconds, bool cached);
+  void cache_miss() { cache_misses_++; }
+  void set_queue_depth(int64_t depth) { queue_depth_ = depth; }
+  void set_queue_capacity(int64_t n) { queue_capacity_ = n; }
+  void set_in_flight(int64_t n) { in_flight_ = n; }
+  /// Per rank: grammar bytes resident and GPU memory (used, total; zeros without a GPU).
+  void set_rank_memory(std::vector<uint64_t> resident, std::vector<uint64_t> gpu_used,
+                       std::vector<uint64_t> gpu_total);
+
+  /// The exposition text, with the cache's gauges.
+  std::string render(const ResultCache& cache) const;
+
+ private:
+  struct Histogram {
+    std::array<uint64_t, kBuckets.size()> buckets{};
+    uint64_t count = 0;
+    double sum = 0;
+  };
+  mutable std::mutex mu_;
+  std::map<std::pair<std::string, int>, uint64_t> requests_;
+  std::map<std::pair<std::string, int>, uint64_t> queries_;
+  std::map<std::string, Histogram> latency_;  ///< by task (uncached and cached together)
+  std::map<std::string, Histogram> cached_latency_;
+  std::atomic<uint64_t> cache_hits_{0}, cache_misses_{0};
+  std::atomic<int64_t> queue_depth_{0}, queue_capacity_{0}, in_flight_{0};
+  std::vector<uint64_t> resident_, gpu_used_, gpu_total_;
+};
+
+}  // namespace gtadoc

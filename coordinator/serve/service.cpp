@@ -1,0 +1,284 @@
+#include "coordinator/serve/service.h"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <spdlog/spdlog.h>
+#include <thread>
+
+#include "cluster/collective_error.h"
+#include "cluster/comm.h"
+#include "common/error.h"
+#include "common/timer.h"
+#include "coordinator/crash_report.h"
+#include "coordinator/info.h"
+#include "coordinator/pipeline/archive_session.h"
+#include "coordinator/pipeline/query_pipeline.h"
+#include "coordinator/serve/http_server.h"
+#include "coordinator/serve/service_state.h"
+#include "coordinator/serve/socket_writer.h"
+
+namespace gtadoc {
+
+namespace asio = boost::asio;
+
+namespace {
+
+constexpr uint64_t kStreamChunk = uint64_t{1} << 20;
+
+struct Listen {
+  asio::ip::address address;
+  uint16_t port = 0;
+  std::string shown;  ///< host as given, for the "listening on" line
+};
+
+Listen parse_listen(const std::string& text) {
+  const size_t colon = text.rfind(':');
+  if (colon == std::string::npos || colon + 1 == text.size())
+    throw UsageError("--listen '" + text + "': expected HOST:PORT (e.g. 127.0.0.1:8080)");
+  std::string host = text.substr(0, colon);
+  const std::string port_text = text.substr(colon + 1);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  Listen l;
+  try {
+    size_t used = 0;
+    const unsigned long p = std::stoul(port_text, &used);
+    if (used != port_text.size() || p > 65535) throw std::out_of_range("port");
+    l.port = static_cast<uint16_t>(p);
+  } catch (const std::exception&) {
+    throw UsageError("--listen '" + text + "': '" + port_text + "' is not a port (0..65535)");
+  }
+  boost::system::error_code ec;
+  l.address = asio::ip::make_address(host, ec);
+  if (ec) {  // a host name: its first address
+    asio::io_context ioc;
+    asio::ip::tcp::resolver resolver(ioc);
+    auto results = resolver.resolve(host, port_text, ec);
+    if (ec || results.empty())
+      throw UsageError("--listen '" + text + "': cannot resolve host '" + host + "'");
+    l.address = results.begin()->endpoint().address();
+  }
+  l.shown = l.address.is_v6() ? "[" + l.address.to_string() + "]" : l.address.to_string();
+  return l;
+}
+
+std::string read_token(const std::string& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw InputError(file + ": cannot read the token file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string token = ss.str();
+  while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ' ||
+                            token.back() == '\t'))
+    token.pop_back();
+  if (token.empty()) throw UsageError(file + ": the token file is empty");
+  if (token.find_first_of("\r\n") != std::string::npos)
+    throw UsageError(file + ": the token must be one line");
+  return token;
+}
+
+/// The message every rank receives for a query: its format, then the request body.
+std::vector<uint8_t> encode(OutputFormat format, const std::string& body) {
+  std::vector<uint8_t> msg;
+  msg.push_back(static_cast<uint8_t>(format));
+  msg.insert(msg.end(), body.begin(), body.end());
+  return msg;
+}
+
+QuerySpec decode(const std::vector<uint8_t>& msg) {
+  QuerySpec spec = query_from_json(std::string_view(reinterpret_cast<const char*>(msg.data()) + 1,
+                                                    msg.size() - 1));
+  spec.format = static_cast<OutputFormat>(msg[0]);
+  spec.format_given = true;
+  return spec;
+}
+
+/// Collective: bytes resident and GPU memory of every rank, into `metrics` on rank 0.
+void update_memory(Comm& comm, const ArchiveSession& session, Metrics* metrics) {
+  uint64_t used = 0, total = 0;
+  if (session.engine_name() == "gpu") gpu_memory(comm.local_rank(), &used, &total);
+  std::vector<uint64_t> resident = comm.allgather(session.resident_bytes());
+  std::vector<uint64_t> u = comm.allgather(used), t = comm.allgather(total);
+  if (metrics != nullptr) metrics->set_rank_memory(resident, u, t);
+}
+
+int status_of(const Error& e) {
+  switch (e.kind()) {
+    case ErrorKind::kUsage:
+      return 400;
+    case ErrorKind::kInternal:
+      return 500;
+    default:
+      break;
+  }
+  // kInput and kResource share a value: both are the service's trouble, not the client's.
+  return 500;
+}
+
+void reply_error(QueryJob& job, ServiceState& state, int status, const std::string& message,
+                 std::vector<std::pair<std::string, std::string>> headers = {}) {
+  const std::string body = error_body(status, message);
+  SocketWriter w(job.fd, job.deadline);
+  headers.emplace_back("Content-Type", "application/json");
+  w.head(status, headers, static_cast<long long>(body.size()), job.keep_alive);
+  w.raw(body.data(), body.size());
+  state.metrics.request("/v1/query", status);
+  state.metrics.query(task_name(job.spec.q.task), status,
+                      std::chrono::duration<double>(Clock::now() - job.received).count(), false);
+  job.done(w.ok() && job.keep_alive);
+}
+
+/// Every rank: runs one broadcast query; rank 0 (with `job`) answers it.
+void execute(Comm& comm, ArchiveSession& session, const std::vector<uint8_t>& msg, QueryJob* job,
+             ServiceState* state) {
+  const QuerySpec spec = decode(msg);
+  QueryTimings t;
+  std::unique_ptr<QueryResult> result;
+  try {
+    result = run_query(comm, session, spec, t);
+  } catch (const CollectiveError& e) {  // every rank knows; rank 0 answers
+    if (job != nullptr) reply_error(*job, *state, status_of(e), e.what());
+    return;
+  }
+  if (job == nullptr) {
+    stream_query_result(comm, *result, kStreamChunk, [](const char*, size_t) { return true; },
+                        session.threads());
+    return;
+  }
+  SocketWriter w(job->fd, job->deadline);
+  w.head(200,
+         {{"Content-Type", content_type(spec.format)},
+          {"ETag", job->etag},
+          {"Cache-Control", "no-cache"},
+          {"X-Gtadoc-Rows", std::to_string(result->rows.total_rows)}},
+         -1, job->keep_alive);
+  auto copy = std::make_shared<std::string>();
+  bool keep_copy = state->cache.admits(0);
+  stream_query_result(
+      comm, *result, kStreamChunk,
+      [&](const char* data, size_t size) {
+        if (keep_copy) {
+          if (state->cache.admits(copy->size() + size))
+            copy->append(data, size);
+          else
+            keep_copy = false;
+        }
+        return w.chunk(data, size);
+      },
+      session.threads());
+  w.finish();
+  const double seconds = std::chrono::duration<double>(Clock::now() - job->received).count();
+  if (w.ok() && keep_copy) state->cache.put(job->key, std::move(copy));
+  state->metrics.request("/v1/query", 200);
+  state->metrics.query(task_name(spec.q.task), 200, seconds, false);
+  spdlog::info("query {}: {} rows in {:.3f}s (traversal {:.3f}s){}", job->key,
+               result->rows.total_rows, seconds, t.traversal,
+               w.ok() ? "" : " - the client went away or was too slow");
+  job->done(w.ok() && job->keep_alive);
+}
+
+}  // namespace
+
+void serve(Comm& comm, const ServeOptions& o) {
+  install_crash_report();
+  Listen listen;
+  std::string token;
+  run_collectively(comm, [&] {
+    if (o.queue == 0) throw UsageError("--queue must be at least 1");
+    if (!(o.read_timeout_s > 0) || !(o.query_timeout_s > 0))
+      throw UsageError("--read-timeout and --query-timeout must be positive");
+    if (comm.rank() != 0) return;
+    listen = parse_listen(o.listen);
+    if (!o.token_file.empty()) token = read_token(o.token_file);
+    if (!listen.address.is_loopback() && token.empty())
+      throw UsageError("--listen " + o.listen +
+                       " is not a loopback address: give --token-file FILE (clients then send "
+                       "'Authorization: Bearer <token>')");
+  });
+  SessionOptions so;
+  so.archive = o.archive;
+  so.engine = o.engine;
+  so.threads = o.threads;
+  so.resident = true;
+  QueryTimings opened;
+  Timer timer;
+  std::unique_ptr<ArchiveSession> session = ArchiveSession::open(comm, so, &opened);
+
+  std::unique_ptr<ServiceState> state;
+  std::unique_ptr<HttpServer> server;
+  run_collectively(comm, [&] {
+    if (comm.rank() != 0) return;
+    state = std::make_unique<ServiceState>(o.queue, o.cache_bytes);
+    state->token = token;
+    state->max_body = o.max_body;
+    state->read_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.read_timeout_s * 1000));
+    state->query_timeout =
+        std::chrono::milliseconds(static_cast<int64_t>(o.query_timeout_s * 1000));
+    state->max_connections = o.max_connections;
+    state->archive_json = archive_info(o.archive, true);
+    char id[24];
+    std::snprintf(id, sizeof id, "%016llx",
+                  static_cast<unsigned long long>(session->manifest().archive_id));
+    state->etag_prefix = id;
+    state->metrics.set_queue_capacity(static_cast<int64_t>(o.queue));
+    server = std::make_unique<HttpServer>(*state, listen.address, listen.port);
+  });
+  update_memory(comm, *session, state ? &state->metrics : nullptr);
+
+  if (comm.rank() != 0) {
+    // Stop requests reach every rank; rank 0 decides when the service ends and tells the others.
+    std::signal(SIGTERM, SIG_IGN);
+    std::signal(SIGINT, SIG_IGN);
+    for (;;) {
+      std::vector<uint8_t> msg;
+      comm.broadcast_idle(msg);
+      if (msg.empty()) break;
+      execute(comm, *session, msg, nullptr, nullptr);
+      update_memory(comm, *session, nullptr);
+    }
+    return;
+  }
+
+  server->start(o.http_threads, [&] {
+    spdlog::info("stop requested: answering queued queries, then exiting");
+    state->draining = true;
+    server->stop_accepting();
+    state->queue.close();
+  });
+  spdlog::info("serving {} ({} shards, {} documents) on {} ranks, engine {}, ready in {:.2f}s",
+               o.archive, session->manifest().shards.size(), session->manifest().docs.size(),
+               comm.size(), session->engine().name(), timer.seconds());
+  std::fprintf(stderr, "gtadoc serve: listening on http://%s:%u\n", listen.shown.c_str(),
+               static_cast<unsigned>(server->port()));
+  std::fflush(stderr);
+
+  for (;;) {
+    std::shared_ptr<QueryJob> job = state->queue.pop();
+    if (!job) break;
+    state->metrics.set_queue_depth(static_cast<int64_t>(state->queue.depth()));
+    if (Clock::now() >= job->deadline) {
+      reply_error(*job, *state, 503, "the query waited longer than the time limit; retry later",
+                  {{"Retry-After", "1"}});
+      continue;
+    }
+    state->metrics.set_in_flight(1);
+    std::vector<uint8_t> msg = encode(job->spec.format, job->body);
+    comm.broadcast_idle(msg);
+    execute(comm, *session, msg, job.get(), state.get());
+    update_memory(comm, *session, &state->metrics);
+    state->metrics.set_in_flight(0);
+  }
+  std::vector<uint8_t> stop;
+  comm.broadcast_idle(stop);
+  // Responses of the executor are complete; give sessions writing cached answers a moment.
+  for (int i = 0; i < 50 && state->connections > 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  server->stop();
+  spdlog::info("stopped");
+}
+
+}  // namespace gtadoc

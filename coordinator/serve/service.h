@@ -1,0 +1,36 @@
+// `gtadoc serve`: the resident query service (SPEC §8). Every rank opens the archive resident
+// (its shards loaded once into its engine: GPU memory with the GPU engine). Rank 0 runs the HTTP
+// front (http_server.h) and the executor: it takes queued queries one at a time, broadcasts
+// each to every rank, and all ranks run it through the same pipeline as `gtadoc run`
+// (coordinator/pipeline); rank 0 streams the rows to the client as they are rendered, its own
+// slice first, then each other rank's (sent piece by piece). A query that fails on any rank gets
+// a 4xx/5xx and the service goes on. SIGTERM/SIGINT: stop accepting, answer what is queued,
+// stop every rank, exit 0.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace gtadoc {
+
+class Comm;
+
+struct ServeOptions {
+  std::string archive;
+  std::string listen = "127.0.0.1:8080";  ///< HOST:PORT ([v6]:PORT); port 0 = any free port
+  std::string token_file;                 ///< required for a non-loopback listen
+  std::string engine = "auto";
+  unsigned threads = 0;             ///< CPU threads per rank (0 = default)
+  unsigned http_threads = 2;        ///< rank 0's I/O threads
+  size_t queue = 64;                ///< queries that may wait; more get 503
+  uint64_t cache_bytes = 256ull << 20;  ///< result cache bound (0 = off)
+  uint64_t max_body = 1ull << 20;   ///< request body limit (413 above)
+  double read_timeout_s = 10;       ///< a whole request must arrive within this (408)
+  double query_timeout_s = 60;      ///< from arrival to the last byte of the response
+  size_t max_connections = 1024;
+};
+
+/// Runs the service until SIGTERM/SIGINT (collective). Throws UsageError for bad options.
+void serve(Comm& comm, const ServeOptions& options);
+
+}  // namespace gtadoc

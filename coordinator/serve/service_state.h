@@ -1,0 +1,104 @@
+// What the HTTP front (http_server.h) and the query executor (service.cpp) of `gtadoc serve`
+// share: limits, the token, the result cache, the metrics, and the bounded queue of queries
+// waiting for the cluster. One query runs on the cluster at a time; the executor takes jobs in
+// order and writes each response itself, on the job's socket, while the connection's session
+// waits for `done`.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "coordinator/pipeline/query_spec.h"
+#include "coordinator/serve/metrics.h"
+#include "coordinator/serve/result_cache.h"
+
+namespace gtadoc {
+
+using Clock = std::chrono::steady_clock;
+
+struct QueryJob {
+  QuerySpec spec;
+  std::string body;  ///< the request body (every rank parses the same text)
+  std::string key;   ///< query_key(spec)
+  std::string etag;
+  int fd = -1;  ///< the connection; the executor writes the whole response on it
+  bool keep_alive = true;
+  Clock::time_point received, deadline;
+  /// Called by the executor once the response is written (`reusable`: the connection may serve
+  /// another request). Must not block.
+  std::function<void(bool reusable)> done;
+};
+
+/// A bounded FIFO of jobs. push() fails when full or closed; pop() waits for a job and returns
+/// null once the queue is closed and empty.
+class JobQueue {
+ public:
+  explicit JobQueue(size_t capacity) : capacity_(capacity) {}
+  enum class Push { kOk, kFull, kClosed };
+  Push push(std::shared_ptr<QueryJob> job) {
+    std::lock_guard lock(mu_);
+    if (closed_) return Push::kClosed;
+    if (jobs_.size() >= capacity_) return Push::kFull;
+    jobs_.push_back(std::move(job));
+    cv_.notify_one();
+    return Push::kOk;
+  }
+  std::shared_ptr<QueryJob> pop() {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return !jobs_.empty() || closed_; });
+    if (jobs_.empty()) return nullptr;
+    auto job = std::move(jobs_.front());
+    jobs_.pop_front();
+    return job;
+  }
+  void close() {
+    std::lock_guard lock(mu_);
+    closed_ = true;
+    cv_.notify_all();
+  }
+  size_t depth() const {
+    std::lock_guard lock(mu_);
+    return jobs_.size();
+  }
+  size_t capacity() const { return capacity_; }
+
+ private:
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::shared_ptr<QueryJob>> jobs_;
+  size_t capacity_;
+  bool closed_ = false;
+};
+
+struct ServiceState {
+  ServiceState(size_t queue_capacity, uint64_t cache_bytes)
+      : queue(queue_capacity), cache(cache_bytes, std::max<uint64_t>(cache_bytes / 4, 1)) {}
+
+  JobQueue queue;
+  ResultCache cache;
+  Metrics metrics;
+  std::string token;         ///< empty = no authentication (loopback only)
+  std::string archive_json;  ///< GET /v1/archive
+  std::string etag_prefix;   ///< the archive's id
+  uint64_t max_body = 1 << 20;
+  std::chrono::milliseconds read_timeout{10000}, query_timeout{60000};
+  size_t max_connections = 1024;
+  std::atomic<size_t> connections{0};
+  std::atomic<bool> draining{false};
+};
+
+/// The ETag of a query's response: the archive id and a hash of the normalized query.
+std::string query_etag(const ServiceState& state, const std::string& key);
+/// A JSON error body: {"error": message, "status": code}.
+std::string error_body(int status, const std::string& message);
+/// Content type of a format.
+const char* content_type(OutputFormat f);
+
+}  // namespace gtadoc

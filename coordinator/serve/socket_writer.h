@@ -1,0 +1,41 @@
+// Writing one HTTP/1.1 response on a connected socket from the query executor's thread, with a
+// deadline: the status line and headers, then the body as chunks (Transfer-Encoding: chunked)
+// or in one piece. A client that stops reading cannot hold the cluster longer than the
+// deadline: every write waits at most until then, after which the writer fails (and stays
+// failed; the connection must be closed).
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace gtadoc {
+
+class SocketWriter {
+ public:
+  SocketWriter(int fd, std::chrono::steady_clock::time_point deadline)
+      : fd_(fd), deadline_(deadline) {}
+
+  /// Status line and headers (Content-Length when `content_length` >= 0, else chunked).
+  bool head(int status, const std::vector<std::pair<std::string, std::string>>& headers,
+            long long content_length, bool keep_alive);
+  /// One chunk of a chunked body (empty data writes nothing).
+  bool chunk(const char* data, size_t size);
+  /// The last chunk of a chunked body.
+  bool finish();
+  /// Raw bytes (a body with Content-Length).
+  bool raw(const char* data, size_t size);
+  bool ok() const { return ok_; }
+
+ private:
+  int fd_;
+  std::chrono::steady_clock::time_point deadline_;
+  bool ok_ = true;
+};
+
+/// The reason phrase of an HTTP status code.
+std::string_view status_reason(int status);
+
+}  // namespace gtadoc
