@@ -126,6 +126,14 @@ void render_on_this_thread(const RowRenderer& renderer, uint64_t chunk_bytes,
 
 }  // namespace
 
+void check_filter_docs(const QuerySpec& spec, const Manifest& manifest) {
+  if (!spec.docs_given) return;
+  QuerySpec docs_only = spec;
+  docs_only.words.clear();
+  docs_only.words_given = false;
+  resolve_filter(docs_only, manifest, Normalization{});
+}
+
 PointFilter resolve_filter(const QuerySpec& spec, const Manifest& manifest,
                            const Normalization& norm) {
   PointFilter f;

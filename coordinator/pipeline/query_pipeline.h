@@ -29,6 +29,9 @@ struct PointFilter {
   bool any() const { return !words.empty() || !docs.empty(); }
 };
 
+/// Checks that every document the filter names exists (UsageError otherwise).
+void check_filter_docs(const QuerySpec& spec, const Manifest& manifest);
+
 /// Resolves spec.words (normalized like the query) and spec.docs (names or ids). Unknown words
 /// select nothing; an unknown document name or id is a UsageError.
 PointFilter resolve_filter(const QuerySpec& spec, const Manifest& manifest,

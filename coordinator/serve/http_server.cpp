@@ -14,6 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/error.h"
+#include "coordinator/pipeline/query_pipeline.h"
 
 namespace gtadoc {
 
@@ -160,6 +161,7 @@ class Session {
     std::string invalid;
     try {
       job->spec = query_from_json(req.body());
+      if (state_.manifest != nullptr) check_filter_docs(job->spec, *state_.manifest);
     } catch (const Error& e) {
       invalid = e.what();
     }

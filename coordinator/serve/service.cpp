@@ -214,6 +214,7 @@ void serve(Comm& comm, const ServeOptions& o) {
     if (comm.rank() != 0) return;
     state = std::make_unique<ServiceState>(o.queue, o.cache_bytes);
     state->token = token;
+    state->manifest = &session->manifest();
     state->max_body = o.max_body;
     state->read_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.read_timeout_s * 1000));
     state->query_timeout =

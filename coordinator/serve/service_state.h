@@ -16,6 +16,7 @@
 #include <string>
 
 #include "coordinator/pipeline/query_spec.h"
+#include "formats/archive.h"
 #include "coordinator/serve/metrics.h"
 #include "coordinator/serve/result_cache.h"
 
@@ -84,6 +85,7 @@ struct ServiceState {
   JobQueue queue;
   ResultCache cache;
   Metrics metrics;
+  const Manifest* manifest = nullptr;  ///< of the resident archive (immutable while serving)
   std::string token;         ///< empty = no authentication (loopback only)
   std::string archive_json;  ///< GET /v1/archive
   std::string etag_prefix;   ///< the archive's id
