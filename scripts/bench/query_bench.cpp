@@ -1,14 +1,18 @@
 // gtadoc_query_bench: resident-query benchmark (the G-TADOC paper's methodology: the compressed
 // data already sits in the engine's memory, time = initialization + traversal of a query).
 //
-//   gtadoc_query_bench ARCHIVE [--raw DIR] [--name NAME] [--reps R] [--engines cpu1,cpuN,gpu]
-//                      [--tasks t1,t2,...] [--n N] [--json FILE]
+//   gtadoc_query_bench ARCHIVE [--raw DIR] [--name NAME] [--reps R] [--cpu-reps R]
+//                      [--engines cpu1,cpuN,gpu,gpu-shards] [--tasks t1,t2,...] [--n N]
+//                      [--json FILE]
 //
 // Every shard of ARCHIVE is loaded once into every engine (cpu1 = CPU engine on one thread, the
 // sequential TADOC baseline; cpuN = every thread; gpu = device-resident shards), then each task
-// runs R times per engine after one warm-up; the median wall time of `Engine::run` over all
-// shards (init + traversal, as the engine reports them) is kept. The records of every engine
-// are merged, reduced and compared with cpu1's: `match` must hold for every row.
+// runs R times per engine after one warm-up (--cpu-reps: fewer for the CPU engines); the median
+// wall time of one query over all shards is kept: `Engine::run_batch` over the rank's shards (the
+// batched pass: the GPU engine traverses them as one merged DAG, built by the warm-up run and
+// cached; the CPU engine runs them in turn), or with gpu-shards the GPU engine's `Engine::run`
+// shard by shard (the pass before issue 14). The records of every engine are merged, reduced
+// and compared with the first engine's: `match` must hold for every row.
 //
 // With --raw DIR (the corpus as text) the raw-text GPU baseline runs the same tasks; its
 // resident time is tokenize + group + reduce (text upload and host formatting excluded, result
@@ -69,15 +73,30 @@ struct BenchEngine {
   std::unique_ptr<Engine> engine;
   std::vector<std::unique_ptr<LoadedShard>> shards;
   double load_s = 0;
+  bool per_shard = false;  ///< Engine::run shard by shard instead of one Engine::run_batch
 };
 
-/// One query over every shard: returns the merged, reduced records.
+/// One query over every shard: returns the records of all shards.
 RecordBatch run_once(BenchEngine& e, const QueryOptions& q, const Normalization& norm, double& wall,
                      double& init, double& trav, std::string& used) {
   RecordBatch all;
   wall = init = trav = 0;
   std::map<std::string, int> traversals;
+  if (!e.per_shard) {
+    std::vector<LoadedShard*> list;
+    for (auto& s : e.shards) list.push_back(s.get());
+    std::vector<ShardRunStats> stats;
+    const double t0 = now_s();
+    all = e.engine->run_batch(list, q, norm, stats, q.threads);
+    wall = now_s() - t0;
+    for (const ShardRunStats& st : stats) {
+      init += st.init_s;
+      trav += st.traversal_s;
+      ++traversals[traversal_name(st.traversal)];
+    }
+  }
   for (auto& s : e.shards) {
+    if (!e.per_shard) break;
     ShardRunStats st;
     const double t0 = now_s();
     RecordBatch b = e.engine->run(*s, q, norm, st);
@@ -161,12 +180,13 @@ double download_bandwidth(bool pinned) {
 int bench_main(int argc, char** argv) {
   CLI::App app{"gtadoc resident-query benchmark"};
   std::string archive, raw_dir, name, engines_arg = "cpu1,cpuN,gpu", tasks_arg, json_file;
-  int reps = 5;
+  int reps = 5, cpu_reps = -1;
   uint32_t n = 3;
   app.add_option("ARCHIVE", archive)->required();
   app.add_option("--raw", raw_dir, "corpus text for the raw GPU baseline");
   app.add_option("--name", name, "corpus name in the output");
   app.add_option("--reps", reps);
+  app.add_option("--cpu-reps", cpu_reps, "repetitions of the CPU engines (default: --reps)");
   app.add_option("--engines", engines_arg);
   app.add_option("--tasks", tasks_arg);
   app.add_option("--n", n);
@@ -193,12 +213,13 @@ int bench_main(int argc, char** argv) {
       be.engine = make_cpu_engine(1);
     } else if (e == "cpuN") {
       be.engine = make_cpu_engine(0);
-    } else if (e == "gpu") {
+    } else if (e == "gpu" || e == "gpu-shards") {
       if (!gpu_available()) {
-        std::cerr << "query_bench: no GPU, skipping engine gpu\n";
+        std::cerr << "query_bench: no GPU, skipping engine " << e << "\n";
         continue;
       }
       be.engine = make_gpu_engine(0);
+      be.per_shard = e == "gpu-shards";
     } else {
       throw UsageError("unknown engine " + e);
     }
@@ -266,7 +287,9 @@ int bench_main(int argc, char** argv) {
       std::vector<double> walls;
       std::vector<std::pair<double, double>> splits;
       RecordBatch out;
-      for (int i = 0; i <= reps; ++i) {  // run 0 is the warm-up
+      const bool is_cpu = be.name.rfind("cpu", 0) == 0;
+      const int runs = is_cpu && cpu_reps >= 1 ? cpu_reps : reps;
+      for (int i = 0; i <= runs; ++i) {  // run 0 is the warm-up
         double w, in, tr;
         RecordBatch b = run_once(be, qe, norm, w, in, tr, r.traversal);
         if (i == 0) {
@@ -293,6 +316,8 @@ int bench_main(int argc, char** argv) {
       j["corpus"] = name;
       j["task"] = task_name(task);
       j["engine"] = be.name;
+      j["batched"] = !be.per_shard;
+      j["shards"] = be.shards.size();
       j["median_s"] = r.median_s;
       j["min_s"] = r.min_s;
       j["first_s"] = r.first_s;
