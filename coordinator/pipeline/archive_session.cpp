@@ -154,6 +154,20 @@ const Normalization& ArchiveSession::normalization(bool lowercase, bool alnum) {
   return it->second;
 }
 
+const SequenceOrder& ArchiveSession::sequence_order(bool lowercase, bool alnum, uint32_t n) {
+  std::unique_ptr<SequenceOrder>& order = orders_[{norm_slot(lowercase, alnum), n}];
+  if (!order)
+    order = std::make_unique<SequenceOrder>(normalization(lowercase, alnum).dict, n, threads_);
+  return *order;
+}
+
+const DocText& ArchiveSession::doc_text(bool ids, OutputFormat format) {
+  const bool quoted = format != OutputFormat::kTsv;  // JSON and NDJSON print the same names
+  std::unique_ptr<DocText>& text = doc_texts_[{ids, quoted}];
+  if (!text) text = std::make_unique<DocText>(manifest_.docs, ids, format, threads_);
+  return *text;
+}
+
 RecordBatch ArchiveSession::collect(const QueryOptions& q, const Normalization& norm,
                                     QueryTimings& t) {
   RecordBatch out = options_.resident ? collect_resident(q, norm, t) : collect_streaming(q, norm, t);

@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "cluster/rows/render.h"
+#include "cluster/rows/sequence_order.h"
 #include "formats/archive.h"
 #include "worker/engine.h"
 #include "worker/query.h"
@@ -67,6 +69,10 @@ class ArchiveSession {
 
   /// The dictionary normalized by these options, computed once per combination.
   const Normalization& normalization(bool lowercase, bool alnum);
+  /// The byte order of n-grams of that normalization, computed once per combination and n.
+  const SequenceOrder& sequence_order(bool lowercase, bool alnum, uint32_t n);
+  /// Every document as rows print it (ids or names, TSV or JSON), computed once per kind.
+  const DocText& doc_text(bool ids, OutputFormat format);
 
   /// This rank's records of query `q` over all its shards (collective only through the
   /// failures: call inside run_collectively). Errors name the shard.
@@ -93,6 +99,8 @@ class ArchiveSession {
   std::vector<std::unique_ptr<LoadedShard>> loaded_;  ///< resident: one per shard of mine_
   uint64_t resident_bytes_ = 0;
   std::map<int, Normalization> norms_;
+  std::map<std::pair<int, uint32_t>, std::unique_ptr<SequenceOrder>> orders_;
+  std::map<std::pair<bool, bool>, std::unique_ptr<DocText>> doc_texts_;
   std::future<ShardGrammar> first_read_;  ///< streaming: the first shard, read during open()
 };
 

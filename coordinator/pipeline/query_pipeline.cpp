@@ -193,14 +193,16 @@ std::unique_ptr<QueryResult> run_query(Comm& comm, ArchiveSession& session, cons
   // Sequence rows order by their joined bytes. When that is not the word-id order (a word holds
   // a byte below 0x20), n-grams are rewritten into ranks here, once, so that every later stage
   // (range partitioning, reduce, row order) orders integer tuples; rendering maps them back.
-  std::optional<SequenceOrder> keys_order;
+  std::optional<SequenceOrder> ranks_order;
+  const SequenceOrder* keys_order = nullptr;
   if (is_sequence_task(q.task)) {
-    res.words_order.emplace(norm.dict, q.n, threads);
+    res.words_order = &session.sequence_order(q.lowercase, q.alnum, q.n);
     if (res.words_order->identity()) {
       keys_order = res.words_order;
     } else {
       res.ranked_keys = true;
-      keys_order = SequenceOrder::of_ranks(q.n);
+      ranks_order = SequenceOrder::of_ranks(q.n);
+      keys_order = &*ranks_order;
       const uint32_t w = local.width, off = q.per_doc ? 1 : 0;
       const SequenceOrder& order = *res.words_order;
       parallel_for(local.size() / 4096 + 1, threads, [&](size_t b) {
@@ -233,11 +235,11 @@ std::unique_ptr<QueryResult> run_query(Comm& comm, ArchiveSession& session, cons
     doc_end = r + 1 == comm.size() ? num_docs : std::min(splitters[r], num_docs);
     doc_end = std::max(doc_begin, doc_end);
   }
-  res.rows = plan_rank_rows(comm, std::move(owned), q, keys_order ? &*keys_order : nullptr,
+  res.rows = plan_rank_rows(comm, std::move(owned), q, keys_order,
                             doc_begin, doc_end, threads,
                             filter.docs.empty() ? nullptr : &filter.docs);
   t.merge += merge_timer.seconds();
-  res.docs = std::make_unique<DocText>(m.docs, q.ids, res.format, threads);
+  res.docs = &session.doc_text(q.ids, res.format);
   return result;
 }
 

@@ -43,13 +43,14 @@ class QueryResult {
   RankRows rows;
   QueryOptions q;
   OutputFormat format = OutputFormat::kTsv;
-  const Normalization* norm = nullptr;  ///< owned by the session
-  std::optional<SequenceOrder> words_order;
-  std::unique_ptr<DocText> docs;
+  // Owned by the session, which outlives its results.
+  const Normalization* norm = nullptr;
+  const SequenceOrder* words_order = nullptr;  ///< sequence tasks
+  const DocText* docs = nullptr;
   bool ranked_keys = false;  ///< n-grams hold sequence ranks (words_order maps them back)
 
   RenderContext context() const {
-    return {q, norm->dict, *docs, format, ranked_keys ? &*words_order : nullptr};
+    return {q, norm->dict, *docs, format, ranked_keys ? words_order : nullptr};
   }
 };
 

@@ -81,6 +81,8 @@ class Session {
       ~Leave() { --s.connections; }
     } leave{state_};
     if (state_.connections > state_.max_connections) co_return;  // refused: over the limit
+    beast::error_code nodelay_ec;  // responses are written whole; never wait for more bytes
+    stream_.socket().set_option(tcp::no_delay(true), nodelay_ec);
     for (bool open = true; open;) open = co_await serve_one();
     beast::error_code ec;
     stream_.socket().shutdown(tcp::socket::shutdown_send, ec);

@@ -106,6 +106,16 @@ void update_memory(Comm& comm, const ArchiveSession& session, Metrics* metrics) 
   if (metrics != nullptr) metrics->set_rank_memory(resident, u, t);
 }
 
+/// Rank 0's stages of the query before its rows stream (milliseconds), as Server-Timing.
+std::string server_timing(const QueryTimings& t) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "init;dur=%.3f, traversal;dur=%.3f, collect;dur=%.3f, shuffle;dur=%.3f, "
+                "rows;dur=%.3f",
+                t.init * 1e3, t.traversal * 1e3, t.collect * 1e3, t.shuffle * 1e3, t.merge * 1e3);
+  return buf;
+}
+
 int status_of(const Error& e) {
   switch (e.kind()) {
     case ErrorKind::kUsage:
@@ -126,6 +136,7 @@ void reply_error(QueryJob& job, ServiceState& state, int status, const std::stri
   headers.emplace_back("Content-Type", "application/json");
   w.head(status, headers, static_cast<long long>(body.size()), job.keep_alive);
   w.raw(body.data(), body.size());
+  w.flush();
   state.metrics.request("/v1/query", status);
   state.metrics.query(task_name(job.spec.q.task), status,
                       std::chrono::duration<double>(Clock::now() - job.received).count(), false);
@@ -154,7 +165,8 @@ void execute(Comm& comm, ArchiveSession& session, const std::vector<uint8_t>& ms
          {{"Content-Type", content_type(spec.format)},
           {"ETag", job->etag},
           {"Cache-Control", "no-cache"},
-          {"X-Gtadoc-Rows", std::to_string(result->rows.total_rows)}},
+          {"X-Gtadoc-Rows", std::to_string(result->rows.total_rows)},
+          {"Server-Timing", server_timing(t)}},
          -1, job->keep_alive);
   auto copy = std::make_shared<std::string>();
   bool keep_copy = state->cache.admits(0);

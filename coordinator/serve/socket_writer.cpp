@@ -41,7 +41,33 @@ std::string_view status_reason(int status) {
   }
 }
 
+namespace {
+constexpr size_t kCoalesce = 64 * 1024;
+}
+
+void SocketWriter::put(const char* data, size_t size) {
+  if (pending_.size() + size > kCoalesce) {
+    flush();
+    if (size > kCoalesce) {
+      send_all(data, size);
+      return;
+    }
+  }
+  pending_.append(data, size);
+}
+
+bool SocketWriter::flush() {
+  if (!pending_.empty()) send_all(pending_.data(), pending_.size());
+  pending_.clear();
+  return ok_;
+}
+
 bool SocketWriter::raw(const char* data, size_t size) {
+  put(data, size);
+  return ok_;
+}
+
+bool SocketWriter::send_all(const char* data, size_t size) {
   while (ok_ && size > 0) {
     const ssize_t n = ::send(fd_, data, size, MSG_NOSIGNAL);
     if (n > 0) {
@@ -77,17 +103,22 @@ bool SocketWriter::head(int status, const std::vector<std::pair<std::string, std
   else
     h += "Transfer-Encoding: chunked\r\n";
   h += keep_alive ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n";
-  return raw(h.data(), h.size());
+  put(h.data(), h.size());
+  return ok_;
 }
 
 bool SocketWriter::chunk(const char* data, size_t size) {
   if (size == 0) return ok_;
   const std::string len = fmt::format("{:x}\r\n", size);
-  return raw(len.data(), len.size()) && raw(data, size) && raw("\r\n", 2);
+  put(len.data(), len.size());
+  put(data, size);
+  put("\r\n", 2);
+  return ok_;
 }
 
 bool SocketWriter::finish() {
-  return raw("0\r\n\r\n", 5);
+  put("0\r\n\r\n", 5);
+  return flush();
 }
 
 }  // namespace gtadoc

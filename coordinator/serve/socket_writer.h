@@ -27,9 +27,15 @@ class SocketWriter {
   bool finish();
   /// Raw bytes (a body with Content-Length).
   bool raw(const char* data, size_t size);
+  /// Sends what is buffered (head(), small chunks and finish() are coalesced into few sends).
+  bool flush();
   bool ok() const { return ok_; }
 
  private:
+  bool send_all(const char* data, size_t size);
+  void put(const char* data, size_t size);
+
+  std::string pending_;
   int fd_;
   std::chrono::steady_clock::time_point deadline_;
   bool ok_ = true;
