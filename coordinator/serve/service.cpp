@@ -166,8 +166,10 @@ void execute(Comm& comm, ArchiveSession& session, const std::vector<uint8_t>& ms
           {"ETag", job->etag},
           {"Cache-Control", "no-cache"},
           {"X-Gtadoc-Rows", std::to_string(result->rows.total_rows)},
-          {"Server-Timing", server_timing(t)}},
+          {"Server-Timing", server_timing(t)},
+          {"Trailer", "Server-Timing"}},
          -1, job->keep_alive);
+  Timer render_timer;
   auto copy = std::make_shared<std::string>();
   bool keep_copy = state->cache.admits(0);
   stream_query_result(
@@ -182,7 +184,9 @@ void execute(Comm& comm, ArchiveSession& session, const std::vector<uint8_t>& ms
         return w.chunk(data, size);
       },
       session.threads());
-  w.finish();
+  char render[64];
+  std::snprintf(render, sizeof render, "render;dur=%.3f", render_timer.seconds() * 1e3);
+  w.finish({{"Server-Timing", render}});
   const double seconds = std::chrono::duration<double>(Clock::now() - job->received).count();
   if (w.ok() && keep_copy) state->cache.put(job->key, std::move(copy));
   state->metrics.request("/v1/query", 200);

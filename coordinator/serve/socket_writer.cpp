@@ -116,8 +116,11 @@ bool SocketWriter::chunk(const char* data, size_t size) {
   return ok_;
 }
 
-bool SocketWriter::finish() {
-  put("0\r\n\r\n", 5);
+bool SocketWriter::finish(const std::vector<std::pair<std::string, std::string>>& trailers) {
+  std::string end = "0\r\n";
+  for (const auto& [k, v] : trailers) end += k + ": " + v + "\r\n";
+  end += "\r\n";
+  put(end.data(), end.size());
   return flush();
 }
 

@@ -23,8 +23,8 @@ class SocketWriter {
             long long content_length, bool keep_alive);
   /// One chunk of a chunked body (empty data writes nothing).
   bool chunk(const char* data, size_t size);
-  /// The last chunk of a chunked body.
-  bool finish();
+  /// The last chunk of a chunked body, with trailer fields (announced by a Trailer header).
+  bool finish(const std::vector<std::pair<std::string, std::string>>& trailers = {});
   /// Raw bytes (a body with Content-Length).
   bool raw(const char* data, size_t size);
   /// Sends what is buffered (head(), small chunks and finish() are coalesced into few sends).

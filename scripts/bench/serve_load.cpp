@@ -40,7 +40,7 @@ struct Shared {
 };
 
 void client(const std::string& host, const std::string& port, const std::string& body,
-            const std::string& token, const std::string& accept, int requests,
+            const std::string& token, const std::string& accept, bool no_cache, int requests,
             const std::string& save, Shared& out) {
   asio::io_context ioc;
   tcp::resolver resolver(ioc);
@@ -66,6 +66,7 @@ void client(const std::string& host, const std::string& port, const std::string&
     req.set(http::field::content_type, "application/json");
     if (!token.empty()) req.set(http::field::authorization, "Bearer " + token);
     if (!accept.empty()) req.set(http::field::accept, accept);
+    if (no_cache) req.set(http::field::cache_control, "no-cache");
     req.body() = body;
     req.keep_alive(true);
     req.prepare_payload();
@@ -100,8 +101,12 @@ void client(const std::string& host, const std::string& port, const std::string&
     ++out.status[status];
     if (status == 200) out.ms.push_back(ms);
     out.bytes = std::max(out.bytes, got);
-    auto timing = parser.get().find("Server-Timing");
-    if (timing != parser.get().end()) out.server_timing = std::string(timing->value());
+    std::string timing;  // the header's and the trailer's (rendering) fields
+    for (auto it = parser.get().find("Server-Timing"); it != parser.get().end() &&
+                                                       beast::iequals(it->name_string(), "Server-Timing");
+         ++it)
+      timing += (timing.empty() ? "" : ", ") + std::string(it->value());
+    if (!timing.empty()) out.server_timing = timing;
     if (!parser.get().keep_alive()) {
       socket.close(ec);
       connected = false;
@@ -122,6 +127,8 @@ int main(int argc, char** argv) {
   CLI::App app{"Load generator for gtadoc serve"};
   std::string host = "127.0.0.1", port = "8080", body, body_file, token_file, accept, save;
   int connections = 1, requests = 10;
+  bool no_cache = false;
+  app.add_flag("--no-cache", no_cache, "send Cache-Control: no-cache (a fresh answer, not the cache's)");
   app.add_option("--host", host);
   app.add_option("--port", port)->required();
   app.add_option("--body", body, "request body (JSON)");
@@ -148,7 +155,8 @@ int main(int argc, char** argv) {
   const auto t0 = std::chrono::steady_clock::now();
   for (int c = 0; c < connections; ++c) {
     const int mine = requests / connections + (c < requests % connections ? 1 : 0);
-    threads.emplace_back(client, host, port, body, token, accept, mine, c == 0 ? save : "",
+    threads.emplace_back(client, host, port, body, token, accept, no_cache, mine,
+                         c == 0 ? save : "",
                          std::ref(out));
   }
   for (auto& t : threads) t.join();
