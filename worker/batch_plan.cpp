@@ -2,6 +2,7 @@
 #include "worker/batch_plan.h"
 
 #include <algorithm>
+#include <bit>
 #include <limits>
 #include <string>
 
@@ -78,22 +79,32 @@ BatchPlan plan_batch(std::span<const BatchShardShape> shards) {
   for (size_t d = 1; d < p.doc_ids.size() && p.docs_contiguous; ++d)
     p.docs_contiguous = p.doc_ids[d] == p.doc_ids[0] + d;
 
-  // Words: the union, and each shard's increasing map into it.
+  // Words: the union (a bitmap over the ids, ranked), and each shard's increasing map into it:
+  // O(words + largest id / 64), no sort.
   size_t total_words = 0;
-  for (const BatchShardShape& s : shards) total_words += s.local_words.size();
-  p.words.reserve(total_words);
+  WordId top = 0;
+  for (const BatchShardShape& s : shards) {
+    total_words += s.local_words.size();
+    if (!s.local_words.empty()) top = std::max(top, s.local_words.back());
+  }
+  const size_t nbits = total_words == 0 ? 0 : size_t{top} + 1;
+  std::vector<uint64_t> bits((nbits + 63) / 64, 0);
   for (const BatchShardShape& s : shards)
-    p.words.insert(p.words.end(), s.local_words.begin(), s.local_words.end());
-  std::sort(p.words.begin(), p.words.end());
-  p.words.erase(std::unique(p.words.begin(), p.words.end()), p.words.end());
+    for (WordId w : s.local_words) bits[w >> 6] |= uint64_t{1} << (w & 63);
+  std::vector<uint32_t> rank(bits.size() + 1, 0);
+  for (size_t i = 0; i < bits.size(); ++i)
+    rank[i + 1] = rank[i] + static_cast<uint32_t>(std::popcount(bits[i]));
+  p.words.reserve(rank.back());
+  for (size_t i = 0; i < bits.size(); ++i)
+    for (uint64_t b = bits[i]; b != 0; b &= b - 1)
+      p.words.push_back(static_cast<WordId>(i * 64 + std::countr_zero(b)));
   p.word_base.resize(shards.size());
   p.word_map.resize(total_words);
   for (size_t i = 0, at = 0; i < shards.size(); ++i) {
     p.word_base[i] = at;
-    auto it = p.words.begin();
     for (WordId w : shards[i].local_words) {
-      it = std::lower_bound(it, p.words.end(), w);
-      p.word_map[at++] = static_cast<uint32_t>(it - p.words.begin());
+      const uint64_t below = bits[w >> 6] & ((uint64_t{1} << (w & 63)) - 1);
+      p.word_map[at++] = rank[w >> 6] + static_cast<uint32_t>(std::popcount(below));
     }
   }
   return p;

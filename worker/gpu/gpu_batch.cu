@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "worker/batch_plan.h"
@@ -139,12 +140,14 @@ std::vector<uint64_t> body_offsets(const GpuShard& s) {
 
 }  // namespace
 
-std::unique_ptr<GpuShard> merge_shards(const std::vector<const GpuShard*>& shards) {
+std::unique_ptr<GpuShard> merge_shards(const std::vector<const GpuShard*>& shards,
+                                       std::string* timings) {
   GTADOC_EXPECTS(!shards.empty(), "merge_shards: no shard");
   std::shared_ptr<DeviceContext> ctx = shards.front()->ctx;
   MemoryPool& pool = ctx->pool;
   cudaStream_t st = ctx->stream.get();
   const uint32_t V = shards.front()->g.num_words;
+  PhaseLog phases(st);  // GTADOC_GPU_PHASES=1: where the build's time goes
 
   // 1. The plan (host): levels, maps, blocks.
   std::vector<std::vector<uint32_t>> inner_levels(shards.size());
@@ -157,6 +160,7 @@ std::unique_ptr<GpuShard> merge_shards(const std::vector<const GpuShard*>& shard
     shapes[i] = {inner_levels[i], s.num_docs, s.g.first_doc, s.local_words};
   }
   const BatchPlan plan = plan_batch(shapes);
+  phases.mark("plan");
 
   auto out = std::make_unique<GpuShard>(ctx);
   GpuShard& m = *out;
@@ -206,6 +210,8 @@ std::unique_ptr<GpuShard> merge_shards(const std::vector<const GpuShard*>& shard
   for (const BatchBlock& b : plan.blocks)
     if (b.dst_unit < plan.inner) rule_segs.push_back({b.dst_unit, b.src_unit, b.count, b.shard, 0});
 
+  phases.mark("placements");
+
   // 3. Device maps and views.
   std::vector<PartView> hparts(shards.size());
   for (size_t i = 0; i < shards.size(); ++i) {
@@ -221,6 +227,8 @@ std::unique_ptr<GpuShard> merge_shards(const std::vector<const GpuShard*>& shard
   }
   DeviceBuffer<PartView> parts(hparts, pool);
   DeviceBuffer<uint32_t> rule_map(plan.rule_map, pool), word_map(plan.word_map, pool);
+
+  phases.mark("maps");
 
   // 4. Bodies, unit ranges, CSRs, root uses.
   m.unit_begin = DeviceBuffer<uint64_t>(ub, pool);
@@ -278,9 +286,13 @@ std::unique_ptr<GpuShard> merge_shards(const std::vector<const GpuShard*>& shard
     }
   }
 
+  phases.mark("gathers");
+
   // 5. The level schedule of the merged levels.
   build_level_schedule(m, plan.level_offsets);
   ctx->stream.synchronize();
+  phases.mark("schedule");
+  if (phases.enabled() && timings != nullptr) *timings = phases.summary();
   return out;
 }
 

@@ -277,9 +277,13 @@ class GpuEngine final : public Engine {
         if (it == batches_.end()) {
           std::vector<const GpuShard*> members(list.begin() + static_cast<std::ptrdiff_t>(b),
                                                list.begin() + static_cast<std::ptrdiff_t>(e));
-          it = batches_.emplace(key, merge_shards(members)).first;
+          std::string timings;
+          it = batches_.emplace(key, merge_shards(members, &timings)).first;
           spdlog::debug("gpu engine: batch of {} shards merged in {:.3f}s ({} symbols, {} MiB)",
                         e - b, build_timer.seconds(), it->second->S, ctx_->pool.in_use() >> 20);
+          if (!timings.empty())
+            spdlog::warn("gpu phases: batch of {} shards merged, {} symbols:{}", e - b,
+                         it->second->S, timings);
         }
         const double build_s = build_timer.seconds();
         used_.insert(key);

@@ -188,8 +188,9 @@ void build_level_schedule(GpuShard& s, const std::vector<uint32_t>& level_offset
 // gpu_batch.cu
 /// One merged device DAG of `shards` (worker/batch_plan.h), built with device-to-device copies of
 /// their resident arrays (nothing is uploaded again but small maps). Throws ResourceError when it
-/// does not fit.
-std::unique_ptr<GpuShard> merge_shards(const std::vector<const GpuShard*>& shards);
+/// does not fit. With GTADOC_GPU_PHASES=1, `timings` gets the build's phases ("plan=..ms ...").
+std::unique_ptr<GpuShard> merge_shards(const std::vector<const GpuShard*>& shards,
+                                       std::string* timings = nullptr);
 
 /// The shard's vocabulary for `norm` (from the cache, or built and uploaded).
 std::shared_ptr<const PreparedVocab> prepared_vocab(const GpuShard& s, const Normalization& norm,
