@@ -5,8 +5,8 @@
 # layout runs on CPUs):
 #   compress with 3 tasks: gtadoc decompress gives the input back;
 #   run with 2 tasks (--cpus-per-task=1: 2 ranks of 1 thread), 4 tasks (--partitioned),
-#     3 tasks under GTADOC_LAUNCH=mpirun, and --gpus-per-node=2 (one rank per GPU): the
-#     reference tool's output, byte for byte;
+#     3 tasks under GTADOC_LAUNCH=mpirun, and --gpus-per-node=2 --cpus-per-task=2 (one rank per
+#     GPU, CPUs capped to the allotment): the reference tool's output, byte for byte;
 #   serve with 2 tasks: "ready at http://HOST:PORT" in the job's output, a generated token file
 #     (mode 600), curl /healthz and a word-count query equal to the reference, then
 #     scancel --signal=TERM ends the job with exit code 0 (skipped while gtadoc has no serve).
@@ -38,10 +38,10 @@ export GTADOC=$BIN
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 SCRIPTS=$SRC/scripts/slurm
 O=$WORK/out
-# job_ok JOB NAME [SECONDS]: the job ended with exit code 0, else its output and a failure.
+# job_ok JOB NAME [SECONDS]: the job ended with exit code 0 (in 60 s), else its output and a failure.
 job_ok() {
   local rc=0
-  slurm_wait "$1" "${3:-120}" || rc=$?
+  slurm_wait "$1" "${3:-60}" || rc=$?
   if [[ $rc -ne 0 ]]; then
     cat "$O/$2-$1.out" >&2 || true
     fail "$2 (job $1) ended $SLURM_JOB_STATE with exit code $rc"
@@ -75,7 +75,7 @@ sorted=$(slurm_submit --ntasks=4 --output="$O/sort-%j.out" \
   "$SCRIPTS/gtadoc-run.sbatch" "$WORK/c.gtd" sort "$O/sorted" --partitioned) || fail "sbatch run"
 ii=$(GTADOC_LAUNCH=mpirun slurm_submit --ntasks=3 --output="$O/mpirun-%j.out" \
   "$SCRIPTS/gtadoc-run.sbatch" "$WORK/c.gtd" inverted-index "$O/ii.tsv" --stats "$O/ii.json") || fail "sbatch run"
-gpu=$(slurm_submit --gpus-per-node=2 --output="$O/gpu-%j.out" \
+gpu=$(slurm_submit --gpus-per-node=2 --cpus-per-task=2 --output="$O/gpu-%j.out" \
   "$SCRIPTS/gtadoc-run.sbatch" "$WORK/c.gtd" sequence-count "$O/seq.tsv" --n 2 --stats "$O/seq.json") || fail "sbatch run"
 
 "$REF" "$WORK/in" word-count --lowercase >"$WORK/want-wc"
