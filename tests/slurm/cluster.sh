@@ -96,10 +96,11 @@ slurm_cluster_start() {
   fi
   sed -e "s|@NODE@|$node|g" -e "s|@DIR@|$dir|g" -e "s|@CPUS@|$cpus|g" \
       -e "s|@CTLD_PORT@|$ctld_port|g" -e "s|@SLURMD_PORT@|$slurmd_port|g" \
-      -e "s|@GRES@|$gres|" \
+      -e "s|@GRES@|$gres|" -e "s|@FIRST_JOB_ID@|$((1000 + (RANDOM * 32768 + RANDOM) % 60000000))|" \
       "$SLURM_CLUSTER_TEMPLATE" >"$SLURM_CONF"
   if ((gpus > 0)); then
-    # Slurm drops GPUs without device files; empty files stand in for /dev/nvidiaN.
+    # Slurm drops GPUs without device files; empty files stand in for /dev/nvidiaN (slurmd
+    # logs that they are no devices, and carries on).
     mkdir -p "$dir/dev"
     for ((i = 0; i < gpus; i++)); do : >"$dir/dev/gpu$i"; done
     echo "NodeName=$node Name=gpu File=$dir/dev/gpu[0-$((gpus - 1))]" >"$dir/etc/gres.conf"
