@@ -11,6 +11,7 @@
 #   E2E=0 scripts/device-check.sh                 # resident-query benchmark only (no gtadoc run)
 #   QUERY=0 scripts/device-check.sh               # no resident-query benchmark
 #   SANITIZE=0 scripts/device-check.sh            # skip compute-sanitizer
+#   SERVE=0 scripts/device-check.sh               # no service latency benchmark
 set -uo pipefail
 
 cd "$(dirname "$0")/.."
@@ -151,7 +152,7 @@ fi
 # on the bundled sample; tables land in $OUT/bench-*.{md,json}.
 if [ "${BENCH:-1}" != 0 ]; then
   if step bench-build cmake --build "$BUILD_DIR" -j "$JOBS" --target gtadoc_reference \
-    raw_wordcount raw_gpu gtadoc_query_bench; then
+    raw_wordcount raw_gpu gtadoc_query_bench gtadoc_serve_load; then
     # Resident queries (G-TADOC's methodology): every engine, speed-ups, bandwidth floor.
     if [ "${QUERY:-1}" != 0 ]; then
       step query-bench env OUT="$OUT" BUILD_DIR="$BUILD_DIR" REPS="${REPS:-5}" \
@@ -166,6 +167,14 @@ if [ "${BENCH:-1}" != 0 ]; then
       # shellcheck disable=SC2086
       step e2e env OUT="$OUT" BUILD_DIR="$BUILD_DIR" REPS="${REPS:-1}" ${E2E_ENV:-} \
         "$ROOT/scripts/bench/e2e-bench.sh"
+    fi
+    # The resident service (issue 9): latency per task uncached / cached / 64 clients on the
+    # e2e `large` archive (built through e2e-bench.sh when missing), 1 GPU, 2 GPUs, CPU.
+    # SERVE=0 skips it; SERVE_ENV passes knobs (e.g. "CONFIGS=gpu").
+    if [ "${SERVE:-1}" != 0 ]; then
+      # shellcheck disable=SC2086
+      step serve-bench env OUT="$OUT" BUILD_DIR="$BUILD_DIR" ${SERVE_ENV:-} \
+        "$ROOT/scripts/bench/serve-bench.sh"
     fi
     # The older engines-and-reference benchmark (scripts/bench/device-bench.sh): ENGINES=1.
     if [ "${ENGINES:-0}" != 0 ]; then
