@@ -131,10 +131,14 @@ for cfg in "${CONFIG_LIST[@]}"; do
       args=(--port "$PORT" --body "$body")
       case $mode in
         uncached) args+=(--no-cache --requests "$reps") ;;
-        cached) args+=(--requests "$CACHED_REPS") ;;
+        cached)  # at most ~1 GB of cached responses per task
+          n=$((1000000000 / (bytes + 1)))
+          ((n > CACHED_REPS)) && n=$CACHED_REPS
+          ((n < 3)) && n=3
+          args+=(--requests "$n") ;;
         concurrent64)
           [[ $concurrent == 1 ]] || continue
-          args+=(--no-cache --connections 64 --requests 128) ;;
+          args+=(--no-cache --connections 64 --requests 64) ;;
       esac
       res=$("$LOAD" "${args[@]}" </dev/null) || say "  $name $mode: errors: $res"
       printf '{"config": "%s", "task": "%s", "mode": "%s", "run_wall_s": %s, "match": %s, "bytes": %s, "startup_s": %s, "load": %s}\n' \
