@@ -4,7 +4,9 @@
 // aborts a query: a failed bottom-up table build falls back to top-down, per-document work is
 // retried in smaller batches of documents, global sequence-count in smaller pieces of the shard,
 // and only when a single document (or position range of one symbol) does not fit is a ResourceError
-// raised.
+// raised. run_batch traverses a rank's shards as one merged device DAG (gpu_batch.cu), cached per
+// set of shards until a call passes another set; a batch that does not fit runs as two halves
+// (recursively, down to single shards on their own DAGs), and the set is remembered as too big.
 #include <cuda_runtime.h>
 
 #include <algorithm>
