@@ -179,7 +179,7 @@ RecordBatch ArchiveSession::collect(const QueryOptions& q, const Normalization& 
 
 RecordBatch ArchiveSession::run_loaded(std::vector<std::unique_ptr<LoadedShard>>& loaded,
                                        const std::vector<uint32_t>& ids, const QueryOptions& q,
-                                       const Normalization& norm, QueryTimings& t) {
+                                       const Normalization& norm, QueryTimings& t, bool batched) {
   const std::string rank = comm_.size() > 1 ? "rank " + std::to_string(comm_.rank()) + ": " : "";
   for (uint32_t id : ids) {
     set_crash_context(rank + shard_where(id));
@@ -200,7 +200,8 @@ RecordBatch ArchiveSession::run_loaded(std::vector<std::unique_ptr<LoadedShard>>
   Timer timer;
   RecordBatch batch;
   try {
-    batch = engine_->run_batch(ptrs, q, norm, stats, threads_);
+    batch = batched ? engine_->run_batch(ptrs, q, norm, stats, threads_)
+                    : engine_->Engine::run_batch(ptrs, q, norm, stats, threads_);
   } catch (const Error& e) {
     throw Error(e.kind(), where + ": " + e.what());
   }
@@ -223,7 +224,7 @@ RecordBatch ArchiveSession::run_loaded(std::vector<std::unique_ptr<LoadedShard>>
 
 RecordBatch ArchiveSession::collect_resident(const QueryOptions& q, const Normalization& norm,
                                              QueryTimings& t) {
-  return run_loaded(loaded_, mine_, q, norm, t);
+  return run_loaded(loaded_, mine_, q, norm, t, true);
 }
 
 RecordBatch ArchiveSession::collect_streaming(const QueryOptions& q, const Normalization& norm,
@@ -242,7 +243,7 @@ RecordBatch ArchiveSession::collect_streaming(const QueryOptions& q, const Norma
   }
   auto flush = [&] {
     if (loaded.empty()) return;
-    parts.push_back(run_loaded(loaded, ids, q, norm, t));
+    parts.push_back(run_loaded(loaded, ids, q, norm, t, false));
     loaded.clear();
     ids.clear();
   };

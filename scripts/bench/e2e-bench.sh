@@ -47,7 +47,8 @@
 #   term-vector,sequence-count,ranked-inverted-index"), CONFIGS ("gpu gpu-np2 cpu auto cpu1"),
 #   ROOTS (directories searched for corpus files; default: those of /usr/include,
 #   /usr/local/include, /usr/lib/python3*, /usr/local/lib/python3*, /usr/share/doc,
-#   /usr/local/cuda/include, /opt/conda/lib/python3* that exist), MPIRUN_ARGS ("--oversubscribe
+#   /usr/local/cuda/include, /opt/conda/lib/python3* that exist), KEEP_ARCHIVES (1 keeps the
+#   archives in $DATA/.archives/NAME.gtd, e.g. for serve-bench.sh), MPIRUN_ARGS ("--oversubscribe
 #   --bind-to none": Open MPI would otherwise pin each of 2 ranks to one core).
 #
 # Running time. Dev box (2 cores, no GPU), `BUILD_DIR=build LARGE_MB=40 REPS=1`: 3 minutes
@@ -453,7 +454,7 @@ for c in $CORPORA; do
     fi
     say "archive $name: compressed in $cs s ($(du -sb --apparent-size "$arch" | cut -f1) bytes)"
     bench_archive "$name" "$c" "$small"
-    rm -rf "$arch"
+    [[ ${KEEP_ARCHIVES:-0} == 1 ]] || rm -rf "$arch"
     render
   done
 done

@@ -43,7 +43,7 @@ cmake --build "$BUILD_DIR" --target gtadoc gtadoc_serve_load >/dev/null || exit 
 ARCHIVE=${ARCHIVE:-$DATA/.archives/large.gtd}
 if [[ ! -f $ARCHIVE/manifest.h5 ]]; then
   say "building the archive through e2e-bench.sh (CORPORA=large)"
-  env OUT="$WORK/e2e" BUILD_DIR="$BUILD_DIR" DATA="$DATA" CORPORA=large CONFIGS=cpu \
+  env OUT="$WORK/e2e" BUILD_DIR="$BUILD_DIR" DATA="$DATA" CORPORA=large CONFIGS=cpu KEEP_ARCHIVES=1 \
     TASKS="word-count --top 100" LARGE_SHARD_SIZES="" REPS=1 "$ROOT/scripts/bench/e2e-bench.sh" \
     >>"$LOG" 2>&1
 fi
