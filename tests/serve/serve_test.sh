@@ -17,6 +17,10 @@
 set -euo pipefail
 BIN=$1 SRC=$2 WORK=$3
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# A failed check after which the rest of the test still means something: reported, counted,
+# and the test fails at the end.
+DEFECTS=0
+defect() { echo "FAIL: $*" >&2; DEFECTS=$((DEFECTS + 1)); }
 command -v curl >/dev/null || { echo "SKIP: curl is not installed"; exit 77; }
 rm -rf "$WORK" && mkdir -p "$WORK/in"
 export LC_ALL=C
@@ -265,7 +269,7 @@ same "$WORK/want" "$WORK/c3" "cache: cached answer to an equivalent query"
 etag=$(header "$WORK/c1.h" ETag)
 [[ $(header "$WORK/c2.h" ETag) == "$etag" ]] || fail "cache: ETag changed"
 [[ $(header "$WORK/c2.h" Cache-Control) == no-cache ]] || fail "cache: cached answer without Cache-Control"
-[[ $(header "$WORK/c2.h" X-Gtadoc-Rows) == 25 ]] || fail "cache: cached answer without X-Gtadoc-Rows: 25"
+[[ $(header "$WORK/c2.h" X-Gtadoc-Rows) == 25 ]] || defect "cache: the cached answer has no X-Gtadoc-Rows: 25"
 [[ $(metric gtadoc_cache_bytes) -ge $(wc -c < "$WORK/want") ]] || fail "cache: gtadoc_cache_bytes too small"
 [[ $(post "$body" "$WORK/c4" -H "If-None-Match: $etag") == 304 ]] || fail "If-None-Match with the ETag: not 304"
 [[ ! -s $WORK/c4 ]] || fail "304 with a body"
@@ -358,7 +362,7 @@ t0=$(now_ms)
 timeout 15 cat <&3 > "$WORK/raw" || fail "half-sent request: connection still open after 15 s (read timeout 2 s)"
 t1=$(now_ms)
 exec 3<&-
-head -1 "$WORK/raw" | grep -q '^HTTP/1.1 408' || { cat "$WORK/raw"; fail "half-sent request: got no 408 before the close"; }
+head -1 "$WORK/raw" | grep -q '^HTTP/1.1 408' || defect "half-sent request: closed without a 408 response"
 (( t1 - t0 >= 1500 && t1 - t0 <= 8000 )) || fail "half-sent request closed after $((t1 - t0)) ms (read timeout 2 s)"
 
 slow_req=$'GET /healthz HTTP/1.1\r\nHost: t\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n\r\n'
@@ -382,6 +386,24 @@ kill "$trickle" 2>/dev/null || true
 wait "$trickle" 2>/dev/null || true
 (( t1 - t0 <= 8000 )) || fail "slowloris: closed after $((t1 - t0)) ms (read timeout 2 s, trickle takes 30 s)"
 [[ ! -s $WORK/raw ]] || head -1 "$WORK/raw" | grep -q '^HTTP/1.1 408' || { cat "$WORK/raw"; fail "slowloris: answered with something other than 408"; }
+
+# An HTTP/1.0 client (no chunked coding, RFC 9112 6.1): a fresh result is delimited by the
+# close (or a Content-Length), its body exactly gtadoc run's bytes.
+b10='{"task": "word-count", "top": 3, "alnum": true, "format": "tsv"}'
+exec 3<> "/dev/tcp/127.0.0.1/$MAINPORT"
+printf 'POST /v1/query HTTP/1.0\r\nContent-Type: application/json\r\nCache-Control: no-cache\r\nContent-Length: %d\r\n\r\n%s' \
+  "${#b10}" "$b10" >&3
+timeout 15 cat <&3 > "$WORK/raw" || fail "HTTP/1.0 request: connection not closed after the response"
+exec 3<&-
+head -1 "$WORK/raw" | grep -q '^HTTP/1\.[01] 200' || { cat "$WORK/raw" >&2; fail "HTTP/1.0 request: not a 200"; }
+echo "word-count 200" >> "$SENT"
+if sed '/^\r$/q' "$WORK/raw" | grep -qi '^Transfer-Encoding:'; then
+  defect "HTTP/1.0 request answered with Transfer-Encoding (chunked is HTTP/1.1 only)"
+else
+  sed '1,/^\r$/d' "$WORK/raw" > "$WORK/got"
+  run "$WORK/want" word-count --top 3 --alnum
+  same "$WORK/want" "$WORK/got" "HTTP/1.0 response body"
+fi
 
 # Resident data unchanged: queries after all that still match.
 run "$WORK/want" word-count --top 100 --lowercase
@@ -513,4 +535,5 @@ rc=0
 timeout 60 "$BIN" serve "$A" --listen 0.0.0.0:0 --token-file "$WORK/empty-token" --engine cpu 2> "$WORK/noloop.err" || rc=$?
 [[ $rc -eq 2 ]] || fail "empty token file: exit $rc, expected 2"
 echo "ok 6b: non-loopback listen without a token exits 2"
+[[ $DEFECTS -eq 0 ]] || fail "$DEFECTS check(s) failed (above)"
 echo "PASS: gtadoc serve answers like gtadoc run and survives bad requests"

@@ -1,0 +1,97 @@
+// libFuzzer target for what `gtadoc serve` does with untrusted bytes before anything runs:
+//  - the input as a request body: query_from_json (a spec or a UsageError, nothing else), and
+//    for an accepted spec query_key plus the invariants validate_query promises;
+//  - the input as raw HTTP: Beast's request_parser with the limits of
+//    coordinator/serve/http_server.cpp (16 KiB of headers, a body limit), fed in two pieces
+//    (split where the first input byte says), then the body of a complete request through the
+//    same query parsing.
+// Built with clang++ -fsanitize=fuzzer,address,undefined (tests/CMakeLists.txt, only when clang
+// can); ctest fuzz.query_request runs it for a bounded time on tests/fuzz/corpus/.
+#include <algorithm>
+#include <boost/asio/buffer.hpp>
+#include <boost/beast/core/error.hpp>
+#include <boost/beast/http.hpp>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include "common/error.h"
+#include "coordinator/pipeline/query_spec.h"
+
+namespace {
+
+namespace http = boost::beast::http;
+
+void check(bool ok) {
+  if (!ok) __builtin_trap();
+}
+
+void fuzz_body(std::string_view body) {
+  gtadoc::QuerySpec spec;
+  try {
+    spec = gtadoc::query_from_json(body);
+  } catch (const gtadoc::UsageError& e) {
+    check(std::string_view(e.what()).find('\n') == std::string_view::npos);  // one line
+    return;
+  }
+  // What validate_query guarantees for an accepted query.
+  check(spec.q.n >= 2 && spec.q.n <= 8);
+  check(!spec.q.per_doc || spec.q.task == gtadoc::Task::kSequenceCount);
+  check(spec.docs_given || (spec.docs.empty() && spec.doc_ids.empty()));
+  check(spec.words_given || spec.words.empty());
+  for (const std::string& d : spec.docs) check(!d.empty());
+  const std::string key = gtadoc::query_key(spec);
+  check(!key.empty() && key.front() == '{' && key.back() == '}');
+  // The key does not depend on the format being given in the body or negotiated later.
+  gtadoc::QuerySpec again = spec;
+  again.format_given = !again.format_given;
+  check(gtadoc::query_key(again) == key);
+}
+
+void fuzz_http(const uint8_t* data, size_t size) {
+  if (size == 0) return;
+  const size_t split = data[0] % (size + 1);
+  const uint8_t* p = data + 1;
+  const size_t n = size - 1;
+  http::request_parser<http::string_body> parser;
+  parser.header_limit(16 * 1024);
+  parser.body_limit(64 * 1024);
+  parser.eager(true);
+  boost::beast::error_code ec;
+  size_t used = 0;
+  // Two deliveries, as a socket would give them; each put() consumes what it can.
+  for (size_t end : {std::min(split, n), n}) {
+    while (!ec && !parser.is_done() && used < end) {
+      // As http::read_some does: the bytes put() used are consumed even with need_more.
+      const size_t k = parser.put(boost::asio::buffer(p + used, end - used), ec);
+      used += k;
+      if (ec == http::error::need_more) {
+        ec = {};
+        break;
+      }
+      if (k == 0) break;
+    }
+    if (ec) return;
+  }
+  if (!parser.is_done()) {
+    if (!parser.got_some()) return;  // nothing parsed yet (async_read reports end_of_stream)
+    parser.put_eof(ec);              // the peer closed
+    if (ec || !parser.is_done()) return;
+  }
+  http::request<http::string_body> req = parser.release();
+  check(req.body().size() <= 64 * 1024);
+  (void)req.target();
+  (void)req.keep_alive();
+  (void)req[http::field::authorization];
+  fuzz_body(req.body());
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  fuzz_body(std::string_view(reinterpret_cast<const char*>(data), size));
+  fuzz_http(data, size);
+  return 0;
+}
