@@ -52,8 +52,10 @@ start() {
 }
 # rank0_pid: the process of rank 0 (a child of mpirun on this single node).
 rank0_pid() {
-  local c
-  for c in $(pgrep -P "$MPI_PID"); do
+  local c d
+  for d in /proc/[0-9]*; do  # mpirun's children (no pgrep: procps may be absent)
+    c=${d#/proc/}
+    [[ $(sed 's/.*) //' "$d/stat" 2>/dev/null | cut -d' ' -f2) == "$MPI_PID" ]] || continue
     if tr '\0' '\n' < "/proc/$c/environ" 2>/dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=0'; then
       echo "$c"
       return 0
@@ -64,7 +66,7 @@ rank0_pid() {
 # stop_cleanly LOG: SIGTERM to rank 0; the job must end within 60 s with exit 0.
 stop_cleanly() {
   local r0 rc=0
-  r0=$(rank0_pid)
+  r0=$(rank0_pid) && [[ -n $r0 ]] || fail "no rank 0 process found"
   kill -TERM "$r0"
   timeout 60 tail --pid="$MPI_PID" -f /dev/null || fail "the job did not end within 60 s of SIGTERM to rank 0"
   wait "$MPI_PID" || rc=$?
