@@ -72,7 +72,8 @@ struct Waiter {
 
 class Session {
  public:
-  Session(ServiceState& state, tcp::socket socket) : state_(state), stream_(std::move(socket)) {}
+  Session(ServiceState& state, tcp::socket socket)
+      : state_(state), socket_(std::move(socket)), watchdog_(socket_.get_executor()) {}
 
   asio::awaitable<void> run() {
     ++state_.connections;
@@ -81,33 +82,48 @@ class Session {
       ~Leave() { --s.connections; }
     } leave{state_};
     if (state_.connections > state_.max_connections) co_return;  // refused: over the limit
-    beast::error_code nodelay_ec;  // responses are written whole; never wait for more bytes
-    stream_.socket().set_option(tcp::no_delay(true), nodelay_ec);
+    beast::error_code ec;  // responses are written whole; never wait for more bytes
+    socket_.set_option(tcp::no_delay(true), ec);
     for (bool open = true; open;) open = co_await serve_one();
-    beast::error_code ec;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    socket_.shutdown(tcp::socket::shutdown_send, ec);
   }
 
  private:
+  /// Arms the watchdog: when `limit` passes before disarm(), pending I/O on the socket is
+  /// cancelled (not closed, so a 408 can still be written).
+  void arm(std::chrono::milliseconds limit) {
+    timed_out_ = false;
+    watchdog_.expires_after(limit);
+    watchdog_.async_wait([this](const beast::error_code& ec) {
+      if (ec) return;  // disarmed
+      timed_out_ = true;
+      beast::error_code ignored;
+      socket_.cancel(ignored);
+    });
+  }
+  void disarm() { watchdog_.cancel(); }
+
   /// Reads and answers one request; false when the connection must close.
   asio::awaitable<bool> serve_one() {
     http::request_parser<http::string_body> parser;
     parser.header_limit(16 * 1024);
     parser.body_limit(state_.max_body);
     beast::error_code ec;
-    stream_.expires_after(state_.read_timeout);
-    co_await http::async_read(stream_, buffer_, parser, asio::redirect_error(asio::use_awaitable, ec));
+    arm(state_.read_timeout);
+    co_await http::async_read(socket_, buffer_, parser,
+                              asio::redirect_error(asio::use_awaitable, ec));
+    disarm();
     if (ec) {
-      if (ec == http::error::end_of_stream || ec == asio::error::connection_reset ||
-          ec == asio::error::eof)
-        co_return false;
-      if (ec == beast::error::timeout) {
+      if (timed_out_) {
         // Idle keep-alive connections just close; a request left half-sent gets a 408.
         if (parser.got_some())
           co_await reply_error(408, "the request did not arrive within the time limit", false,
                                "other");
         co_return false;
       }
+      if (ec == http::error::end_of_stream || ec == asio::error::connection_reset ||
+          ec == asio::error::eof || ec == asio::error::operation_aborted)
+        co_return false;
       if (ec == http::error::body_limit)
         co_await reply_error(413, "request body larger than " + std::to_string(state_.max_body) +
                                       " bytes", false, "other");
@@ -118,6 +134,7 @@ class Session {
       co_return false;
     }
     http::request<http::string_body> req = parser.release();
+    http10_ = req.version() < 11;
     const bool keep = req.keep_alive() && !state_.draining;
     const std::string target(sv(req.target()));
     const std::string label = endpoint_label(target);
@@ -186,8 +203,9 @@ class Session {
     }
     // A request with Cache-Control: no-cache wants a fresh answer (benchmarks measure that).
     const bool fresh = sv(req[http::field::cache_control]).find("no-cache") != std::string_view::npos;
-    if (auto body = fresh ? nullptr : state_.cache.get(job->key)) {
-      const bool open = co_await reply(200, *body, content_type(job->spec.format), keep,
+    if (auto cached = fresh ? nullptr : state_.cache.get(job->key)) {
+      cache_headers.emplace_back(http::field::unknown, std::to_string(cached->rows));
+      const bool open = co_await reply(200, cached->body, content_type(job->spec.format), keep,
                                        "/v1/query", cache_headers);
       state_.metrics.query(
           task, 200, std::chrono::duration<double>(Clock::now() - received).count(), true);
@@ -198,12 +216,13 @@ class Session {
       state_.metrics.query(task, 503, 0, false);
       co_return co_await reply_error(503, "the service is shutting down", false, "/v1/query");
     }
-    auto waiter = std::make_shared<Waiter>(stream_.get_executor());
-    job->fd = stream_.socket().native_handle();
+    auto waiter = std::make_shared<Waiter>(socket_.get_executor());
+    job->fd = socket_.native_handle();
     job->keep_alive = keep;
+    job->http10 = http10_;
     job->received = received;
     job->deadline = received + state_.query_timeout;
-    asio::any_io_executor ex = stream_.get_executor();
+    asio::any_io_executor ex = socket_.get_executor();
     job->done = [waiter, ex](bool reusable) {
       asio::post(ex, [waiter, reusable] {
         waiter->reusable = reusable;
@@ -211,7 +230,6 @@ class Session {
         waiter->timer.cancel();
       });
     };
-    stream_.expires_never();  // the executor writes the response, with its own deadline
     switch (state_.queue.push(job)) {
       case JobQueue::Push::kOk:
         break;
@@ -254,18 +272,28 @@ class Session {
     http::response<http::span_body<const char>> res{static_cast<http::status>(status), 11};
     res.set(http::field::server, "gtadoc");
     if (!type.empty()) res.set(http::field::content_type, beast::string_view(type.data(), type.size()));
-    for (auto& [k, v] : extra) res.set(k, v);
+    for (auto& [k, v] : extra) {
+      if (k == http::field::unknown)  // the one custom header: the rows of a cached answer
+        res.set("X-Gtadoc-Rows", v);
+      else
+        res.set(k, v);
+    }
     res.body() = http::span_body<const char>::value_type(body.data(), body.size());
+    keep = keep && !http10_;
     res.keep_alive(keep);
     res.prepare_payload();
     beast::error_code ec;
-    stream_.expires_after(state_.query_timeout);
-    co_await http::async_write(stream_, res, asio::redirect_error(asio::use_awaitable, ec));
+    arm(state_.query_timeout);
+    co_await http::async_write(socket_, res, asio::redirect_error(asio::use_awaitable, ec));
+    disarm();
     co_return !ec && keep;
   }
 
   ServiceState& state_;
-  beast::tcp_stream stream_;
+  tcp::socket socket_;
+  asio::steady_timer watchdog_;
+  bool timed_out_ = false;
+  bool http10_ = false;
   beast::flat_buffer buffer_;
 };
 

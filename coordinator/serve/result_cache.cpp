@@ -2,7 +2,7 @@
 
 namespace gtadoc {
 
-std::shared_ptr<const std::string> ResultCache::get(const std::string& key) {
+std::shared_ptr<const CachedResult> ResultCache::get(const std::string& key) {
   std::lock_guard lock(mu_);
   auto it = index_.find(key);
   if (it == index_.end()) return nullptr;
@@ -10,17 +10,17 @@ std::shared_ptr<const std::string> ResultCache::get(const std::string& key) {
   return it->second->second;
 }
 
-void ResultCache::put(const std::string& key, std::shared_ptr<const std::string> body) {
-  if (!body || !admits(body->size())) return;
+void ResultCache::put(const std::string& key, std::shared_ptr<const CachedResult> body) {
+  if (!body || !admits(body->body.size())) return;
   std::lock_guard lock(mu_);
   if (auto it = index_.find(key); it != index_.end()) {
-    bytes_ -= it->second->second->size();
+    bytes_ -= it->second->second->body.size();
     lru_.erase(it->second);
     index_.erase(it);
   }
-  const uint64_t size = body->size();
+  const uint64_t size = body->body.size();
   while (!lru_.empty() && bytes_ + size > capacity_) {
-    bytes_ -= lru_.back().second->size();
+    bytes_ -= lru_.back().second->body.size();
     index_.erase(lru_.back().first);
     lru_.pop_back();
   }

@@ -11,6 +11,12 @@
 
 namespace gtadoc {
 
+/// A complete response: its body and how many rows it holds.
+struct CachedResult {
+  std::string body;
+  uint64_t rows = 0;
+};
+
 class ResultCache {
  public:
   /// `capacity_bytes` = 0 disables the cache. Entries larger than `max_entry_bytes` are not kept.
@@ -18,9 +24,9 @@ class ResultCache {
       : capacity_(capacity_bytes), max_entry_(max_entry_bytes) {}
 
   /// The body cached for `key` (now the most recently used), or null.
-  std::shared_ptr<const std::string> get(const std::string& key);
+  std::shared_ptr<const CachedResult> get(const std::string& key);
   /// Caches `body` for `key`, evicting the least recently used entries to make room.
-  void put(const std::string& key, std::shared_ptr<const std::string> body);
+  void put(const std::string& key, std::shared_ptr<const CachedResult> body);
   /// Whether a body of this size would be kept (so the writer knows whether to keep a copy).
   bool admits(uint64_t bytes) const { return capacity_ > 0 && bytes <= max_entry_; }
 
@@ -29,7 +35,7 @@ class ResultCache {
   uint64_t capacity() const { return capacity_; }
 
  private:
-  using Entry = std::pair<std::string, std::shared_ptr<const std::string>>;
+  using Entry = std::pair<std::string, std::shared_ptr<const CachedResult>>;
   mutable std::mutex mu_;
   std::list<Entry> lru_;  ///< front = most recently used
   std::unordered_map<std::string, std::list<Entry>::iterator> index_;

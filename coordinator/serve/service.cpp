@@ -132,7 +132,7 @@ int status_of(const Error& e) {
 void reply_error(QueryJob& job, ServiceState& state, int status, const std::string& message,
                  std::vector<std::pair<std::string, std::string>> headers = {}) {
   const std::string body = error_body(status, message);
-  SocketWriter w(job.fd, job.deadline);
+  SocketWriter w(job.fd, job.deadline, !job.http10);
   headers.emplace_back("Content-Type", "application/json");
   w.head(status, headers, static_cast<long long>(body.size()), job.keep_alive);
   w.raw(body.data(), body.size());
@@ -160,24 +160,25 @@ void execute(Comm& comm, ArchiveSession& session, const std::vector<uint8_t>& ms
                         session.threads());
     return;
   }
-  SocketWriter w(job->fd, job->deadline);
-  w.head(200,
-         {{"Content-Type", content_type(spec.format)},
-          {"ETag", job->etag},
-          {"Cache-Control", "no-cache"},
-          {"X-Gtadoc-Rows", std::to_string(result->rows.total_rows)},
-          {"Server-Timing", server_timing(t)},
-          {"Trailer", "Server-Timing"}},
-         -1, job->keep_alive);
+  SocketWriter w(job->fd, job->deadline, !job->http10);
+  std::vector<std::pair<std::string, std::string>> headers = {
+      {"Content-Type", content_type(spec.format)},
+      {"ETag", job->etag},
+      {"Cache-Control", "no-cache"},
+      {"X-Gtadoc-Rows", std::to_string(result->rows.total_rows)},
+      {"Server-Timing", server_timing(t)}};
+  if (!job->http10) headers.emplace_back("Trailer", "Server-Timing");
+  w.head(200, headers, -1, job->keep_alive && !job->http10);
   Timer render_timer;
-  auto copy = std::make_shared<std::string>();
+  auto copy = std::make_shared<CachedResult>();
+  copy->rows = result->rows.total_rows;
   bool keep_copy = state->cache.admits(0);
   stream_query_result(
       comm, *result, kStreamChunk,
       [&](const char* data, size_t size) {
         if (keep_copy) {
-          if (state->cache.admits(copy->size() + size))
-            copy->append(data, size);
+          if (state->cache.admits(copy->body.size() + size))
+            copy->body.append(data, size);
           else
             keep_copy = false;
         }
@@ -194,7 +195,7 @@ void execute(Comm& comm, ArchiveSession& session, const std::vector<uint8_t>& ms
   spdlog::info("query {}: {} rows in {:.3f}s (traversal {:.3f}s){}", job->key,
                result->rows.total_rows, seconds, t.traversal,
                w.ok() ? "" : " - the client went away or was too slow");
-  job->done(w.ok() && job->keep_alive);
+  job->done(w.ok() && job->keep_alive && !job->http10);
 }
 
 }  // namespace

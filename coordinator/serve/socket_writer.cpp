@@ -98,10 +98,13 @@ bool SocketWriter::head(int status, const std::vector<std::pair<std::string, std
                         long long content_length, bool keep_alive) {
   std::string h = fmt::format("HTTP/1.1 {} {}\r\nServer: gtadoc\r\n", status, status_reason(status));
   for (const auto& [k, v] : headers) h += k + ": " + v + "\r\n";
-  if (content_length >= 0)
+  if (content_length >= 0) {
     h += fmt::format("Content-Length: {}\r\n", content_length);
-  else
+  } else if (chunked_) {
     h += "Transfer-Encoding: chunked\r\n";
+  } else {
+    keep_alive = false;  // HTTP/1.0: the body ends with the connection
+  }
   h += keep_alive ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n";
   put(h.data(), h.size());
   return ok_;
@@ -109,6 +112,10 @@ bool SocketWriter::head(int status, const std::vector<std::pair<std::string, std
 
 bool SocketWriter::chunk(const char* data, size_t size) {
   if (size == 0) return ok_;
+  if (!chunked_) {
+    put(data, size);
+    return ok_;
+  }
   const std::string len = fmt::format("{:x}\r\n", size);
   put(len.data(), len.size());
   put(data, size);
@@ -117,6 +124,7 @@ bool SocketWriter::chunk(const char* data, size_t size) {
 }
 
 bool SocketWriter::finish(const std::vector<std::pair<std::string, std::string>>& trailers) {
+  if (!chunked_) return flush();
   std::string end = "0\r\n";
   for (const auto& [k, v] : trailers) end += k + ": " + v + "\r\n";
   end += "\r\n";

@@ -15,10 +15,13 @@ namespace gtadoc {
 
 class SocketWriter {
  public:
-  SocketWriter(int fd, std::chrono::steady_clock::time_point deadline)
-      : fd_(fd), deadline_(deadline) {}
+  /// `chunked` = false for HTTP/1.0 clients: a body of unknown length is then sent as it is and
+  /// ends when the connection closes.
+  SocketWriter(int fd, std::chrono::steady_clock::time_point deadline, bool chunked = true)
+      : fd_(fd), deadline_(deadline), chunked_(chunked) {}
 
-  /// Status line and headers (Content-Length when `content_length` >= 0, else chunked).
+  /// Status line and headers (Content-Length when `content_length` >= 0, else chunked, or for
+  /// HTTP/1.0 no framing and Connection: close).
   bool head(int status, const std::vector<std::pair<std::string, std::string>>& headers,
             long long content_length, bool keep_alive);
   /// One chunk of a chunked body (empty data writes nothing).
@@ -38,6 +41,7 @@ class SocketWriter {
   std::string pending_;
   int fd_;
   std::chrono::steady_clock::time_point deadline_;
+  bool chunked_;
   bool ok_ = true;
 };
 
