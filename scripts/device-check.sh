@@ -130,6 +130,12 @@ if [ "${ran:-0}" -ne "${gpu_total}" ] || [ "${skipped:-0}" -ne 0 ]; then
   failed=1
 fi
 
+# The whole pipeline on the GPU: gtadoc run (1 and 2 ranks) and gtadoc serve against the
+# raw-text reference, every task.
+if cmake --build "$BUILD_DIR" -j "$JOBS" --target gtadoc_reference >"$OUT/reference-build.log" 2>&1; then
+  step gpu-pipeline "$ROOT/scripts/gpu-pipeline-check.sh" "$BUILD_DIR"
+fi
+
 # The GPU test binary alone, with gtest's own report (XML kept for the record).
 step gpu-gtest "$WORKER_BIN" --gtest_filter='GpuEngineTest.*:GpuBatchTest.*:BatchPlan.*' \
   --gtest_output="xml:$OUT/gpu-gtest.xml"
