@@ -12,7 +12,8 @@
 # Knobs: BUILD_DIR (build-device), OUT (./device-out), ARCHIVE (default: the `large` archive of
 # scripts/bench/e2e-bench.sh in $DATA, built through it when missing: LARGE_MB, DATA), CONFIGS
 # ("gpu gpu-np2 cpu"; gpu-np2 = mpirun -np 2 with one GPU each, skipped with fewer than 2 GPUs),
-# TASKS_FILE (lines "name<TAB>json body<TAB>uncached reps<TAB>concurrent (0/1)"), CACHED_REPS (200).
+# TASKS_FILE (lines "name<TAB>json body<TAB>uncached reps<TAB>concurrent (0/1)"; e.g.
+# scripts/bench/serve-tasks-small.tsv, the tasks with small results), CACHED_REPS (200).
 # Writes $OUT/serve-bench.jsonl (one row per config x task x mode) and $OUT/serve-bench.md.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
