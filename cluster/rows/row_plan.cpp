@@ -63,6 +63,35 @@ uint64_t top_threshold(const RecordBatch& r, uint64_t begin, uint64_t end, uint6
   return c[top - 1];
 }
 
+/// top_threshold over all records, in parallel: each block keeps its `top` largest counts in a
+/// heap (most counts fail at the heap's minimum), then one selection over the blocks' survivors.
+uint64_t parallel_top_threshold(const RecordBatch& r, uint64_t top, unsigned threads) {
+  const uint64_t n = r.size();
+  if (top == 0 || n <= top) return 0;
+  const unsigned blocks = std::max(1u, threads) * 4;
+  if (top * blocks * 4 > n) return top_threshold(r, 0, n, top);
+  std::vector<std::vector<uint64_t>> heaps(blocks);
+  parallel_for(blocks, threads, [&](size_t b) {
+    std::vector<uint64_t>& h = heaps[b];  // min-heap of the block's largest counts
+    h.reserve(top);
+    for (uint64_t i = n * b / blocks; i < n * (b + 1) / blocks; ++i) {
+      const uint64_t c = r.counts[i];
+      if (h.size() < top) {
+        h.push_back(c);
+        std::push_heap(h.begin(), h.end(), std::greater<uint64_t>());
+      } else if (c > h.front()) {
+        std::pop_heap(h.begin(), h.end(), std::greater<uint64_t>());
+        h.back() = c;
+        std::push_heap(h.begin(), h.end(), std::greater<uint64_t>());
+      }
+    }
+  });
+  std::vector<uint64_t> all;
+  for (const auto& h : heaps) all.insert(all.end(), h.begin(), h.end());
+  std::nth_element(all.begin(), all.begin() + (top - 1), all.end(), std::greater<uint64_t>());
+  return all[top - 1];
+}
+
 /// Records [begin, end) with count >= min_count, ordered by (count desc, tie asc), at most
 /// `top` (0 = all), appended to `out` as record indices.
 void ordered_group(const RecordBatch& r, uint64_t begin, uint64_t end, uint64_t top,
@@ -121,23 +150,43 @@ RowPlan plan_counted(const RecordBatch& r, const RowPlanContext& ctx, uint32_t o
   RowPlan plan;
   const uint64_t n = r.size();
   GTADOC_EXPECTS(n <= kLow32, "too many rows on one rank (more than 2^32)");
-  std::vector<uint32_t> tie;
-  if (ctx.q.task == Task::kSequenceCount) tie = sequence_ranks(r, *ctx.order, off, ctx.threads);
   if (off == 0) {
-    const uint64_t threshold = top_threshold(r, 0, n, ctx.q.top);
-    std::vector<CountItem> items;
-    items.reserve(ctx.q.top > 0 ? std::min<uint64_t>(n, ctx.q.top * 2) : n);
-    if (threshold == 0) {
-      items.resize(n);
-      parallel_blocks(n, ctx.threads, [&](uint64_t lo, uint64_t hi) {
-        for (uint64_t i = lo; i < hi; ++i)
-          items[i] = {~r.counts[i], tie.empty() ? i : (uint64_t{tie[i]} << 32) | i};
+    // Only records that can make the cut are sorted, and only they get sequence ranks.
+    const uint64_t threshold = parallel_top_threshold(r, ctx.q.top, ctx.threads);
+    std::vector<uint64_t> cand;
+    if (threshold > 0) {
+      std::vector<std::vector<uint64_t>> parts(ctx.threads * 4);
+      parallel_for(parts.size(), ctx.threads, [&](size_t b) {
+        for (uint64_t i = n * b / parts.size(); i < n * (b + 1) / parts.size(); ++i)
+          if (r.counts[i] >= threshold) parts[b].push_back(i);
       });
-    } else {
-      for (uint64_t i = 0; i < n; ++i)
-        if (r.counts[i] >= threshold)
-          items.push_back({~r.counts[i], tie.empty() ? i : (uint64_t{tie[i]} << 32) | i});
+      for (const auto& part : parts) cand.insert(cand.end(), part.begin(), part.end());
     }
+    const bool all = threshold == 0;
+    const uint64_t m = all ? n : cand.size();
+    auto record = [&](uint64_t k) { return all ? k : cand[k]; };
+    std::vector<uint32_t> tie;
+    if (ctx.q.task == Task::kSequenceCount) {
+      if (all) {
+        tie = sequence_ranks(r, *ctx.order, 0, ctx.threads);
+      } else {
+        RecordBatch sub;
+        sub.width = r.width;
+        sub.keys.resize(m * r.width);
+        sub.counts.resize(m);
+        for (uint64_t k = 0; k < m; ++k)
+          std::memcpy(sub.keys.data() + k * r.width, r.keys.data() + cand[k] * r.width,
+                      r.width * sizeof(uint32_t));
+        tie = sequence_ranks(sub, *ctx.order, 0, ctx.threads);
+      }
+    }
+    std::vector<CountItem> items(m);
+    parallel_blocks(m, ctx.threads, [&](uint64_t lo, uint64_t hi) {
+      for (uint64_t k = lo; k < hi; ++k) {
+        const uint64_t i = record(k);
+        items[k] = {~r.counts[i], tie.empty() ? i : (uint64_t{tie[k]} << 32) | i};
+      }
+    });
     parallel_sort(items.begin(), items.end(), std::less<CountItem>(), ctx.threads);
     const uint64_t keep =
         ctx.q.top == 0 ? items.size() : std::min<uint64_t>(ctx.q.top, items.size());
@@ -147,6 +196,8 @@ RowPlan plan_counted(const RecordBatch& r, const RowPlanContext& ctx, uint32_t o
     });
     return plan;
   }
+  std::vector<uint32_t> tie;
+  if (ctx.q.task == Task::kSequenceCount) tie = sequence_ranks(r, *ctx.order, off, ctx.threads);
   // --per-doc: groups of one document, --top per document.
   const uint32_t* keys = r.keys.data();
   const uint32_t w = r.width;
