@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/parallel.h"
 
 namespace gtadoc {
 
@@ -112,6 +113,96 @@ std::vector<size_t> group_aligned_bounds(size_t n, unsigned threads, Same&& same
   return bounds;
 }
 
+
+/// Few strictly increasing runs (the shuffled slices of ranks whose records were each already
+/// reduced, in key order): merged in parallel instead of sorted. The key space is cut at keys of
+/// the longest run; every thread merges its piece of every run with a small heap, summing equal
+/// keys. Returns false (nothing done) when there are more than kMaxRuns runs.
+constexpr size_t kMaxRuns = 64;
+
+bool merge_sorted_runs(RecordBatch& batch, unsigned threads) {
+  const size_t n = batch.size();
+  const uint32_t w = batch.width;
+  const uint32_t* keys = batch.keys.data();
+  const uint64_t* counts = batch.counts.data();
+  auto less = [&](size_t i, size_t j) {
+    return std::lexicographical_compare(keys + i * w, keys + (i + 1) * w, keys + j * w,
+                                        keys + (j + 1) * w);
+  };
+  // Run starts: every i whose key is not above its predecessor's.
+  std::vector<std::vector<size_t>> found(threads);
+  std::vector<uint8_t> too_many(threads, 0);
+  run_threads(threads, [&](unsigned t) {
+    for (size_t i = std::max<size_t>(block_begin(n, threads, t), 1),
+                end = block_begin(n, threads, t + 1);
+         i < end; ++i) {
+      if (!less(i - 1, i)) {
+        found[t].push_back(i);
+        if (found[t].size() > kMaxRuns) {
+          too_many[t] = 1;
+          return;
+        }
+      }
+    }
+  });
+  std::vector<size_t> starts{0};
+  for (unsigned t = 0; t < threads; ++t) {
+    if (too_many[t]) return false;
+    starts.insert(starts.end(), found[t].begin(), found[t].end());
+  }
+  if (starts.size() > kMaxRuns) return false;
+  starts.push_back(n);
+  const size_t runs = starts.size() - 1;
+  size_t longest = 0;
+  for (size_t r = 1; r < runs; ++r)
+    if (starts[r + 1] - starts[r] > starts[longest + 1] - starts[longest]) longest = r;
+  // Part p covers keys in [cut[p], cut[p + 1]) (cut[0] = -inf, cut[parts] = +inf).
+  const size_t parts = threads * 4;
+  std::vector<size_t> cut(parts + 1);  // record indices in the longest run (as keys)
+  const size_t lo_run = starts[longest], len = starts[longest + 1] - lo_run;
+  for (size_t p = 1; p < parts; ++p) cut[p] = lo_run + len * p / parts;
+  auto bound = [&](size_t r, size_t p) -> size_t {  // first index of run r with key >= cut[p]
+    if (p == 0) return starts[r];
+    if (p == parts) return starts[r + 1];
+    size_t lo = starts[r], hi = starts[r + 1];
+    while (lo < hi) {
+      const size_t mid = lo + (hi - lo) / 2;
+      if (less(mid, cut[p]))
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    return lo;
+  };
+  std::vector<RecordBatch> out(parts);
+  parallel_for(parts, threads, [&](size_t p) {
+    std::vector<std::pair<size_t, size_t>> at(runs);  // [next, end) of each run in this part
+    for (size_t r = 0; r < runs; ++r) at[r] = {bound(r, p), bound(r, p + 1)};
+    std::vector<size_t> heap;  // runs, smallest next key first
+    auto after = [&](size_t a, size_t b) { return less(at[b].first, at[a].first); };
+    for (size_t r = 0; r < runs; ++r)
+      if (at[r].first < at[r].second) heap.push_back(r);
+    std::make_heap(heap.begin(), heap.end(), after);
+    RecordBatch& o = out[p];
+    o.width = w;
+    while (!heap.empty()) {
+      std::pop_heap(heap.begin(), heap.end(), after);
+      const size_t r = heap.back();
+      const size_t i = at[r].first++;
+      if (o.size() > 0 && std::equal(keys + i * w, keys + (i + 1) * w, o.keys.end() - w))
+        o.counts.back() += counts[i];
+      else
+        o.push({keys + i * w, w}, counts[i]);
+      if (at[r].first < at[r].second)
+        std::push_heap(heap.begin(), heap.end(), after);
+      else
+        heap.pop_back();
+    }
+  });
+  batch = concatenate(std::move(out), w, threads);
+  return true;
+}
+
 }  // namespace
 
 void reduce_records(RecordBatch& batch, unsigned threads) {
@@ -143,6 +234,7 @@ void reduce_records(RecordBatch& batch, unsigned threads) {
     });
     if (std::all_of(ordered.begin(), ordered.end(), [](uint8_t o) { return o != 0; })) return;
   }
+  if (merge_sorted_runs(batch, threads)) return;
   // The key as 64-bit chunks of two values (the last one padded with 0 for odd widths); LSD
   // over the chunks, least significant first: each pass is a stable radix sort by one chunk.
   const uint32_t chunks = (w + 1) / 2;

@@ -126,3 +126,37 @@ TEST(Reduce, CountsAreExact64Bit) {
 
 }  // namespace
 }  // namespace gtadoc
+
+namespace gtadoc {
+namespace {
+
+// Inputs made of a few strictly increasing runs (what a rank receives from ranks whose records
+// were already reduced) take the merge path; inputs already reduced return as they are. Both must
+// equal the reference, with equal keys across runs summed, on the serial and parallel paths.
+TEST(Reduce, FewSortedRunsAndAlreadyReducedInputs) {
+  for (uint32_t width : {1u, 3u}) {
+    for (size_t runs : {1u, 2u, 17u, 64u, 65u}) {
+      for (size_t per_run : {size_t{50}, size_t{40000}}) {
+        RecordBatch in;
+        in.width = width;
+        for (size_t r = 0; r < runs; ++r) {
+          RecordBatch run = random_batch(1000 * r + width, per_run, width, 300, r % 2 == 1);
+          reduce_records(run, 1);  // strictly increasing keys
+          in.append(run);
+        }
+        const RecordBatch want = reference(in);
+        for (unsigned threads : {1u, 4u}) {
+          RecordBatch got = in;
+          reduce_records(got, threads);
+          SCOPED_TRACE("width " + std::to_string(width) + " runs " + std::to_string(runs) +
+                       " per run " + std::to_string(per_run) + " threads " +
+                       std::to_string(threads));
+          expect_same(got, want);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace gtadoc
