@@ -220,6 +220,7 @@ class Session {
     job->fd = socket_.native_handle();
     job->keep_alive = keep;
     job->http10 = http10_;
+    job->fresh = fresh;
     job->received = received;
     job->deadline = received + state_.query_timeout;
     asio::any_io_executor ex = socket_.get_executor();

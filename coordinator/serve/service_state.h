@@ -32,6 +32,7 @@ struct QueryJob {
   int fd = -1;  ///< the connection; the executor writes the whole response on it
   bool keep_alive = true;
   bool http10 = false;  ///< an HTTP/1.0 client: no chunked encoding, close after the response
+  bool fresh = false;   ///< Cache-Control: no-cache: run it even when the cache has the answer
   Clock::time_point received, deadline;
   /// Called by the executor once the response is written (`reusable`: the connection may serve
   /// another request). Must not block.

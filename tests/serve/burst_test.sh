@@ -57,6 +57,7 @@ sample() {
 
 round() {  # round NAME CACHE_BYTES
   local name=$1 cache=$2 port pid i ok503 n200 n503 nall m200 m503 mall p50 p99
+  : > "$WORK/$name.log"  # before the background job: the wait below reads it at once
   "$BIN" serve "$A" --listen 127.0.0.1:0 --engine cpu --threads 2 --queue 8 --cache-bytes "$cache" \
     2> "$WORK/$name.log" &
   pid=$!

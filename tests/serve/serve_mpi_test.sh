@@ -38,6 +38,7 @@ SHARDS=3
 start() {
   local log=$1 i port=
   shift
+  : > "$log"  # now, not in the background job: the wait below must never read an older log
   env GTADOC_FAULT_INJECT=none "$@" "${MPIRUN[@]}" -x GTADOC_FAULT_INJECT "$BIN" serve "$A" --listen 127.0.0.1:0 --engine cpu \
     --threads 1 2> "$log" &
   MPI_PID=$!

@@ -45,6 +45,7 @@ mapfile -t DOCS < <(cd "$WORK/in" && find . -type f | sed 's|^\./||' | sort)
 start() {
   local name=$1 i
   shift
+  : > "$WORK/$name.log"  # before the background job: the wait below reads it at once
   "$BIN" serve "$@" 2> "$WORK/$name.log" &
   PID=$!
   PIDS+=("$PID")
