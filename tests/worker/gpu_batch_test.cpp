@@ -6,6 +6,8 @@
 // force the fallback to smaller batches. Compiles without CUDA; skips at run time without a GPU.
 #include <gtest/gtest.h>
 
+#include "tests/testutil/engine_cases.h"
+
 #include "worker/engine.h"
 
 #ifdef GTADOC_HAVE_GPU_ENGINE
@@ -101,33 +103,10 @@ ShardGrammar chain_shard(uint32_t V, uint32_t depth, uint32_t docs, DocId first_
   return finalize_grammar(V, first_doc, docs, raw);
 }
 
-struct TaskCase {
-  Task task;
-  bool per_doc = false;
-};
-const TaskCase kTasks[] = {{Task::kWordCount},          {Task::kSort},
-                           {Task::kInvertedIndex},      {Task::kTermVector},
-                           {Task::kSequenceCount},      {Task::kSequenceCount, true},
-                           {Task::kRankedInvertedIndex}};
+using testutil::TaskCase;
+constexpr auto& kTasks = testutil::kTaskCases;
 
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      setenv(name_, old_->c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using testutil::ScopedEnv;
 
 class GpuBatchTest : public ::testing::Test {
  protected:

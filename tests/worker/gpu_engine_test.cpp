@@ -6,6 +6,8 @@
 // lists, so no order is assumed. Compiles without CUDA; skips at run time without a GPU.
 #include <gtest/gtest.h>
 
+#include "tests/testutil/engine_cases.h"
+
 #include "worker/engine.h"
 
 #ifdef GTADOC_HAVE_GPU_ENGINE
@@ -251,14 +253,8 @@ std::string difference(const Rows& want, const Rows& got) {
   return os.str();
 }
 
-struct TaskCase {
-  Task task;
-  bool per_doc = false;
-};
-const TaskCase kTasks[] = {{Task::kWordCount},          {Task::kSort},
-                           {Task::kInvertedIndex},      {Task::kTermVector},
-                           {Task::kSequenceCount},      {Task::kSequenceCount, true},
-                           {Task::kRankedInvertedIndex}};
+using testutil::TaskCase;
+constexpr auto& kTasks = testutil::kTaskCases;
 
 struct Matrix {
   std::vector<uint32_t> ns{2, 3, 5, 8};
@@ -268,25 +264,7 @@ struct Matrix {
   bool brute = true;  ///< also compare with the brute force (small expansions only)
 };
 
-/// Sets an environment variable for the lifetime of the object.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      setenv(name_, old_->c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using testutil::ScopedEnv;
 
 class GpuEngineTest : public ::testing::Test {
  protected:
