@@ -2,7 +2,11 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <cctype>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <new>
 
@@ -21,34 +25,77 @@ namespace gtadoc {
 
 namespace {
 
-/// "123", "64k", "32M", "2G" (powers of 1024) -> bytes.
-uint64_t parse_size(const std::string& text, const char* option = "--shard-size") {
+/// A size: digits, then optionally k/m/g/t in either case (powers of 1024), then optionally B or
+/// iB ("512m", "64K", "1MB", "1GiB", "100B"). Zero only where `allow_zero`.
+uint64_t parse_size(const std::string& text, const char* option, bool allow_zero = false) {
+  auto bad = [&](const std::string& why) {
+    return UsageError(std::string(option) + ": '" + text + "' " + why +
+                      " (sizes: digits, then k/m/g/t and B or iB if wanted, e.g. 512m, 1GiB)");
+  };
   size_t pos = 0;
-  unsigned long long value = 0;
-  try {
-    value = std::stoull(text, &pos);
-  } catch (const std::exception&) {
-    throw UsageError(std::string(option) + ": '" + text + "' is not a size (e.g. 64M)");
+  uint64_t value = 0;
+  while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9') {
+    const uint64_t digit = static_cast<uint64_t>(text[pos] - '0');
+    if (value > (UINT64_MAX - digit) / 10) throw bad("is too large");
+    value = value * 10 + digit;
+    ++pos;
   }
-  std::string suffix = text.substr(pos);
-  uint64_t mult = 1;
-  if (suffix == "" || suffix == "B")
-    mult = 1;
-  else if (suffix == "k" || suffix == "K" || suffix == "KiB")
-    mult = 1ull << 10;
-  else if (suffix == "M" || suffix == "MiB")
-    mult = 1ull << 20;
-  else if (suffix == "G" || suffix == "GiB")
-    mult = 1ull << 30;
-  else
-    throw UsageError(std::string(option) + ": '" + text + "' is not a size (e.g. 64M)");
-  if (value == 0 && std::string(option) != "--cache-bytes")
-    throw UsageError(std::string(option) + " must be positive");
-  return value * mult;
+  if (pos == 0) throw bad("is not a size");
+  std::string suffix;
+  for (char ch : text.substr(pos))
+    suffix += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  unsigned shift = 0;
+  if (!suffix.empty() && std::string("kmgt").find(suffix[0]) != std::string::npos) {
+    shift = 10 * (1 + static_cast<unsigned>(std::string("kmgt").find(suffix[0])));
+    suffix.erase(0, 1);
+    if (suffix == "ib" || suffix == "b") suffix.clear();
+  } else if (suffix == "b") {
+    suffix.clear();
+  }
+  if (!suffix.empty()) throw bad("is not a size");
+  if (shift > 0 && value > (UINT64_MAX >> shift)) throw bad("is too large");
+  value <<= shift;
+  if (value == 0 && !allow_zero) throw bad("must be positive");
+  return value;
 }
 
+/// A CLI11 check for a count: an integer in [lo, hi] (no sign, no suffix); the message names the
+/// option (CLI11 puts it in front) and the range.
+CLI::Validator count_range(uint64_t lo, uint64_t hi, const std::string& meaning = "") {
+  return CLI::Validator(
+      [lo, hi, meaning](std::string& v) -> std::string {
+        const std::string range = "an integer from " + std::to_string(lo) + " to " +
+                                  std::to_string(hi) + (meaning.empty() ? "" : "; " + meaning);
+        if (v.empty() || v.size() > 20 || v.find_first_not_of("0123456789") != std::string::npos)
+          return "'" + v.substr(0, 40) + "' is not " + range;
+        const unsigned long long x = std::strtoull(v.c_str(), nullptr, 10);
+        if (v.size() == 20 && v > "18446744073709551615")
+          return "'" + v + "' is out of range: " + range;
+        if (x < lo || x > hi) return "'" + v + "' is out of range: " + range;
+        return "";
+      },
+      "", "count");
+}
+
+constexpr uint64_t kMaxThreads = 4096;
+constexpr uint64_t kMaxCount = 1000000000000ull;  // --top, --min-count: 10^12
+
+/// A one-line message under 200 characters: newlines become spaces, CLI11's long texts are cut.
+std::string one_line(std::string m, size_t max = 185) {
+  for (char& ch : m)
+    if (ch == '\n' || ch == '\r') ch = ' ';
+  if (m.size() > max) m = m.substr(0, max - 3) + "...";
+  return m;
+}
+
+const char* kValuePolicy =
+    "Values: counts are non-negative integers, each within the range its option names (--threads "
+    "1..4096, default: the CPUs this process may use); sizes are digits with an optional k/m/g/t "
+    "in either case (powers of 1024) and an optional B or iB: 512m, 64K, 1MB, 1GiB. -o '' is an "
+    "error; -o - is standard output for run; a trailing slash on -o is harmless.";
+
 int print_error(const std::string& message, int code) {
-  std::fprintf(stderr, "gtadoc: error: %s\n", message.c_str());
+  std::fprintf(stderr, "gtadoc: error: %s\n", one_line(message, 4000).c_str());
   std::fflush(stderr);
   return code;
 }
@@ -76,9 +123,10 @@ int cli_main(int argc, char** argv) {
         ->required();
     c->add_option("-o,--output", c_out, "Archive directory to create (OUT.gtd)")->required();
     c->add_option("--shard-size", shard_size, "Target input bytes per shard (default 32M)");
-    c->add_option("--shards", copt.shards, "Number of shards (overrides --shard-size)")
-        ->check(CLI::PositiveNumber);
-    c->add_option("--threads", copt.threads, "Worker threads (default: all cores)");
+    c->add_option("--shards", copt.shards, "Number of shards, 1..1000000 (overrides --shard-size)")
+        ->check(count_range(1, 1000000));
+    c->add_option("--threads", copt.threads, "Worker threads, 1..4096 (default: usable CPUs)")
+        ->check(count_range(1, kMaxThreads, "leave it out for the default"));
     c->add_flag("--force", copt.force, "Replace an existing output");
     c->add_option("--deflate-level", copt.deflate_level,
                   "HDF5 deflate level for the arrays, 0 (off) to 9 (default 4)")
@@ -91,7 +139,8 @@ int cli_main(int argc, char** argv) {
     d->add_option("ARCHIVE", d_archive, "Archive directory")->required();
     d->add_option("-o,--output", d_out, "Directory to create")->required();
     d->add_option("--doc", dopt.docs, "Only this document (repeatable)");
-    d->add_option("--threads", dopt.threads, "Worker threads (default: all cores)");
+    d->add_option("--threads", dopt.threads, "Worker threads, 1..4096 (default: usable CPUs)")
+        ->check(count_range(1, kMaxThreads, "leave it out for the default"));
     d->add_flag("--force", dopt.force, "Replace an existing output");
 
     // info
@@ -105,6 +154,10 @@ int cli_main(int argc, char** argv) {
     CLI::App* r = app.add_subcommand("run", "Run an analytics task on an archive");
     RunCommand run_cmd;
     add_run_options(*r, run_cmd);
+    run_cmd.top->check(count_range(0, kMaxCount));
+    run_cmd.min_count->check(count_range(0, kMaxCount));
+    run_cmd.n->check(count_range(2, 8));
+    r->get_option("--threads")->check(count_range(1, kMaxThreads, "leave it out for the default"));
 
     // serve
     CLI::App* sv = app.add_subcommand("serve", "Serve queries over HTTP with the shards resident");
@@ -115,11 +168,16 @@ int cli_main(int argc, char** argv) {
                    "HOST:PORT to listen on (default 127.0.0.1:8080; port 0 = any free port)");
     sv->add_option("--token-file", sopt.token_file,
                    "File holding the bearer token clients must send (required off loopback)");
-    sv->add_option("--engine", sopt.engine, "auto (default: the GPU when one is visible), gpu or cpu");
-    sv->add_option("--threads", sopt.threads, "CPU threads per rank (default: cores / ranks)");
+    sv->add_option("--engine", sopt.engine,
+                   "auto (default: the GPU when one is visible), gpu or cpu");
+    sv->add_option("--threads", sopt.threads,
+                   "CPU threads per rank, 1..4096 (default: cores / ranks)")
+        ->check(count_range(1, kMaxThreads, "leave it out for the default"));
     sv->add_option("--http-threads", sopt.http_threads, "HTTP I/O threads on rank 0 (default 2)")
         ->check(CLI::Range(1, 64));
-    sv->add_option("--queue", sopt.queue, "Queries that may wait for the cluster (default 64)");
+    sv->add_option("--queue", sopt.queue,
+                   "Queries that may wait for the cluster, 1..1000000 (default 64)")
+        ->check(count_range(1, 1000000));
     sv->add_option("--cache-bytes", cache_bytes, "Result cache bound (default 256M; 0 = off)");
     sv->add_option("--max-body", max_body, "Largest request body (default 1M)");
     sv->add_option("--read-timeout", sopt.read_timeout_s,
@@ -127,8 +185,25 @@ int cli_main(int argc, char** argv) {
     sv->add_option("--query-timeout", sopt.query_timeout_s,
                    "Seconds from a request's arrival to its last response byte (default 60)");
     sv->add_option("--max-connections", sopt.max_connections,
-                   "Open connections at most (default 1024)");
+                   "Open connections at most, 1..1000000 (default 1024)")
+        ->check(count_range(1, 1000000));
+    for (CLI::App* sub : {&app, c, d, i, r, sv}) sub->footer(kValuePolicy);
+    std::vector<std::string> commands;
+    for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+      commands.push_back(sub->get_name());
 
+    // The first word that is not an option names the command: say so when it names none.
+    for (int a = 1; a < argc; ++a) {
+      const std::string word = argv[a];
+      if (word.empty() || word[0] == '-') continue;
+      if (std::find(commands.begin(), commands.end(), word) == commands.end()) {
+        std::string list;
+        for (size_t k = 0; k < commands.size(); ++k)
+          list += (k == 0 ? "" : k + 1 == commands.size() ? " or " : ", ") + commands[k];
+        throw UsageError("unknown command '" + one_line(word, 60) + "' (expected " + list + ")");
+      }
+      break;
+    }
     try {
       app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
@@ -144,13 +219,29 @@ int cli_main(int argc, char** argv) {
       comm->finalize();
       return 0;
     } catch (const CLI::ParseError& e) {
-      throw UsageError(std::string(e.what()) + " (see gtadoc --help)");
+      throw UsageError(one_line(e.what()) + " (see gtadoc --help)");
     }
     init_logging(verbosity, comm->size() > 1 ? "rank " + std::to_string(comm->rank()) : "");
     bool progress = stderr_is_terminal() && comm->rank() == 0;
+    auto check_output = [](CLI::App* sub, const std::string& out, bool stdout_ok) {
+      CLI::Option* o = sub->get_option_no_throw("--output");
+      if (o == nullptr || o->count() == 0) return;
+      if (out.empty()) throw UsageError("-o: the output path is empty");
+      if (out == "-" && !stdout_ok)
+        throw UsageError("-o -: " + sub->get_name() +
+                         " writes a directory, which cannot go to standard output");
+    };
+    check_output(c, c_out, false);
+    check_output(d, d_out, false);
+    check_output(r, run_cmd.output, true);
+    if (c->parsed() || d->parsed() || r->parsed()) {
+      // A stop request (SIGINT, SIGTERM) removes this command's temporaries and exits 128+signal.
+      install_crash_report();
+      set_crash_rank(comm->rank(), comm->size());
+    }
 
     if (c->parsed()) {
-      if (!shard_size.empty()) copt.shard_size = parse_size(shard_size);
+      if (!shard_size.empty()) copt.shard_size = parse_size(shard_size, "--shard-size");
       copt.progress = progress;
       CompressStats s = compress(inputs, c_out, copt, *comm);
       if (comm->rank() == 0)
@@ -169,7 +260,7 @@ int cli_main(int argc, char** argv) {
       run_cmd.progress = progress;
       execute_run(run_cmd, *comm);
     } else if (sv->parsed()) {
-      sopt.cache_bytes = parse_size(cache_bytes, "--cache-bytes");
+      sopt.cache_bytes = parse_size(cache_bytes, "--cache-bytes", true);
       sopt.max_body = parse_size(max_body, "--max-body");
       serve(*comm, sopt);
     }

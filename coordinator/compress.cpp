@@ -221,9 +221,11 @@ CompressStats compress(const std::vector<std::string>& inputs, const fs::path& o
   std::unique_ptr<AtomicOutput> output;
   std::vector<uint8_t> header;  // root -> all: archive id, temporary directory
   run_collectively(comm, [&] {
-    docs = collect_inputs(inputs);
+    std::vector<SkippedInput> skipped;
+    docs = collect_inputs(inputs, &skipped);
     plan = plan_shards(docs, options.shard_size, options.shards);
     if (!root) return;
+    announce_skipped(skipped);
     AtomicOutput::Replace replace{"manifest.h5", {inputs.begin(), inputs.end()}};
     output =
         std::make_unique<AtomicOutput>(out, AtomicOutput::Kind::kDirectory, options.force, replace);

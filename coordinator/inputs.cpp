@@ -10,6 +10,10 @@
 #include <string_view>
 #include <unordered_set>
 
+#include <map>
+
+#include <spdlog/spdlog.h>
+
 #include "common/error.h"
 
 namespace gtadoc {
@@ -26,9 +30,51 @@ void add_file(std::vector<InputDocument>& out, const fs::path& path, std::string
   out.push_back({std::move(name), path, size});
 }
 
+/// Why `entry` (a non-regular directory entry) is not a document.
+std::string skip_reason(const fs::path& entry) {
+  std::error_code ec;
+  const fs::file_status own = fs::symlink_status(entry, ec);
+  if (fs::is_symlink(own)) {
+    struct stat st {};
+    if (::stat(entry.c_str(), &st) != 0)
+      return errno == ELOOP    ? "symlink loop"
+             : errno == ENOENT ? "dangling symlink"
+                               : std::string("symlink: ") + std::strerror(errno);
+    if (S_ISDIR(st.st_mode)) return "symlink to a directory (not followed)";
+    if (S_ISFIFO(st.st_mode)) return "symlink to a FIFO";
+    if (S_ISSOCK(st.st_mode)) return "symlink to a socket";
+    if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) return "symlink to a device";
+    return "symlink to a special file";
+  }
+  if (fs::is_fifo(own)) return "FIFO";
+  if (fs::is_socket(own)) return "socket";
+  if (fs::is_character_file(own) || fs::is_block_file(own)) return "device";
+  return "special file";
+}
+
 }  // namespace
 
-std::vector<InputDocument> collect_inputs(const std::vector<std::string>& inputs) {
+void announce_skipped(const std::vector<SkippedInput>& skipped) {
+  if (skipped.empty()) return;
+  for (const SkippedInput& s : skipped) spdlog::info("skipped {}: {}", s.path.string(), s.why);
+  std::map<std::string, size_t> by_why;
+  for (const SkippedInput& s : skipped) {
+    const std::string& w = s.why;
+    ++by_why[w.rfind("symlink to", 0) == 0 && w.find("directory") == std::string::npos
+                 ? "symlink to a special file"
+                 : w];
+  }
+  std::string kinds;
+  for (const auto& [why, n] : by_why)
+    kinds += (kinds.empty() ? "" : ", ") + std::to_string(n) + " " + why;
+  if (kinds.size() > 120) kinds = kinds.substr(0, 117) + "...";
+  spdlog::warn("skipped {} entr{} that {} not regular files ({}){}", skipped.size(),
+               skipped.size() == 1 ? "y" : "ies", skipped.size() == 1 ? "is" : "are", kinds,
+               spdlog::should_log(spdlog::level::info) ? "" : "; -v lists them");
+}
+
+std::vector<InputDocument> collect_inputs(const std::vector<std::string>& inputs,
+                                          std::vector<SkippedInput>* skipped) {
   std::vector<InputDocument> docs;
   for (const std::string& input : inputs) {
     fs::path root(input);
@@ -43,7 +89,12 @@ std::vector<InputDocument> collect_inputs(const std::vector<std::string>& inputs
       for (; it != end; it.increment(ec)) {
         if (ec) throw InputError(input + ": cannot read directory: " + ec.message());
         std::error_code fec;
-        if (!it->is_regular_file(fec)) continue;
+        if (!it->is_regular_file(fec)) {  // follows symlinks: a link to a file is a document
+          if (!it->is_directory(fec) || it->is_symlink(fec)) {
+            if (skipped != nullptr) skipped->push_back({it->path(), skip_reason(it->path())});
+          }
+          continue;
+        }
         add_file(docs, it->path(), it->path().lexically_relative(root).string());
       }
       if (ec) throw InputError(input + ": cannot read directory: " + ec.message());

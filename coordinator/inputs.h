@@ -19,8 +19,23 @@ struct InputDocument {
   uint64_t bytes = 0;
 };
 
+/// An entry below an input directory that is not a document (symlink policy: a symlink to a
+/// regular file, inside or outside the tree, is followed and is a document named by the link's
+/// own path; a symlink to a directory is not descended; dangling symlinks, symlink loops,
+/// FIFOs, sockets and devices are skipped).
+struct SkippedInput {
+  std::filesystem::path path;
+  std::string why;  ///< "FIFO", "socket", "device", "dangling symlink", "symlink loop", ...
+};
+
 /// Throws InputError for a missing/unreadable input, a duplicate name, or an empty corpus.
-std::vector<InputDocument> collect_inputs(const std::vector<std::string>& inputs);
+/// Entries of input directories that are not documents are appended to `skipped` when given.
+std::vector<InputDocument> collect_inputs(const std::vector<std::string>& inputs,
+                                          std::vector<SkippedInput>* skipped = nullptr);
+
+/// Logs what collect_inputs skipped: each entry at info level (-v), and one warning line
+/// counting them (nothing when none were skipped).
+void announce_skipped(const std::vector<SkippedInput>& skipped);
 
 struct ShardPlan {
   DocId first_doc = 0;

@@ -10,6 +10,8 @@
 #include <system_error>
 
 #include "common/error.h"
+#include "common/log.h"
+#include "common/temporaries.h"
 
 namespace gtadoc {
 namespace fs = std::filesystem;
@@ -18,7 +20,7 @@ fs::path unique_temp_sibling(const fs::path& target) {
   std::random_device rd;
   for (int attempt = 0; attempt < 100; ++attempt) {
     fs::path p = target;
-    p += ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(rd() % 1000000);
+    p += temporary_suffix(rd() % 1000000);
     std::error_code ec;
     if (!fs::exists(fs::symlink_status(p, ec))) return p;
   }
@@ -114,6 +116,10 @@ AtomicOutput::AtomicOutput(fs::path target, Kind kind, bool force, const Replace
     : target_(std::move(target)), kind_(kind), force_(force) {
   // "out/" names the same target as "out" (a trailing slash is harmless, SPEC §2).
   while (target_.has_relative_path() && !target_.has_filename()) target_ = target_.parent_path();
+  // Temporaries of this target left by dead processes of this host (killed, crashed) go now.
+  if (const size_t stale = remove_stale_temporaries(target_))
+    spdlog::info("{}: removed {} stale temporar{} of processes that no longer run",
+                 target_.string(), stale, stale == 1 ? "y" : "ies");
   std::error_code ec;
   const bool exists = fs::exists(fs::symlink_status(target_, ec));
   if (exists && !force_)
@@ -123,9 +129,14 @@ AtomicOutput::AtomicOutput(fs::path target, Kind kind, bool force, const Replace
   if (!fs::is_directory(parent, ec))
     throw InputError(parent.string() + ": output directory does not exist");
   temp_ = unique_temp_sibling(target_);
+  // Registered before it exists, so that a stop request removes it whatever happens next.
+  std::lock_guard<std::mutex> lock(temporaries_mutex());
+  register_temporary_locked(temp_);
   if (kind_ == Kind::kDirectory) {
-    if (!fs::create_directory(temp_, ec) || ec)
+    if (!fs::create_directory(temp_, ec) || ec) {
+      unregister_temporary_locked(temp_);
       throw InputError(temp_.string() + ": cannot create directory: " + ec.message());
+    }
   }
 }
 
@@ -133,23 +144,31 @@ AtomicOutput::~AtomicOutput() {
   if (committed_) return;
   std::error_code ec;
   fs::remove_all(temp_, ec);
+  unregister_temporary(temp_);
 }
 
 void AtomicOutput::commit() {
   std::error_code ec;
   fs::path old;
-  if (fs::exists(fs::symlink_status(target_, ec))) {
-    if (!force_) throw InputError(target_.string() + ": output exists (use --force to replace it)");
-    old = unique_temp_sibling(target_);
-    fs::rename(target_, old, ec);
-    if (ec) throw InputError(target_.string() + ": cannot replace: " + ec.message());
+  {
+    // Under the temporaries' lock: a stop request either removes the temporary before this
+    // (and the output never appears) or finds the output committed.
+    std::lock_guard<std::mutex> lock(temporaries_mutex());
+    if (fs::exists(fs::symlink_status(target_, ec))) {
+      if (!force_)
+        throw InputError(target_.string() + ": output exists (use --force to replace it)");
+      old = unique_temp_sibling(target_);
+      fs::rename(target_, old, ec);
+      if (ec) throw InputError(target_.string() + ": cannot replace: " + ec.message());
+    }
+    fs::rename(temp_, target_, ec);
+    if (ec) {
+      if (!old.empty()) fs::rename(old, target_, ec);
+      throw InputError(target_.string() + ": cannot move output into place: " + ec.message());
+    }
+    committed_ = true;
+    unregister_committed_locked(temp_);
   }
-  fs::rename(temp_, target_, ec);
-  if (ec) {
-    if (!old.empty()) fs::rename(old, target_, ec);
-    throw InputError(target_.string() + ": cannot move output into place: " + ec.message());
-  }
-  committed_ = true;
   if (!old.empty()) fs::remove_all(old, ec);
 }
 

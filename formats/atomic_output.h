@@ -67,7 +67,10 @@ class OutputFile {
   int fd_ = -1;
 };
 
-/// A sibling path of `target` that does not exist yet: "<target>.tmp-<pid>-<random>".
+/// A sibling path of `target` that does not exist yet: "<target>.tmp-<pid>-<random>-<host>".
+/// The constructor of AtomicOutput first removes such temporaries of `target` whose process
+/// (on this host) no longer exists, and registers its own (common/temporaries.h) so that a stop
+/// request (SIGINT/SIGTERM) removes it.
 std::filesystem::path unique_temp_sibling(const std::filesystem::path& target);
 
 }  // namespace gtadoc

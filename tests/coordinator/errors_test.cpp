@@ -190,8 +190,8 @@ TEST(RunErrors, UsageErrors) {
   };
   std::vector<Bad> cases = {
       {{"frobnicate"}, "unknown task 'frobnicate'"},
-      {{"sequence-count", "--n", "9"}, "--n 9 is out of range (2..8)"},
-      {{"sequence-count", "--n", "1"}, "--n 1 is out of range (2..8)"},
+      {{"sequence-count", "--n", "9"}, "--n: '9' is out of range: an integer from 2 to 8"},
+      {{"sequence-count", "--n", "1"}, "--n: '1' is out of range: an integer from 2 to 8"},
       {{"word-count", "--n", "3"}, "--n applies only to"},
       {{"word-count", "--per-doc"}, "--per-doc applies only to sequence-count"},
       {{"sort", "--top", "3"}, "--top does not apply to sort"},
