@@ -8,12 +8,12 @@
 
 #include <algorithm>
 #include <chrono>
-#include <thread>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 
 #include "common/error.h"
 

@@ -113,7 +113,6 @@ std::vector<size_t> group_aligned_bounds(size_t n, unsigned threads, Same&& same
   return bounds;
 }
 
-
 /// Few strictly increasing runs (the shuffled slices of ranks whose records were each already
 /// reduced, in key order): merged in parallel instead of sorted. The key space is cut at keys of
 /// the longest run; every thread merges its piece of every run with a small heap, summing equal

@@ -1,9 +1,9 @@
 #include "coordinator/run_command.h"
 
+#include <spdlog/spdlog.h>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
 
 #include "cluster/collective_error.h"
 #include "cluster/comm.h"
@@ -44,8 +44,8 @@ void write_stats(const RunCommand& c, Comm& comm, const ArchiveSession& s, const
                  double total) {
   std::vector<uint64_t> ns;
   // "init" of a run is opening the archive (engine creation, manifest) plus the engines' init.
-  for (double v : {t.load, t.open + t.init, t.traversal, t.collect, t.shuffle, t.merge, t.write,
-                   total})
+  for (double v :
+       {t.load, t.open + t.init, t.traversal, t.collect, t.shuffle, t.merge, t.write, total})
     ns.push_back(static_cast<uint64_t>(v * 1e9));
   comm.allreduce(ns, ReduceOp::kMax);
   if (comm.rank() != 0) return;
@@ -77,7 +77,8 @@ void add_run_options(CLI::App& app, RunCommand& c) {
   c.n = app.add_option("--n", q.n, "Sequence length, 2..8 (default 3)");
   c.top = app.add_option("--top", q.top,
                          "Limit rows (0 = all; term-vector: words per document, default 10)");
-  c.min_count = app.add_option("--min-count", q.min_count, "term-vector: only words with count >= M");
+  c.min_count =
+      app.add_option("--min-count", q.min_count, "term-vector: only words with count >= M");
   app.add_flag("--per-doc", q.per_doc, "sequence-count: count per document");
   app.add_flag("--ids", q.ids, "Print document ids instead of names");
   app.add_flag("--lowercase", q.lowercase, "Map ASCII A-Z to a-z");

@@ -12,8 +12,7 @@ RecordBatch Engine::run_batch(std::span<LoadedShard* const> shards, const QueryO
   std::vector<RecordBatch> batches;
   batches.reserve(shards.size());
   stats.assign(shards.size(), ShardRunStats{});
-  for (size_t i = 0; i < shards.size(); ++i)
-    batches.push_back(run(*shards[i], q, norm, stats[i]));
+  for (size_t i = 0; i < shards.size(); ++i) batches.push_back(run(*shards[i], q, norm, stats[i]));
   return concatenate(std::move(batches), key_layout(q).width, threads);
 }
 

@@ -18,7 +18,8 @@ bool gpu_memory(int local_rank, uint64_t* used, uint64_t* total) {
     return false;
   }
   size_t free_b = 0, total_b = 0;
-  if (cudaSetDevice(local_rank % n) != cudaSuccess || cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
+  if (cudaSetDevice(local_rank % n) != cudaSuccess ||
+      cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
     (void)cudaGetLastError();
     return false;
   }

@@ -1,10 +1,10 @@
 #include "coordinator/pipeline/archive_session.h"
 
+#include <spdlog/spdlog.h>
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <spdlog/spdlog.h>
 
 #include "cluster/assignment.h"
 #include "cluster/collective_error.h"
@@ -56,7 +56,9 @@ uint64_t grammar_bytes(const ShardGrammar& g) {
          g.doc_root_offsets.size() * sizeof(uint64_t) + g.level_offsets.size() * sizeof(uint32_t);
 }
 
-int norm_slot(bool lowercase, bool alnum) { return (lowercase ? 1 : 0) + (alnum ? 2 : 0); }
+int norm_slot(bool lowercase, bool alnum) {
+  return (lowercase ? 1 : 0) + (alnum ? 2 : 0);
+}
 
 }  // namespace
 
@@ -73,9 +75,8 @@ std::unique_ptr<ArchiveSession> ArchiveSession::open(Comm& comm, const SessionOp
   Timer timer;
   std::unique_ptr<ArchiveSession> s(new ArchiveSession(comm, options));
   run_collectively(comm, [&] {
-    s->threads_ = options.threads != 0
-                      ? options.threads
-                      : default_threads(static_cast<unsigned>(comm.local_size()));
+    s->threads_ = options.threads != 0 ? options.threads
+                                       : default_threads(static_cast<unsigned>(comm.local_size()));
     std::string engine = options.engine;
     if (engine != "auto" && engine != "gpu" && engine != "cpu")
       throw UsageError("--engine: unknown engine '" + engine + "' (expected auto, gpu or cpu)");
@@ -99,10 +100,9 @@ std::unique_ptr<ArchiveSession> ArchiveSession::open(Comm& comm, const SessionOp
     // manifest, starting the first shard's read and normalizing the dictionary.
     const int local_rank = comm.local_rank();
     const unsigned threads = s->threads_;
-    std::future<std::unique_ptr<Engine>> made =
-        std::async(std::launch::async, [engine, threads, local_rank] {
-          return make_engine(engine, threads, local_rank);
-        });
+    std::future<std::unique_ptr<Engine>> made = std::async(
+        std::launch::async,
+        [engine, threads, local_rank] { return make_engine(engine, threads, local_rank); });
     try {
       s->manifest_ = read_manifest(s->path_);
       std::vector<uint64_t> sizes;
@@ -170,7 +170,8 @@ const DocText& ArchiveSession::doc_text(bool ids, OutputFormat format) {
 
 RecordBatch ArchiveSession::collect(const QueryOptions& q, const Normalization& norm,
                                     QueryTimings& t) {
-  RecordBatch out = options_.resident ? collect_resident(q, norm, t) : collect_streaming(q, norm, t);
+  RecordBatch out =
+      options_.resident ? collect_resident(q, norm, t) : collect_streaming(q, norm, t);
   set_crash_context(comm_.size() > 1 ? "rank " + std::to_string(comm_.rank()) +
                                            " (after its shards, exchanging results)"
                                      : "");

@@ -83,10 +83,8 @@ class ArchiveSession {
 
  private:
   ArchiveSession(Comm& comm, SessionOptions options);
-  RecordBatch collect_resident(const QueryOptions& q, const Normalization& norm,
-                               QueryTimings& t);
-  RecordBatch collect_streaming(const QueryOptions& q, const Normalization& norm,
-                                QueryTimings& t);
+  RecordBatch collect_resident(const QueryOptions& q, const Normalization& norm, QueryTimings& t);
+  RecordBatch collect_streaming(const QueryOptions& q, const Normalization& norm, QueryTimings& t);
   /// `batched`: one Engine::run_batch over the shards (the GPU engine merges them into one DAG,
   /// worth it when the set is queried again); else the shards one after the other.
   RecordBatch run_loaded(std::vector<std::unique_ptr<LoadedShard>>& loaded,

@@ -150,8 +150,9 @@ PointFilter resolve_filter(const QuerySpec& spec, const Manifest& manifest,
     const size_t docs = manifest.docs.size();
     f.docs.assign(std::max<size_t>(1, docs), 0);
     for (const std::string& name : spec.docs) {
-      auto it = std::lower_bound(manifest.docs.begin(), manifest.docs.end(), name,
-                                 [](const DocEntry& e, const std::string& n) { return e.name < n; });
+      auto it =
+          std::lower_bound(manifest.docs.begin(), manifest.docs.end(), name,
+                           [](const DocEntry& e, const std::string& n) { return e.name < n; });
       if (it == manifest.docs.end() || it->name != name)
         throw UsageError("\"docs\": no document named '" + name + "' in the archive");
       f.docs[static_cast<size_t>(it - manifest.docs.begin())] = 1;
@@ -235,8 +236,7 @@ std::unique_ptr<QueryResult> run_query(Comm& comm, ArchiveSession& session, cons
     doc_end = r + 1 == comm.size() ? num_docs : std::min(splitters[r], num_docs);
     doc_end = std::max(doc_begin, doc_end);
   }
-  res.rows = plan_rank_rows(comm, std::move(owned), q, keys_order,
-                            doc_begin, doc_end, threads,
+  res.rows = plan_rank_rows(comm, std::move(owned), q, keys_order, doc_begin, doc_end, threads,
                             filter.docs.empty() ? nullptr : &filter.docs);
   t.merge += merge_timer.seconds();
   res.docs = &session.doc_text(q.ids, res.format);
@@ -253,8 +253,8 @@ uint64_t stream_query_result(Comm& comm, const QueryResult& result, uint64_t chu
                              const std::function<bool(const char*, size_t)>& sink,
                              unsigned threads) {
   const RenderContext ctx = result.context();
-  const RowRenderer renderer(result.rows.records, result.rows.plan, ctx,
-                             result.rows.first_row == 0, threads);
+  const RowRenderer renderer(result.rows.records, result.rows.plan, ctx, result.rows.first_row == 0,
+                             threads);
   uint64_t bytes = renderer.bytes();
   if (comm.rank() != 0) {
     // Pieces go to rank 0 one at a time (MPI_Send returns when rank 0 has taken it, for large

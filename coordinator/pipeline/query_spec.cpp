@@ -24,8 +24,8 @@ bool get_bool(const json& v, const std::string& name) {
 }
 
 uint64_t get_count(const json& v, const std::string& name, uint64_t lo, uint64_t hi) {
-  if (!v.is_number_integer() || (v.is_number_integer() && !v.is_number_unsigned() &&
-                                 v.get<int64_t>() < 0))
+  if (!v.is_number_integer() ||
+      (v.is_number_integer() && !v.is_number_unsigned() && v.get<int64_t>() < 0))
     throw UsageError("\"" + name + "\" must be a non-negative integer");
   const uint64_t x = v.get<uint64_t>();
   if (x < lo || x > hi)
@@ -94,8 +94,7 @@ void validate_query(QuerySpec& s) {
     throw UsageError("--per-doc applies only to sequence-count");
   if (s.min_count_given && t != Task::kTermVector)
     throw UsageError("--min-count applies only to term-vector");
-  if (s.top_given && t != Task::kWordCount && t != Task::kTermVector &&
-      t != Task::kSequenceCount)
+  if (s.top_given && t != Task::kWordCount && t != Task::kTermVector && t != Task::kSequenceCount)
     throw UsageError(std::string("--top does not apply to ") + task_name(t));
   if (t == Task::kTermVector && !s.top_given) s.q.top = 10;
   if (s.traversal == "auto")

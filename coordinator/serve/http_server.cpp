@@ -1,5 +1,6 @@
 #include "coordinator/serve/http_server.h"
 
+#include <spdlog/spdlog.h>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
@@ -11,7 +12,6 @@
 #include <boost/beast/http.hpp>
 #include <csignal>
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
 
 #include "common/error.h"
 #include "coordinator/pipeline/query_pipeline.h"
@@ -27,7 +27,9 @@ namespace {
 
 using Headers = std::vector<std::pair<http::field, std::string>>;
 
-std::string_view sv(beast::string_view s) { return {s.data(), s.size()}; }
+std::string_view sv(beast::string_view s) {
+  return {s.data(), s.size()};
+}
 
 /// Compares in time that depends only on the lengths, not on where the strings differ.
 bool constant_time_equal(std::string_view a, std::string_view b) {
@@ -125,8 +127,9 @@ class Session {
           ec == asio::error::eof || ec == asio::error::operation_aborted)
         co_return false;
       if (ec == http::error::body_limit)
-        co_await reply_error(413, "request body larger than " + std::to_string(state_.max_body) +
-                                      " bytes", false, "other");
+        co_await reply_error(
+            413, "request body larger than " + std::to_string(state_.max_body) + " bytes", false,
+            "other");
       else if (ec == http::error::header_limit)
         co_await reply_error(431, "request headers too large", false, "other");
       else
@@ -151,19 +154,22 @@ class Session {
       }
     }
     if (target == "/healthz") {
-      if (req.method() != http::verb::get) co_return co_await method_not_allowed("GET", keep, label);
+      if (req.method() != http::verb::get)
+        co_return co_await method_not_allowed("GET", keep, label);
       const bool draining = state_.draining;
       const std::string_view text = draining ? std::string_view("draining\n") : "ok\n";
       co_return co_await reply(draining ? 503 : 200, text, "text/plain", keep, label);
     }
     if (target == "/metrics") {
-      if (req.method() != http::verb::get) co_return co_await method_not_allowed("GET", keep, label);
+      if (req.method() != http::verb::get)
+        co_return co_await method_not_allowed("GET", keep, label);
       state_.metrics.set_queue_depth(static_cast<int64_t>(state_.queue.depth()));
       co_return co_await reply(200, state_.metrics.render(state_.cache),
                                "text/plain; version=0.0.4; charset=utf-8", keep, label);
     }
     if (target == "/v1/archive") {
-      if (req.method() != http::verb::get) co_return co_await method_not_allowed("GET", keep, label);
+      if (req.method() != http::verb::get)
+        co_return co_await method_not_allowed("GET", keep, label);
       co_return co_await reply(200, state_.archive_json, "application/json", keep, label);
     }
     if (target == "/v1/query") {
@@ -202,13 +208,14 @@ class Session {
       co_return co_await reply(304, "", "", keep, "/v1/query", cache_headers);
     }
     // A request with Cache-Control: no-cache wants a fresh answer (benchmarks measure that).
-    const bool fresh = sv(req[http::field::cache_control]).find("no-cache") != std::string_view::npos;
+    const bool fresh =
+        sv(req[http::field::cache_control]).find("no-cache") != std::string_view::npos;
     if (auto cached = fresh ? nullptr : state_.cache.get(job->key)) {
       cache_headers.emplace_back(http::field::unknown, std::to_string(cached->rows));
       const bool open = co_await reply(200, cached->body, content_type(job->spec.format), keep,
                                        "/v1/query", cache_headers);
-      state_.metrics.query(
-          task, 200, std::chrono::duration<double>(Clock::now() - received).count(), true);
+      state_.metrics.query(task, 200,
+                           std::chrono::duration<double>(Clock::now() - received).count(), true);
       co_return open;
     }
     state_.metrics.cache_miss();
@@ -256,7 +263,8 @@ class Session {
   asio::awaitable<bool> method_not_allowed(const char* allow, bool keep, const std::string& label) {
     Headers h;
     h.emplace_back(http::field::allow, allow);
-    co_return co_await reply(405, error_body(405, std::string("method not allowed (use ") + allow + ")"),
+    co_return co_await reply(405,
+                             error_body(405, std::string("method not allowed (use ") + allow + ")"),
                              "application/json", keep, label, std::move(h));
   }
 
@@ -272,7 +280,8 @@ class Session {
     state_.metrics.request(label, status);
     http::response<http::span_body<const char>> res{static_cast<http::status>(status), 11};
     res.set(http::field::server, "gtadoc");
-    if (!type.empty()) res.set(http::field::content_type, beast::string_view(type.data(), type.size()));
+    if (!type.empty())
+      res.set(http::field::content_type, beast::string_view(type.data(), type.size()));
     for (auto& [k, v] : extra) {
       if (k == http::field::unknown)  // the one custom header: the rows of a cached answer
         res.set("X-Gtadoc-Rows", v);
@@ -310,8 +319,7 @@ asio::awaitable<void> accept_loop(ServiceState& state, tcp::acceptor& acceptor) 
     }
     auto session = std::make_shared<Session>(state, std::move(socket));
     asio::co_spawn(
-        strand, [session]() -> asio::awaitable<void> { co_await session->run(); },
-        asio::detached);
+        strand, [session]() -> asio::awaitable<void> { co_await session->run(); }, asio::detached);
   }
 }
 
@@ -358,14 +366,17 @@ HttpServer::HttpServer(ServiceState& state, const asio::ip::address& address, ui
   port_ = acceptor_.local_endpoint().port();
 }
 
-HttpServer::~HttpServer() { stop(); }
+HttpServer::~HttpServer() {
+  stop();
+}
 
 void HttpServer::start(unsigned threads, std::function<void()> on_stop_signal) {
   signals_.async_wait([on_stop_signal](const beast::error_code& ec, int) {
     if (!ec && on_stop_signal) on_stop_signal();
   });
   asio::co_spawn(ioc_, accept_loop(state_, acceptor_), asio::detached);
-  for (unsigned i = 0; i < std::max(1u, threads); ++i) threads_.emplace_back([this] { ioc_.run(); });
+  for (unsigned i = 0; i < std::max(1u, threads); ++i)
+    threads_.emplace_back([this] { ioc_.run(); });
 }
 
 void HttpServer::stop_accepting() {

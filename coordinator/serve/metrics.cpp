@@ -44,14 +44,15 @@ void Metrics::set_rank_memory(std::vector<uint64_t> resident, std::vector<uint64
 std::string Metrics::render(const ResultCache& cache) const {
   std::lock_guard lock(mu_);
   std::string out;
-  header(out, "gtadoc_http_requests_total", "counter", "HTTP requests by endpoint and status code.");
+  header(out, "gtadoc_http_requests_total", "counter",
+         "HTTP requests by endpoint and status code.");
   for (const auto& [k, v] : requests_)
     out += fmt::format("gtadoc_http_requests_total{{endpoint=\"{}\",code=\"{}\"}} {}\n", k.first,
                        k.second, v);
   header(out, "gtadoc_queries_total", "counter", "Queries by task and HTTP status.");
   for (const auto& [k, v] : queries_)
-    out += fmt::format("gtadoc_queries_total{{task=\"{}\",code=\"{}\"}} {}\n", k.first, k.second,
-                       v);
+    out +=
+        fmt::format("gtadoc_queries_total{{task=\"{}\",code=\"{}\"}} {}\n", k.first, k.second, v);
   auto histogram = [&](const char* name, const char* help,
                        const std::map<std::string, Histogram>& hs) {
     header(out, name, "histogram", help);

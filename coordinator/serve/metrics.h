@@ -19,9 +19,8 @@ class ResultCache;
 class Metrics {
  public:
   /// Upper bounds of the latency histogram buckets, seconds.
-  static constexpr std::array<double, 14> kBuckets = {0.0005, 0.001, 0.0025, 0.005, 0.01,
-                                                      0.025,  0.05,  0.1,    0.25,  0.5,
-                                                      1,      2.5,   5,      10};
+  static constexpr std::array<double, 14> kBuckets = {
+      0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
 
   /// An HTTP request finished: `endpoint` ("/v1/query", "/metrics", "other", ...), status code.
   void request(const std::string& endpoint, int status);

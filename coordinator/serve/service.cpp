@@ -1,12 +1,12 @@
 #include "coordinator/serve/service.h"
 
+#include <spdlog/spdlog.h>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
-#include <spdlog/spdlog.h>
 #include <thread>
 
 #include "cluster/collective_error.h"
@@ -90,8 +90,8 @@ std::vector<uint8_t> encode(OutputFormat format, const std::string& body) {
 }
 
 QuerySpec decode(const std::vector<uint8_t>& msg) {
-  QuerySpec spec = query_from_json(std::string_view(reinterpret_cast<const char*>(msg.data()) + 1,
-                                                    msg.size() - 1));
+  QuerySpec spec = query_from_json(
+      std::string_view(reinterpret_cast<const char*>(msg.data()) + 1, msg.size() - 1));
   spec.format = static_cast<OutputFormat>(msg[0]);
   spec.format_given = true;
   return spec;
@@ -156,8 +156,8 @@ void execute(Comm& comm, ArchiveSession& session, const std::vector<uint8_t>& ms
     return;
   }
   if (job == nullptr) {
-    stream_query_result(comm, *result, kStreamChunk, [](const char*, size_t) { return true; },
-                        session.threads());
+    stream_query_result(
+        comm, *result, kStreamChunk, [](const char*, size_t) { return true; }, session.threads());
     return;
   }
   SocketWriter w(job->fd, job->deadline, !job->http10);

@@ -20,13 +20,13 @@ struct ServeOptions {
   std::string listen = "127.0.0.1:8080";  ///< HOST:PORT ([v6]:PORT); port 0 = any free port
   std::string token_file;                 ///< required for a non-loopback listen
   std::string engine = "auto";
-  unsigned threads = 0;             ///< CPU threads per rank (0 = default)
-  unsigned http_threads = 2;        ///< rank 0's I/O threads
-  size_t queue = 64;                ///< queries that may wait; more get 503
+  unsigned threads = 0;                 ///< CPU threads per rank (0 = default)
+  unsigned http_threads = 2;            ///< rank 0's I/O threads
+  size_t queue = 64;                    ///< queries that may wait; more get 503
   uint64_t cache_bytes = 256ull << 20;  ///< result cache bound (0 = off)
-  uint64_t max_body = 1ull << 20;   ///< request body limit (413 above)
-  double read_timeout_s = 10;       ///< a whole request must arrive within this (408)
-  double query_timeout_s = 60;      ///< from arrival to the last byte of the response
+  uint64_t max_body = 1ull << 20;       ///< request body limit (413 above)
+  double read_timeout_s = 10;           ///< a whole request must arrive within this (408)
+  double query_timeout_s = 60;          ///< from arrival to the last byte of the response
   size_t max_connections = 1024;
 };
 

@@ -16,9 +16,9 @@
 #include <string>
 
 #include "coordinator/pipeline/query_spec.h"
-#include "formats/archive.h"
 #include "coordinator/serve/metrics.h"
 #include "coordinator/serve/result_cache.h"
+#include "formats/archive.h"
 
 namespace gtadoc {
 
@@ -88,9 +88,9 @@ struct ServiceState {
   ResultCache cache;
   Metrics metrics;
   const Manifest* manifest = nullptr;  ///< of the resident archive (immutable while serving)
-  std::string token;         ///< empty = no authentication (loopback only)
-  std::string archive_json;  ///< GET /v1/archive
-  std::string etag_prefix;   ///< the archive's id
+  std::string token;                   ///< empty = no authentication (loopback only)
+  std::string archive_json;            ///< GET /v1/archive
+  std::string etag_prefix;             ///< the archive's id
   uint64_t max_body = 1 << 20;
   std::chrono::milliseconds read_timeout{10000}, query_timeout{60000};
   size_t max_connections = 1024;

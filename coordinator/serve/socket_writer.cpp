@@ -3,8 +3,8 @@
 #include <poll.h>
 #include <sys/socket.h>
 
-#include <cerrno>
 #include <fmt/format.h>
+#include <cerrno>
 
 namespace gtadoc {
 
@@ -96,7 +96,8 @@ bool SocketWriter::send_all(const char* data, size_t size) {
 
 bool SocketWriter::head(int status, const std::vector<std::pair<std::string, std::string>>& headers,
                         long long content_length, bool keep_alive) {
-  std::string h = fmt::format("HTTP/1.1 {} {}\r\nServer: gtadoc\r\n", status, status_reason(status));
+  std::string h =
+      fmt::format("HTTP/1.1 {} {}\r\nServer: gtadoc\r\n", status, status_reason(status));
   for (const auto& [k, v] : headers) h += k + ": " + v + "\r\n";
   if (content_length >= 0) {
     h += fmt::format("Content-Length: {}\r\n", content_length);

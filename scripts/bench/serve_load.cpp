@@ -102,9 +102,8 @@ void client(const std::string& host, const std::string& port, const std::string&
     if (status == 200) out.ms.push_back(ms);
     out.bytes = std::max(out.bytes, got);
     std::string timing;  // the header's and the trailer's (rendering) fields
-    for (auto it = parser.get().find("Server-Timing"); it != parser.get().end() &&
-                                                       beast::iequals(it->name_string(), "Server-Timing");
-         ++it)
+    for (auto it = parser.get().find("Server-Timing");
+         it != parser.get().end() && beast::iequals(it->name_string(), "Server-Timing"); ++it)
       timing += (timing.empty() ? "" : ", ") + std::string(it->value());
     if (!timing.empty()) out.server_timing = timing;
     if (!parser.get().keep_alive()) {
@@ -128,7 +127,8 @@ int main(int argc, char** argv) {
   std::string host = "127.0.0.1", port = "8080", body, body_file, token_file, accept, save;
   int connections = 1, requests = 10;
   bool no_cache = false;
-  app.add_flag("--no-cache", no_cache, "send Cache-Control: no-cache (a fresh answer, not the cache's)");
+  app.add_flag("--no-cache", no_cache,
+               "send Cache-Control: no-cache (a fresh answer, not the cache's)");
   app.add_option("--host", host);
   app.add_option("--port", port)->required();
   app.add_option("--body", body, "request body (JSON)");
@@ -156,8 +156,7 @@ int main(int argc, char** argv) {
   for (int c = 0; c < connections; ++c) {
     const int mine = requests / connections + (c < requests % connections ? 1 : 0);
     threads.emplace_back(client, host, port, body, token, accept, no_cache, mine,
-                         c == 0 ? save : "",
-                         std::ref(out));
+                         c == 0 ? save : "", std::ref(out));
   }
   for (auto& t : threads) t.join();
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

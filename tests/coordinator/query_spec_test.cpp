@@ -220,7 +220,9 @@ TEST(QuerySpec, OnlyUsageErrorsEscape) {
             UINT64_MAX);
 }
 
-std::string key(const std::string& body) { return query_key(query_from_json(body)); }
+std::string key(const std::string& body) {
+  return query_key(query_from_json(body));
+}
 
 TEST(QuerySpec, KeyEqualForEquivalentQueries) {
   // Field order, spelling, defaults given or not, the traversal (same bytes by contract).
@@ -230,8 +232,7 @@ TEST(QuerySpec, KeyEqualForEquivalentQueries) {
   EXPECT_EQ(key(R"({"task": "word-count"})"),
             key(R"({"task": "word-count", "lowercase": false, "alnum": false})"));
   EXPECT_EQ(key(R"({"task": "term-vector"})"), key(R"({"task": "term-vector", "top": 10})"));
-  EXPECT_EQ(key(R"({"task": "term-vector"})"),
-            key(R"({"task": "term-vector", "min_count": 1})"));
+  EXPECT_EQ(key(R"({"task": "term-vector"})"), key(R"({"task": "term-vector", "min_count": 1})"));
   EXPECT_EQ(key(R"({"task": "sequence-count"})"), key(R"({"task": "sequence-count", "n": 3})"));
   EXPECT_EQ(key(R"({"task": "ranked-inverted-index"})"),
             key(R"({"task": "ranked-inverted-index", "n": 3})"));

@@ -43,7 +43,9 @@ std::string read_all(const fs::path& p) {
   return ss.str();
 }
 
-std::string quote(const std::string& s) { return "'" + s + "'"; }
+std::string quote(const std::string& s) {
+  return "'" + s + "'";
+}
 
 /// Standard output of a shell command (its exit status must be 0).
 std::string capture(const std::string& command) {
@@ -220,7 +222,8 @@ TEST_F(BeastClient, KeepAliveServesSeveralRequestsOnOneConnection) {
   Connection c;
   const std::string wc = run("word-count --top 7");
   const std::string sorted = run("sort --lowercase");
-  const std::string info = capture(quote(g->bin) + " info " + quote(g->archive.string()) + " --json");
+  const std::string info =
+      capture(quote(g->bin) + " info " + quote(g->archive.string()) + " --json");
   for (int round = 0; round < 3; ++round) {
     auto a = c.query(R"({"task": "word-count", "top": 7, "format": "tsv"})");
     ASSERT_EQ(a.result_int(), 200);

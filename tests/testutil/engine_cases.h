@@ -15,10 +15,10 @@ struct TaskCase {
   bool per_doc = false;
 };
 /// The six tasks, sequence-count both global and per document.
-inline constexpr TaskCase kTaskCases[] = {
-    {Task::kWordCount},     {Task::kSort},          {Task::kInvertedIndex},
-    {Task::kTermVector},    {Task::kSequenceCount}, {Task::kSequenceCount, true},
-    {Task::kRankedInvertedIndex}};
+inline constexpr TaskCase kTaskCases[] = {{Task::kWordCount},          {Task::kSort},
+                                          {Task::kInvertedIndex},      {Task::kTermVector},
+                                          {Task::kSequenceCount},      {Task::kSequenceCount, true},
+                                          {Task::kRankedInvertedIndex}};
 
 /// Sets an environment variable for the lifetime of the object, then restores it.
 class ScopedEnv {

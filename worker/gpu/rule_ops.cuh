@@ -26,8 +26,8 @@ static_assert(kRuleBlock == kBlock && kRuleBlock % kWarp == 0,
 /// one launch instead of three (the DAG's depth is the length of the launch chain).
 template <class Op>
 __global__ void __launch_bounds__(kRuleBlock)
-    rules_of_level(const uint32_t* list, uint32_t threads, uint32_t warps, uint32_t tb,
-                   uint32_t wb, Op op) {
+    rules_of_level(const uint32_t* list, uint32_t threads, uint32_t warps, uint32_t tb, uint32_t wb,
+                   Op op) {
   const uint32_t b = blockIdx.x;
   if (b < tb) {
     const uint32_t i = b * kRuleBlock + threadIdx.x;
