@@ -11,20 +11,10 @@ BIN=$1 SRC=$2 WORK=$3
 fail() { echo "FAIL: $*" >&2; exit 1; }
 command -v ab >/dev/null || { echo "SKIP: ab is not installed (Debian package apache2-utils)"; exit 77; }
 command -v curl >/dev/null || { echo "SKIP: curl is not installed"; exit 77; }
-rm -rf "$WORK" && mkdir -p "$WORK/in"
-export LC_ALL=C
-
-PIDS=()
-cleanup() {
-  local p
-  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-}
-trap cleanup EXIT
-
-(cd "$SRC/data/sample" && find . -type f | sort | awk 'NR <= 60' |
-   while read -r f; do mkdir -p "$WORK/in/$(dirname "$f")"; cp "$f" "$WORK/in/$f"; done)
-"$BIN" compress "$WORK/in" -o "$WORK/a.gtd" --shards 3 2>/dev/null
-A=$WORK/a.gtd
+# shellcheck source=tests/serve/lib.sh
+source "$(dirname "$0")/lib.sh"
+serve_setup
+sample_archive 60
 
 printf '{"task": "word-count", "top": 100, "lowercase": true, "format": "tsv"}' > "$WORK/body.json"
 # Samples for the correctness check: request body | gtadoc run options.

@@ -28,10 +28,9 @@ cleanup() {  # stop a service still running: SIGTERM to mpirun (forwarded to the
 }
 trap cleanup EXIT
 
-(cd "$SRC/data/sample" && find . -type f | sort | awk 'NR <= 60' |
-   while read -r f; do mkdir -p "$WORK/in/$(dirname "$f")"; cp "$f" "$WORK/in/$f"; done)
-"$BIN" compress "$WORK/in" -o "$WORK/a.gtd" --shards 3 2>/dev/null
-A=$WORK/a.gtd
+# shellcheck source=tests/serve/lib.sh
+source "$(dirname "$0")/lib.sh"
+sample_archive 60
 SHARDS=3
 
 # start LOG [ENV...]: the service under mpirun; sets MPI_PID, URL.

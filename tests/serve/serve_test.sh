@@ -22,21 +22,11 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 DEFECTS=0
 defect() { echo "FAIL: $*" >&2; DEFECTS=$((DEFECTS + 1)); }
 command -v curl >/dev/null || { echo "SKIP: curl is not installed"; exit 77; }
-rm -rf "$WORK" && mkdir -p "$WORK/in"
-export LC_ALL=C
-
-PIDS=()
-cleanup() {
-  local p
-  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-}
-trap cleanup EXIT
-
+# shellcheck source=tests/serve/lib.sh
+source "$(dirname "$0")/lib.sh"
+serve_setup
 # Corpus: 60 files of the bundled sample, 3 shards; the whole sample for the SIGTERM test.
-(cd "$SRC/data/sample" && find . -type f | sort | awk 'NR <= 60' |
-   while read -r f; do mkdir -p "$WORK/in/$(dirname "$f")"; cp "$f" "$WORK/in/$f"; done)
-"$BIN" compress "$WORK/in" -o "$WORK/a.gtd" --shards 3 2>/dev/null
-A=$WORK/a.gtd
+sample_archive 60
 mapfile -t DOCS < <(cd "$WORK/in" && find . -type f | sed 's|^\./||' | sort)
 [[ ${#DOCS[@]} -eq 60 ]] || fail "expected 60 documents, got ${#DOCS[@]}"
 
