@@ -27,6 +27,7 @@ Progress::Progress(std::string label, uint64_t total, std::string unit, bool ena
     : label_(std::move(label)),
       unit_(std::move(unit)),
       total_(total),
+      terminal_(stderr_is_terminal()),
       enabled_(enabled),
       start_(std::chrono::steady_clock::now()),
       last_draw_(start_) {}
@@ -40,7 +41,7 @@ void Progress::add(uint64_t amount) {
   if (!enabled_) return;
   std::lock_guard<std::mutex> lock(mu_);
   auto now = std::chrono::steady_clock::now();
-  if (now - last_draw_ < std::chrono::milliseconds(200)) return;
+  if (now - last_draw_ < std::chrono::milliseconds(terminal_ ? 200 : 2000)) return;
   last_draw_ = now;
   draw(false);
 }
@@ -57,9 +58,10 @@ void Progress::draw(bool final_line) {
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   uint64_t done = done_.load();
   double pct = total_ ? 100.0 * static_cast<double>(done) / static_cast<double>(total_) : 100.0;
-  std::fprintf(stderr, "\r%s: %5.1f%% (%llu/%llu %s, %.1fs)%s", label_.c_str(), pct,
-               static_cast<unsigned long long>(done), static_cast<unsigned long long>(total_),
-               unit_.c_str(), secs, final_line ? "\n" : "");
+  std::fprintf(stderr, "%s%s: %5.1f%% (%llu/%llu %s, %.1fs)%s", terminal_ ? "\r" : "",
+               label_.c_str(), pct, static_cast<unsigned long long>(done),
+               static_cast<unsigned long long>(total_), unit_.c_str(), secs,
+               final_line || !terminal_ ? "\n" : "");
   std::fflush(stderr);
 }
 

@@ -28,6 +28,7 @@ class Progress {
   void draw(bool final_line);
   std::string label_, unit_;
   uint64_t total_;
+  bool terminal_;  ///< redraw one line on a terminal; elsewhere a line every few seconds
   std::atomic<uint64_t> done_{0};
   bool enabled_;
   bool finished_ = false;

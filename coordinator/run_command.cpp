@@ -91,6 +91,9 @@ void add_run_options(CLI::App& app, RunCommand& c) {
   app.add_option("--traversal", c.spec.traversal, "auto (default), top-down or bottom-up");
   app.add_option("--threads", c.threads, "CPU threads per rank (default: cores / ranks)");
   app.add_flag("--force", c.force, "Replace an existing output");
+  app.add_flag("--progress", c.progress_requested,
+               "Show progress on rank 0 (shards loaded and traversed, bytes written) even when "
+               "standard error is not a terminal, e.g. under mpirun or Slurm");
   app.add_option("--stats", c.stats_file,
                  "Write timings (max over ranks) and traversal decisions as JSON to FILE");
 }
@@ -108,13 +111,15 @@ void execute_run(RunCommand& c, Comm& comm) {
   options.auto_task = c.spec.q.task;
   options.lowercase = c.spec.q.lowercase;
   options.alnum = c.spec.q.alnum;
+  const bool progress = comm.rank() == 0 && (c.progress || c.progress_requested);
+  options.progress = progress;
   std::unique_ptr<ArchiveSession> session = ArchiveSession::open(comm, options, &t);
   if (comm.rank() == 0)
     spdlog::info("run {} on {} shards, {} ranks, engine {}", task_name(c.spec.q.task),
                  session->manifest().shards.size(), comm.size(), session->engine().name());
   std::unique_ptr<QueryResult> result = run_query(comm, *session, c.spec, t);
   Timer write_timer;
-  write_query_result(comm, *result, {c.output, c.partitioned, c.force, c.archive},
+  write_query_result(comm, *result, {c.output, c.partitioned, c.force, c.archive, progress},
                      session->threads());
   t.write = write_timer.seconds();
   if (!c.stats_file.empty()) write_stats(c, comm, *session, t, timer.seconds());

@@ -17,7 +17,9 @@ struct RunCommand {
   std::string stats_file;  ///< --stats FILE: timings and decisions as JSON (for benchmarks)
   QuerySpec spec;
   unsigned threads = 0;
-  bool partitioned = false, force = false, progress = false;
+  bool partitioned = false, force = false;
+  bool progress = false;            ///< stderr is a terminal (set by the CLI)
+  bool progress_requested = false;  ///< --progress: also without a terminal (under a launcher)
   CLI::Option *n = nullptr, *top = nullptr, *min_count = nullptr;  ///< to see what was given
 };
 

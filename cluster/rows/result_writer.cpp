@@ -7,6 +7,7 @@
 #include "cluster/collective_error.h"
 #include "cluster/comm.h"
 #include "common/error.h"
+#include "common/log.h"
 #include "formats/atomic_output.h"
 
 namespace gtadoc {
@@ -42,13 +43,20 @@ fs::path shared_temporary(Comm& comm, std::unique_ptr<AtomicOutput>& out,
 
 /// Writes `renderer`'s rows and then `trailer` into `file` starting at `offset`.
 void write_slice(OutputFile& file, uint64_t offset, const RowRenderer& renderer,
-                 std::string_view trailer) {
+                 std::string_view trailer, Progress& progress) {
   uint64_t at = offset;
   renderer.render(kChunkBytes, [&](const char* data, size_t size) {
     file.write_at(at, data, size);
     at += size;
+    progress.add(size);
   });
   file.write_at(at, trailer.data(), trailer.size());
+}
+
+/// What rank 0 shows while it writes its `bytes` (its slice of the result under several ranks).
+Progress write_progress(const Comm& comm, const ResultTarget& target, uint64_t bytes) {
+  return Progress(comm.size() > 1 ? "writing (rank 0's part)" : "writing", bytes, "bytes",
+                  target.progress && comm.rank() == 0);
 }
 
 }  // namespace
@@ -64,9 +72,10 @@ uint64_t write_result(Comm& comm, const RankRows& rows, const RenderContext& ctx
     char part[64];
     std::snprintf(part, sizeof part, "part-%05d.%s", comm.rank(),
                   ctx.format == OutputFormat::kJson ? "json" : "tsv");
+    Progress progress = write_progress(comm, target, renderer.bytes());
     run_collectively(comm, [&] {
       OutputFile file(tmp / part, OutputFile::Mode::kCreateNew);
-      write_slice(file, 0, renderer, trailer);
+      write_slice(file, 0, renderer, trailer, progress);
       file.close();
     });
     run_collectively(comm, [&] {
@@ -82,8 +91,12 @@ uint64_t write_result(Comm& comm, const RankRows& rows, const RenderContext& ctx
   const uint64_t mine = renderer.bytes() + trailer.size();
   if (target.path.empty()) {
     if (comm.size() == 1) {
+      Progress progress = write_progress(comm, target, mine);
       run_collectively(comm, [&] {
-        renderer.render(kChunkBytes, write_stdout);
+        renderer.render(kChunkBytes, [&](const char* data, size_t size) {
+          write_stdout(data, size);
+          progress.add(size);
+        });
         write_stdout(trailer.data(), trailer.size());
         if (std::fflush(stdout) != 0)
           throw InputError("cannot write the result to standard output");
@@ -106,9 +119,10 @@ uint64_t write_result(Comm& comm, const RankRows& rows, const RenderContext& ctx
   const fs::path tmp = shared_temporary(comm, out, target, AtomicOutput::Kind::kFile);
   const std::vector<uint64_t> sizes = comm.allgather(mine);
   const uint64_t offset = std::accumulate(sizes.begin(), sizes.begin() + comm.rank(), uint64_t{0});
+  Progress progress = write_progress(comm, target, renderer.bytes());
   run_collectively(comm, [&] {
     OutputFile file(tmp, OutputFile::Mode::kOpenExisting);
-    write_slice(file, offset, renderer, trailer);
+    write_slice(file, offset, renderer, trailer, progress);
     file.close();
   });
   run_collectively(comm, [&] {

@@ -24,6 +24,7 @@ struct ResultTarget {
   bool partitioned = false;
   bool force = false;
   std::string archive;  ///< the archive being read: --force never replaces it or anything in it
+  bool progress = false;  ///< rank 0 shows the bytes it has written (common/log.h Progress)
 };
 
 /// Collective. Returns the bytes this rank wrote.

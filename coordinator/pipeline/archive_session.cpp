@@ -11,6 +11,7 @@
 #include "cluster/comm.h"
 #include "common/cpus.h"
 #include "common/error.h"
+#include "common/log.h"
 #include "common/timer.h"
 #include "coordinator/crash_report.h"
 
@@ -201,8 +202,19 @@ RecordBatch ArchiveSession::run_loaded(std::vector<std::unique_ptr<LoadedShard>>
   Timer timer;
   RecordBatch batch;
   try {
-    batch = batched ? engine_->run_batch(ptrs, q, norm, stats, threads_)
-                    : engine_->Engine::run_batch(ptrs, q, norm, stats, threads_);
+    if (batched) {
+      batch = engine_->run_batch(ptrs, q, norm, stats, threads_);
+    } else {  // the shards in turn (Engine::run_batch's default), showing progress
+      Progress progress("traversing", ptrs.size(), "shards",
+                        options_.progress && comm_.rank() == 0);
+      std::vector<RecordBatch> parts;
+      stats.assign(ptrs.size(), ShardRunStats{});
+      for (size_t i = 0; i < ptrs.size(); ++i) {
+        parts.push_back(engine_->run(*ptrs[i], q, norm, stats[i]));
+        progress.add(1);
+      }
+      batch = concatenate(std::move(parts), key_layout(q).width, threads_);
+    }
   } catch (const Error& e) {
     throw Error(e.kind(), where + ": " + e.what());
   }
@@ -248,6 +260,7 @@ RecordBatch ArchiveSession::collect_streaming(const QueryOptions& q, const Norma
     loaded.clear();
     ids.clear();
   };
+  Progress progress("loading", mine_.size(), "shards", options_.progress && comm_.rank() == 0);
   for (size_t i = 0; i < mine_.size(); ++i) {
     const uint32_t s = mine_[i];
     set_crash_context((comm_.size() > 1 ? "rank " + std::to_string(comm_.rank()) + ": " : "") +
@@ -282,7 +295,9 @@ RecordBatch ArchiveSession::collect_streaming(const QueryOptions& q, const Norma
     }
     ids.push_back(s);
     t.load += load_timer.seconds();
+    progress.add(1);
   }
+  progress.finish();
   flush();
   Timer concat;
   RecordBatch out = concatenate(std::move(parts), key_layout(q).width, threads_);

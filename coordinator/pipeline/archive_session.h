@@ -40,6 +40,7 @@ struct SessionOptions {
   /// (resident) picks the GPU whenever one is visible.
   Task auto_task = Task::kWordCount;
   bool lowercase = false, alnum = false;
+  bool progress = false;  ///< show this rank's shards loaded and traversed (rank 0 only)
 };
 
 /// Seconds spent per stage of a query on this rank.
