@@ -20,6 +20,7 @@
 #include "coordinator/info.h"
 #include "coordinator/run_command.h"
 #include "coordinator/serve/service.h"
+#include "coordinator/verify.h"
 
 namespace gtadoc {
 
@@ -94,6 +95,13 @@ const char* kValuePolicy =
     "in either case (powers of 1024) and an optional B or iB: 512m, 64K, 1MB, 1GiB. -o '' is an "
     "error; -o - is standard output for run; a trailing slash on -o is harmless.";
 
+/// Writes `text` to standard output and flushes it; an output that fails (a closed pipe, a full
+/// disk, /dev/full) is an error rather than a silent exit 0.
+void write_stdout(const std::string& text) {
+  std::cout << text << std::flush;
+  if (!std::cout) throw InputError("standard output: write failed");
+}
+
 int print_error(const std::string& message, int code) {
   std::fprintf(stderr, "gtadoc: error: %s\n", one_line(message, 4000).c_str());
   std::fflush(stderr);
@@ -149,6 +157,19 @@ int cli_main(int argc, char** argv) {
     bool i_json = false;
     i->add_option("ARCHIVE", i_archive, "Archive directory")->required();
     i->add_flag("--json", i_json, "Print JSON");
+    bool i_verify = false;
+    i->add_flag("--verify", i_verify, "Also verify the archive (as gtadoc verify) and say so");
+
+    // verify
+    CLI::App* v = app.add_subcommand(
+        "verify", "Read every dataset and check checksums, structure, references and digests");
+    std::string v_archive;
+    bool v_json = false;
+    unsigned v_threads = 0;
+    v->add_option("ARCHIVE", v_archive, "Archive directory")->required();
+    v->add_flag("--json", v_json, "Print the report as JSON");
+    v->add_option("--threads", v_threads, "Worker threads, 1..4096 (default: usable CPUs)")
+        ->check(count_range(1, kMaxThreads, "leave it out for the default"));
 
     // run
     CLI::App* r = app.add_subcommand("run", "Run an analytics task on an archive");
@@ -187,7 +208,7 @@ int cli_main(int argc, char** argv) {
     sv->add_option("--max-connections", sopt.max_connections,
                    "Open connections at most, 1..1000000 (default 1024)")
         ->check(count_range(1, 1000000));
-    for (CLI::App* sub : {&app, c, d, i, r, sv}) sub->footer(kValuePolicy);
+    for (CLI::App* sub : {&app, c, d, i, v, r, sv}) sub->footer(kValuePolicy);
     std::vector<std::string> commands;
     for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
       commands.push_back(sub->get_name());
@@ -254,8 +275,22 @@ int cli_main(int argc, char** argv) {
       if (comm->rank() == 0) decompress(d_archive, d_out, dopt);
       comm->barrier();
     } else if (i->parsed()) {
-      if (comm->rank() == 0) std::cout << archive_info(i_archive, i_json) << std::flush;
-      comm->barrier();
+      run_collectively(*comm, [&] {
+        if (comm->rank() != 0) return;
+        bool verified = false;
+        write_stdout(archive_info(i_archive, i_json, i_verify, &verified));
+        if (i_verify && !verified) throw InputError(i_archive + ": verification failed");
+      });
+    } else if (v->parsed()) {
+      run_collectively(*comm, [&] {
+        if (comm->rank() != 0) return;
+        if (!std::filesystem::is_directory(v_archive))
+          throw InputError(v_archive + ": not a gtadoc archive (no such directory)");
+        VerifyReport report = verify_archive(v_archive, v_threads);
+        write_stdout(v_json ? report.json() : report.text());
+        if (!report.ok)
+          throw InputError(v_archive + ": verification failed: " + report.first_failure());
+      });
     } else if (r->parsed()) {
       run_cmd.progress = progress;
       execute_run(run_cmd, *comm);

@@ -351,6 +351,7 @@ CompressStats compress(const std::vector<std::string>& inputs, const fs::path& o
     }
     manifest.dict = std::move(dict);
     stats.vocabulary = manifest.dict.size();
+    seal_shard_digests(dir, manifest, threads);  // recorded in the manifest (gtadoc verify)
     write_manifest_file(dir / kManifestFile, manifest, {options.deflate_level});
     stats.archive_bytes = directory_bytes(dir);
     output->commit();

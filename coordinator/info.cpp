@@ -4,14 +4,19 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <optional>
 
+#include "coordinator/verify.h"
 #include "formats/archive.h"
 
 namespace gtadoc {
 namespace fs = std::filesystem;
 
-std::string archive_info(const fs::path& archive, bool json) {
+std::string archive_info(const fs::path& archive, bool json, bool verify, bool* verified) {
   Manifest m = read_manifest(archive);
+  std::optional<VerifyReport> report;
+  if (verify) report = verify_archive(archive, 0);
+  if (verified) *verified = report && report->ok;
   uint64_t input = 0, words = 0, rules = 0, symbols = 0, shard_bytes = 0;
   uint32_t depth = 0;
   for (const auto& s : m.shards) {
@@ -43,6 +48,16 @@ std::string archive_info(const fs::path& archive, bool json) {
     j["shard_bytes"] = shard_bytes;
     j["archive_bytes"] = total;
     j["compression_ratio"] = ratio;
+    if (m.content_sha256)
+      j["content_sha256"] = to_hex(*m.content_sha256);
+    else
+      j["content_sha256"] = nullptr;
+    if (report) {
+      j["verified"] = report->ok;
+      if (!report->ok) j["verify_failure"] = report->first_failure();
+    } else {
+      j["verified"] = nullptr;  // not checked: info reads the manifest only
+    }
     auto& arr = j["shard_table"] = nlohmann::ordered_json::array();
     for (size_t i = 0; i < m.shards.size(); ++i) {
       const auto& s = m.shards[i];
@@ -75,6 +90,17 @@ std::string archive_info(const fs::path& archive, bool json) {
   line("archive bytes",
        fmt::format("{} (manifest {}, shards {})", total, manifest_bytes, shard_bytes));
   line("ratio", fmt::format("{:.2f}x", ratio));
+  line("content digest", m.content_sha256 ? "sha256:" + to_hex(*m.content_sha256)
+                                          : std::string("none (written before digests existed)"));
+  if (!report)
+    line("verified",
+         "not checked (info reads the manifest; gtadoc verify or info --verify reads "
+         "everything)");
+  else if (report->ok)
+    line("verified",
+         fmt::format("yes ({} shards, {} bytes read)", report->shards, report->bytes_read));
+  else
+    line("verified", "NO: " + report->first_failure());
   return out;
 }
 

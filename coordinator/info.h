@@ -1,5 +1,7 @@
 // `gtadoc info`: a summary of an archive (documents, bytes, words, vocabulary, shards, rules,
-// symbols, DAG depth, sizes, ratio) as text or as JSON (with the per-shard table).
+// symbols, DAG depth, sizes, ratio, content digest) as text or as JSON (with the per-shard
+// table). Info reads the manifest only; with `verify` it also runs gtadoc verify's checks and says
+// whether the archive passed them.
 #pragma once
 
 #include <filesystem>
@@ -7,6 +9,8 @@
 
 namespace gtadoc {
 
-std::string archive_info(const std::filesystem::path& archive, bool json);
+/// With `verify`, `*verified` (when given) says whether the archive passed.
+std::string archive_info(const std::filesystem::path& archive, bool json, bool verify = false,
+                         bool* verified = nullptr);
 
 }  // namespace gtadoc

@@ -12,6 +12,7 @@
 #include "coordinator/crash_report.h"
 #include "coordinator/pipeline/archive_session.h"
 #include "coordinator/pipeline/query_pipeline.h"
+#include "formats/atomic_output.h"
 
 namespace gtadoc {
 namespace fs = std::filesystem;
@@ -40,14 +41,55 @@ void validate(RunCommand& c) {
   }
 }
 
-void write_stats(const RunCommand& c, Comm& comm, const ArchiveSession& s, const QueryTimings& t,
-                 double total) {
+/// Where --stats goes, checked before the run so that a bad path fails before any result is
+/// committed: an existing non-regular file (a terminal, a pipe) or a path under /dev or /proc
+/// (/dev/stderr, /dev/fd/3, whatever they point to) is written in place; otherwise the
+/// statistics are written under a temporary name and renamed (an existing regular file is
+/// replaced, the archive never).
+class StatsTarget {
+ public:
+  StatsTarget(const std::string& file, const std::string& archive) : file_(file) {
+    std::error_code ec;
+    const fs::file_status st = fs::status(file, ec);
+    const bool special = file.starts_with("/dev/") || file.starts_with("/proc/");
+    if ((fs::exists(st) && !fs::is_regular_file(st) && !fs::is_directory(st)) ||
+        (special && fs::exists(st)))
+      return;
+    if (fs::is_directory(st)) throw UsageError("--stats " + file + ": is a directory");
+    out_ = std::make_unique<AtomicOutput>(file, AtomicOutput::Kind::kFile, /*force=*/true,
+                                          AtomicOutput::Replace{"", {fs::path(archive)}});
+  }
+  void write(const std::string& text) {
+    try {
+      if (!out_) {
+        std::ofstream f(file_, std::ios::app);
+        f << text << std::flush;
+        if (!f) throw InputError(file_ + ": write failed");
+        return;
+      }
+      write_new_file(out_->temp_path(), text);
+      out_->commit();
+    } catch (const InputError& e) {
+      throw InputError(std::string(e.what()) +
+                       " (--stats; the result itself was written completely)");
+    }
+  }
+
+ private:
+  std::string file_;
+  std::unique_ptr<AtomicOutput> out_;
+};
+
+void write_stats(StatsTarget* target, const RunCommand& c, Comm& comm, const ArchiveSession& s,
+                 const QueryTimings& t, double total) {
   std::vector<uint64_t> ns;
   // "init" of a run is opening the archive (engine creation, manifest) plus the engines' init.
   for (double v :
        {t.load, t.open + t.init, t.traversal, t.collect, t.shuffle, t.merge, t.write, total})
     ns.push_back(static_cast<uint64_t>(v * 1e9));
   comm.allreduce(ns, ReduceOp::kMax);
+  std::vector<uint64_t> volume{t.records, t.shuffle_bytes};
+  comm.allreduce(volume, ReduceOp::kSum);
   if (comm.rank() != 0) return;
   nlohmann::ordered_json j;
   j["task"] = task_name(c.spec.q.task);
@@ -58,11 +100,10 @@ void write_stats(const RunCommand& c, Comm& comm, const ArchiveSession& s, const
   const char* keys[] = {"load_s",    "init_s",  "traversal_s", "collect_s",
                         "shuffle_s", "merge_s", "write_s",     "total_s"};
   for (size_t i = 0; i < ns.size(); ++i) j[keys[i]] = static_cast<double>(ns[i]) / 1e9;
+  j["records"] = volume[0];        // records entering the shuffle, all ranks
+  j["shuffle_bytes"] = volume[1];  // bytes sent between ranks, all ranks
   j["rank0_traversals"] = t.traversals;
-  std::string text = j.dump(2) + "\n";
-  std::ofstream out(c.stats_file, std::ios::trunc);
-  out << text;
-  if (!out) throw InputError(c.stats_file + ": cannot write statistics");
+  target->write(j.dump(2) + "\n");  // rank 0 holds the target
 }
 
 }  // namespace
@@ -102,7 +143,12 @@ void execute_run(RunCommand& c, Comm& comm) {
   install_crash_report();
   Timer timer;
   QueryTimings t;
-  run_collectively(comm, [&] { validate(c); });
+  std::unique_ptr<StatsTarget> stats;
+  run_collectively(comm, [&] {
+    validate(c);
+    if (!c.stats_file.empty() && comm.rank() == 0)
+      stats = std::make_unique<StatsTarget>(c.stats_file, c.archive);
+  });
   SessionOptions options;
   options.archive = c.archive;
   options.engine = c.engine;
@@ -122,7 +168,9 @@ void execute_run(RunCommand& c, Comm& comm) {
   write_query_result(comm, *result, {c.output, c.partitioned, c.force, c.archive, progress},
                      session->threads());
   t.write = write_timer.seconds();
-  if (!c.stats_file.empty()) write_stats(c, comm, *session, t, timer.seconds());
+  if (!c.stats_file.empty())
+    run_collectively(comm,
+                     [&] { write_stats(stats.get(), c, comm, *session, t, timer.seconds()); });
   spdlog::info(
       "timings: open {:.3f}s load {:.3f}s init {:.3f}s traversal {:.3f}s shuffle {:.3f}s merge "
       "{:.3f}s write {:.3f}s",

@@ -9,6 +9,7 @@
 
 #include "common/big_alloc.h"
 #include "common/error.h"
+#include "common/parallel.h"
 #include "formats/h5.h"
 
 namespace gtadoc {
@@ -488,7 +489,12 @@ void write_manifest_file(const fs::path& file, const Manifest& m, const ArchiveO
       put_min(sg.id(), "symbols", column(m.shards, [](const S& s) { return s.symbols; }), o);
       put_min(sg.id(), "depth", column(m.shards, [](const S& s) { return s.depth; }), o);
       put_min(sg.id(), "file_bytes", column(m.shards, [](const S& s) { return s.file_bytes; }), o);
+      std::vector<uint8_t> digests;
+      digests.reserve(m.shards.size() * sizeof(Sha256));
+      for (const S& s : m.shards) digests.insert(digests.end(), s.sha256.begin(), s.sha256.end());
+      h5::write_array(sg.id(), "sha256", std::span<const uint8_t>(digests), Width::kU8, o);
       sg.close();
+      h5::write_string_attr(f.id(), "content_sha256", to_hex(manifest_content_digest(m)));
       f.close();
     }
     // archive_bytes includes the manifest itself: rewrite the fixed-size attribute in place.
@@ -546,11 +552,15 @@ Manifest read_manifest(const fs::path& archive) {
         {"input_bytes", nullptr, &s_in, 0}, {"words", nullptr, &s_words, 0},
         {"rules", nullptr, &s_rules, 0},    {"symbols", nullptr, &s_symbols, 0},
         {"file_bytes", nullptr, &s_file, 0}};
-    size_t first_doc_i = 0;
+    size_t first_doc_i = 0, digests_i = 0;
+    std::vector<uint8_t> digests;  // optional: archives written before digests lack it
+    bool have_digests = false;
     if (sg.ok()) {
       first_doc_i = batch.add(sg.id(), "first_doc", first_doc);
       for (Column& c : columns)
         c.index = c.v32 ? batch.add(sg.id(), c.name, *c.v32) : batch.add(sg.id(), c.name, *c.v64);
+      have_digests = h5::has_link(sg.id(), "sha256");
+      if (have_digests) digests_i = batch.add(sg.id(), "sha256", digests);
     }
     batch.run();
 
@@ -589,8 +599,19 @@ Manifest read_manifest(const fs::path& archive) {
     }
     m.shards.resize(num_shards);
     for (size_t s = 0; s < num_shards; ++s)
-      m.shards[s] = ShardEntry{first_doc[s], s_docs[s],    s_in[s],    s_words[s],
-                               s_rules[s],   s_symbols[s], s_depth[s], s_file[s]};
+      m.shards[s] = ShardEntry{first_doc[s], s_docs[s],  s_in[s],   s_words[s], s_rules[s],
+                               s_symbols[s], s_depth[s], s_file[s], Sha256{}};
+    if (have_digests) {
+      batch.finish(digests_i);
+      expect_equal(digests.size(), num_shards * sizeof(Sha256), "size of /shards/sha256");
+      for (size_t s = 0; s < num_shards; ++s)
+        std::copy_n(digests.begin() + s * sizeof(Sha256), sizeof(Sha256),
+                    m.shards[s].sha256.begin());
+    }
+    if (std::optional<std::string> hex = h5::read_string_attr(f.id(), "content_sha256")) {
+      m.content_sha256 = sha256_from_hex(*hex);
+      if (!m.content_sha256) throw InputError("attribute content_sha256 is not 64 hex digits");
+    }
 
     const Totals t = totals_of(m);
     expect_equal(need_uint_attr(f.id(), "documents"), m.docs.size(), "attribute documents");
@@ -604,6 +625,41 @@ Manifest read_manifest(const fs::path& archive) {
     check_manifest(m, dict_sorted_unique);
     return m;
   });
+}
+
+Sha256 manifest_content_digest(const Manifest& m) {
+  Sha256Hasher h;
+  h.update_string("gtadoc manifest content v1");
+  h.update_u64(m.format_version);
+  h.update_u64(m.archive_id);
+  h.update_u64(m.dict.size());
+  for (uint32_t w = 0; w < m.dict.size(); ++w) h.update_string(m.dict[w]);
+  h.update_u64(m.docs.size());
+  for (const DocEntry& d : m.docs) {
+    h.update_string(d.name);
+    h.update_u64(d.bytes);
+    h.update_u64(d.words);
+    h.update_u64(d.shard);
+  }
+  h.update_u64(m.shards.size());
+  for (const ShardEntry& s : m.shards) {
+    for (uint64_t v : {uint64_t{s.first_doc}, uint64_t{s.num_docs}, s.input_bytes, s.words, s.rules,
+                       s.symbols, uint64_t{s.depth}, s.file_bytes})
+      h.update_u64(v);
+    h.update(std::span<const uint8_t>(s.sha256));
+  }
+  return h.finish();
+}
+
+void seal_shard_digests(const fs::path& dir, Manifest& m, unsigned threads) {
+  parallel_for(m.shards.size(), threads, [&](size_t s) {
+    m.shards[s].sha256 = sha256_file(dir / shard_file_name(static_cast<uint32_t>(s)));
+  });
+}
+
+bool has_shard_digests(const Manifest& m) {
+  return std::all_of(m.shards.begin(), m.shards.end(),
+                     [](const ShardEntry& s) { return s.sha256 != Sha256{}; });
 }
 
 }  // namespace gtadoc

@@ -7,11 +7,13 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/types.h"
 #include "formats/dictionary.h"
+#include "formats/digest.h"
 #include "formats/grammar.h"
 
 namespace gtadoc {
@@ -32,6 +34,7 @@ struct ShardEntry {
   uint64_t symbols = 0;     ///< total rule body length, root included
   uint32_t depth = 0;       ///< DAG depth (root height)
   uint64_t file_bytes = 0;  ///< size of the shard file on disk
+  Sha256 sha256{};          ///< SHA-256 of the shard file; all zero when not recorded
 };
 
 struct Manifest {
@@ -40,7 +43,20 @@ struct Manifest {
   Dictionary dict;
   std::vector<DocEntry> docs;  ///< sorted by name (byte order); index = DocId
   std::vector<ShardEntry> shards;
+  /// The manifest's content digest as stored (`content_sha256`); nullopt in archives written
+  /// before digests existed. Writers compute it (manifest_content_digest); only `gtadoc verify`
+  /// recomputes and compares it.
+  std::optional<Sha256> content_sha256;
 };
+
+/// SHA-256 of a canonical serialization of the manifest's content: archive id, dictionary,
+/// document table, shard table (shard digests included). Independent of how HDF5 stores it.
+Sha256 manifest_content_digest(const Manifest& manifest);
+/// Records the SHA-256 of every shard file of `dir` (written, closed) in `manifest.shards`,
+/// hashing files in parallel on up to `threads` threads (0 = all).
+void seal_shard_digests(const std::filesystem::path& dir, Manifest& manifest, unsigned threads);
+/// True when every shard entry carries a digest.
+bool has_shard_digests(const Manifest& manifest);
 
 struct ArchiveOptions {
   int deflate_level = 6;  ///< 0 disables deflate; integer arrays also get the shuffle filter
@@ -54,7 +70,8 @@ std::string shard_file_name(uint32_t shard);
 void write_shard_file(const std::filesystem::path& file, uint64_t archive_id, uint32_t shard,
                       const ShardGrammar& grammar, const ShardLayout& layout,
                       const ArchiveOptions& options);
-/// Writes the manifest file (must not exist).
+/// Writes the manifest file (must not exist), with its content digest and the shard digests
+/// the entries carry.
 void write_manifest_file(const std::filesystem::path& file, const Manifest& manifest,
                          const ArchiveOptions& options);
 

@@ -853,6 +853,15 @@ namespace detail {
 void throw_h5_error(const char* expr, const char* file, int line) {
   h5::StackSummary s = h5::summarize_stack();
   if (s.checksum) throw InputError("checksum mismatch (corrupted data)", file, line);
+  // An operating-system failure (a full disk, an I/O error) is told by its reason alone, not by
+  // the write's internals HDF5 lists with it (times, buffers, offsets).
+  const std::string reason = h5::os_reason(s.detail);
+  if (!reason.empty())
+    throw InputError(
+        std::string(s.detail.find("read failed") != std::string::npos ? "cannot read: "
+                                                                      : "cannot write: ") +
+            reason,
+        file, line);
   std::string msg = "HDF5 " + h5::call_name(expr) + " failed";
   if (!s.detail.empty()) msg += ": " + s.detail;
   throw InputError(msg, file, line);

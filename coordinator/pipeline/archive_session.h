@@ -48,6 +48,8 @@ struct QueryTimings {
   double open = 0, load = 0, init = 0, traversal = 0, collect = 0, shuffle = 0, merge = 0,
          write = 0;
   std::vector<std::string> traversals;  ///< per shard of this rank: "top-down: reason"
+  uint64_t records = 0;        ///< this rank's records entering the shuffle (after filters)
+  uint64_t shuffle_bytes = 0;  ///< bytes this rank sent to other ranks in the shuffle
 };
 
 class ArchiveSession {

@@ -186,7 +186,7 @@ std::unique_ptr<QueryResult> run_query(Comm& comm, ArchiveSession& session, cons
     local = session.collect(q, *res.norm, t);
     apply_filter(local, q, filter);
   });
-  const Normalization& norm = *res.norm;
+  t.records += local.size();
 
   Timer shuffle_timer;
   const KeyLayout layout = key_layout(q);
@@ -220,6 +220,9 @@ std::unique_ptr<QueryResult> run_query(Comm& comm, ArchiveSession& session, cons
     if (layout.range_partition) splitters = choose_range_splitters(comm, local, parts);
     PartitionedRecords partitioned = partition_records(local, layout, parts, splitters, threads);
     local = RecordBatch{};
+    const uint32_t me = static_cast<uint32_t>(comm.rank());
+    t.shuffle_bytes += (partitioned.records.size() - partitioned.part_size(me)) *
+                       shuffle_record_bytes(partitioned.records.width);
     owned = shuffle_records(comm, partitioned);
   }
   t.shuffle += shuffle_timer.seconds();

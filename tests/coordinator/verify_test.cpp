@@ -1,0 +1,231 @@
+// gtadoc verify (SPEC §9, issue 13 item 3): a sound archive passes; a flipped byte, a truncated
+// or missing shard, a checksum-consistent edit of a shard dataset or of a manifest dataset
+// (rewritten through HDF5, so every Fletcher32 checksum still holds and the normal readers
+// accept it) and a manifest without a content digest each fail, with a one-line error and exit
+// 1; verify never changes the archive; `info` says whether the archive was verified.
+#include <gtest/gtest.h>
+#include <hdf5.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "coordinator/verify.h"
+#include "formats/archive.h"
+#include "formats/digest.h"
+#include "tests/testutil/corpus.h"
+
+namespace gtadoc {
+namespace {
+
+namespace fs = std::filesystem;
+using testutil::read_file;
+using testutil::run_gtadoc;
+using testutil::TempDir;
+using testutil::write_file;
+
+/// The bundled sample as a 3-shard archive without deflate (so an in-place dataset rewrite keeps
+/// every file's size and only the digests can tell).
+struct SampleArchive {
+  TempDir tmp;
+  fs::path path = tmp / "s.gtd";
+  SampleArchive() {
+    auto r = run_gtadoc({"compress", (testutil::source_dir() / "data/sample").string(), "-o",
+                         path.string(), "--shards", "3", "--deflate-level", "0"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+  }
+  fs::path shard(uint32_t s) const { return path / shard_file_name(s); }
+};
+
+std::map<std::string, std::string> snapshot(const fs::path& dir) {
+  std::map<std::string, std::string> files;
+  for (const auto& e : fs::directory_iterator(dir))
+    files[e.path().filename().string()] = read_file(e.path());
+  return files;
+}
+
+size_t lines(const std::string& s) {
+  return std::count(s.begin(), s.end(), '\n');
+}
+
+/// Rewrites a whole 1-D u64-readable dataset through HDF5 after `edit` (checksums recomputed).
+template <class Edit>
+void rewrite_dataset(const fs::path& file, const char* name, Edit edit) {
+  hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(f, 0);
+  hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
+  ASSERT_GE(d, 0);
+  hid_t space = H5Dget_space(d);
+  hsize_t n = 0;
+  H5Sget_simple_extent_dims(space, &n, nullptr);
+  std::vector<uint64_t> v(n);
+  ASSERT_GE(H5Dread(d, H5T_NATIVE_UINT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()), 0);
+  edit(v);
+  ASSERT_GE(H5Dwrite(d, H5T_NATIVE_UINT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()), 0);
+  H5Sclose(space);
+  H5Dclose(d);
+  H5Fclose(f);
+}
+
+TEST(Verify, SoundArchivePassesAndIsLeftUnchanged) {
+  SampleArchive a;
+  const auto before = snapshot(a.path);
+  VerifyReport r = verify_archive(a.path, 2);
+  EXPECT_TRUE(r.ok) << r.text();
+  EXPECT_EQ(r.shards, 3u);
+  EXPECT_EQ(r.shards_ok, 3u);
+  Manifest m = read_manifest(a.path);
+  ASSERT_TRUE(m.content_sha256.has_value());
+  EXPECT_EQ(*m.content_sha256, manifest_content_digest(m));
+  for (uint32_t s = 0; s < 3; ++s) EXPECT_EQ(m.shards[s].sha256, sha256_file(a.shard(s)));
+
+  auto cli = run_gtadoc({"verify", a.path.string()});
+  EXPECT_EQ(cli.exit_code, 0) << cli.err;
+  EXPECT_NE(cli.out.find("verified: "), std::string::npos) << cli.out;
+  auto json = run_gtadoc({"verify", a.path.string(), "--json", "--threads", "1"});
+  EXPECT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_NE(json.out.find("\"verified\": true"), std::string::npos) << json.out;
+
+  auto info = run_gtadoc({"info", a.path.string()});
+  EXPECT_NE(info.out.find("sha256:" + to_hex(*m.content_sha256)), std::string::npos) << info.out;
+  EXPECT_NE(info.out.find("not checked"), std::string::npos) << info.out;
+  auto checked = run_gtadoc({"info", a.path.string(), "--verify", "--json"});
+  EXPECT_EQ(checked.exit_code, 0) << checked.err;
+  EXPECT_NE(checked.out.find("\"verified\": true"), std::string::npos) << checked.out;
+  EXPECT_EQ(snapshot(a.path), before);
+}
+
+TEST(Verify, FlippedByteInAShard) {
+  SampleArchive a;
+  std::string bytes = read_file(a.shard(1));
+  for (size_t pos : {bytes.size() / 2, bytes.size() - 7}) {
+    std::string flipped = bytes;
+    flipped[pos] = static_cast<char>(flipped[pos] ^ 0x10);
+    fs::remove(a.shard(1));
+    write_file(a.shard(1), flipped);
+    auto r = run_gtadoc({"verify", a.path.string()});
+    EXPECT_EQ(r.exit_code, 1) << r.out;
+    EXPECT_EQ(lines(r.err), 1u) << r.err;
+    EXPECT_NE(r.err.find("verification failed: shard 1"), std::string::npos) << r.err;
+    EXPECT_NE(r.out.find("FAIL  shard 1"), std::string::npos) << r.out;
+  }
+}
+
+TEST(Verify, TruncatedMissingAndExtraFiles) {
+  SampleArchive a;
+  const std::string bytes = read_file(a.shard(2));
+  fs::resize_file(a.shard(2), bytes.size() - 100);
+  VerifyReport r = verify_archive(a.path, 0);
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.shards_ok, 2u);
+  EXPECT_NE(r.first_failure().find("shard 2"), std::string::npos) << r.text();
+
+  fs::remove(a.shard(2));
+  r = verify_archive(a.path, 0);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.first_failure().find("shard 2"), std::string::npos) << r.text();
+
+  write_file(a.shard(2), bytes);  // restored: sound again, and a stray file is only reported
+  write_file(a.path / "notes.txt", "mine");
+  r = verify_archive(a.path, 0);
+  EXPECT_TRUE(r.ok) << r.text();
+  EXPECT_NE(r.text().find("notes.txt"), std::string::npos) << r.text();
+}
+
+TEST(Verify, ChecksumConsistentEditOfAShardDataset) {
+  SampleArchive a;
+  Manifest m = read_manifest(a.path);
+  const std::string size_before = std::to_string(fs::file_size(a.shard(0)));
+  // Swap two different whitespace ids of the layout: every checksum, count and range still holds.
+  rewrite_dataset(a.shard(0), "/layout/gaps", [](std::vector<uint64_t>& gaps) {
+    auto other = std::find_if(gaps.begin(), gaps.end(), [&](uint64_t g) { return g != gaps[0]; });
+    ASSERT_NE(other, gaps.end());
+    std::swap(gaps[0], *other);
+  });
+  EXPECT_EQ(std::to_string(fs::file_size(a.shard(0))), size_before);
+  EXPECT_NO_THROW(read_shard_layout(a.path, m, 0));  // the normal reader cannot tell
+  VerifyReport r = verify_archive(a.path, 0);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.first_failure().find("shard 0: SHA-256"), std::string::npos) << r.text();
+}
+
+TEST(Verify, ChecksumConsistentEditOfAManifestDataset) {
+  SampleArchive a;
+  Manifest m = read_manifest(a.path);
+  // Two documents of shard 0 with different sizes swap their byte counts: the shard sums hold.
+  size_t i = m.shards[0].first_doc, j = i + 1;
+  while (m.docs[j].bytes == m.docs[i].bytes) ++j;
+  ASSERT_LT(j, m.shards[0].first_doc + m.shards[0].num_docs);
+  rewrite_dataset(a.path / kManifestFile, "/documents/bytes",
+                  [&](std::vector<uint64_t>& v) { std::swap(v[i], v[j]); });
+  EXPECT_NO_THROW(read_manifest(a.path));  // the normal reader cannot tell
+  VerifyReport r = verify_archive(a.path, 0);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.first_failure().find("content digest"), std::string::npos) << r.text();
+  auto info = run_gtadoc({"info", a.path.string(), "--verify"});
+  EXPECT_EQ(info.exit_code, 1);
+  EXPECT_NE(info.out.find("verified          NO: content digest"), std::string::npos) << info.out;
+}
+
+TEST(Verify, ManifestWithoutDigestsFails) {
+  SampleArchive a;
+  hid_t f = H5Fopen((a.path / kManifestFile).c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(f, 0);
+  ASSERT_GE(H5Adelete(f, "content_sha256"), 0);
+  ASSERT_GE(H5Ldelete(f, "/shards/sha256", H5P_DEFAULT), 0);
+  H5Fclose(f);
+  Manifest m = read_manifest(a.path);  // still a readable archive
+  EXPECT_FALSE(m.content_sha256.has_value());
+  EXPECT_FALSE(has_shard_digests(m));
+  VerifyReport r = verify_archive(a.path, 0);
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.shards_ok, 0u);
+  EXPECT_NE(r.first_failure().find("no content_sha256"), std::string::npos) << r.text();
+  auto info = run_gtadoc({"info", a.path.string()});
+  EXPECT_EQ(info.exit_code, 0) << info.err;
+  EXPECT_NE(info.out.find("none (written before digests existed)"), std::string::npos);
+}
+
+TEST(Verify, BadArguments) {
+  TempDir tmp;
+  auto missing = run_gtadoc({"verify", (tmp / "nope.gtd").string()});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_EQ(lines(missing.err), 1u) << missing.err;
+  EXPECT_NE(missing.err.find("nope.gtd: not a gtadoc archive"), std::string::npos) << missing.err;
+  write_file(tmp / "file.gtd", "x");
+  auto file = run_gtadoc({"verify", (tmp / "file.gtd").string()});
+  EXPECT_EQ(file.exit_code, 1);
+  auto usage = run_gtadoc({"verify"});
+  EXPECT_EQ(usage.exit_code, 2);
+  EXPECT_EQ(lines(usage.err), 1u) << usage.err;
+  auto threads = run_gtadoc({"verify", (tmp / "file.gtd").string(), "--threads", "0"});
+  EXPECT_EQ(threads.exit_code, 2);
+}
+
+TEST(Verify, DigestsAreStandardSha256) {
+  EXPECT_EQ(to_hex(sha256_of("")),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(to_hex(sha256_of("abc")),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  std::string million(1000000, 'a');  // FIPS 180-2's long message, through small and big updates
+  Sha256Hasher h;
+  h.update(std::string_view(million).substr(0, 3));
+  h.update(std::string_view(million).substr(3, 200000));
+  h.update(std::string_view(million).substr(200003));
+  EXPECT_EQ(to_hex(h.finish()), "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+  TempDir tmp;
+  write_file(tmp / "f", million);
+  EXPECT_EQ(sha256_file(tmp / "f"), sha256_of(million));
+  const std::string hex = to_hex(sha256_of("abc"));
+  std::string upper = hex;
+  std::transform(upper.begin(), upper.end(), upper.begin(), ::toupper);
+  EXPECT_EQ(sha256_from_hex(upper), sha256_of("abc"));
+  EXPECT_FALSE(sha256_from_hex(hex.substr(1)).has_value());
+  EXPECT_FALSE(sha256_from_hex(std::string(63, '0') + "g").has_value());
+}
+
+}  // namespace
+}  // namespace gtadoc
