@@ -10,7 +10,8 @@ namespace gtadoc {
 
 void raise_if_any_failed(Comm& comm, const std::exception_ptr& local_failure) {
   ErrorKind kind = ErrorKind::kInternal;
-  std::string message;
+  std::string message, file;  // file: where it was raised (shown with -v), may be empty
+  int line = 0;
   if (local_failure) {
     try {
       std::rethrow_exception(local_failure);
@@ -19,6 +20,8 @@ void raise_if_any_failed(Comm& comm, const std::exception_ptr& local_failure) {
     } catch (const Error& e) {
       kind = e.kind();
       message = e.what();
+      file = e.file();
+      line = e.line();
     } catch (const std::bad_alloc&) {
       kind = ErrorKind::kResource;
       message = "out of memory";
@@ -29,23 +32,29 @@ void raise_if_any_failed(Comm& comm, const std::exception_ptr& local_failure) {
     }
   }
   if (comm.size() == 1) {
-    if (local_failure) throw CollectiveError(kind, message);
+    if (local_failure) throw CollectiveError(kind, message, file, line);
     return;
   }
   if (comm.allreduce_and(!local_failure)) return;
   std::string mine;
   if (local_failure) {
-    int code = static_cast<int>(kind);
-    mine.assign(reinterpret_cast<const char*>(&code), sizeof code);
+    const int head[2] = {static_cast<int>(kind), line};
+    mine.assign(reinterpret_cast<const char*>(head), sizeof head);
+    mine += file;
+    mine += '\0';
     mine += message;
   }
   auto all = comm.allgather_bytes({reinterpret_cast<const uint8_t*>(mine.data()), mine.size()});
   for (int r = 0; r < static_cast<int>(all.size()); ++r) {
-    if (all[r].size() < sizeof(int)) continue;
-    int code;
-    std::memcpy(&code, all[r].data(), sizeof code);
-    std::string text(all[r].begin() + sizeof code, all[r].end());
-    throw CollectiveError(static_cast<ErrorKind>(code), "rank " + std::to_string(r) + ": " + text);
+    int head[2];
+    if (all[r].size() < sizeof head) continue;
+    std::memcpy(head, all[r].data(), sizeof head);
+    std::string rest(all[r].begin() + sizeof head, all[r].end());
+    const size_t nul = rest.find('\0');
+    std::string where = nul == std::string::npos ? "" : rest.substr(0, nul);
+    std::string text = nul == std::string::npos ? rest : rest.substr(nul + 1);
+    throw CollectiveError(static_cast<ErrorKind>(head[0]),
+                          "rank " + std::to_string(r) + ": " + text, where, head[1]);
   }
   throw CollectiveError(ErrorKind::kInternal, "a rank failed without a message");
 }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <exception>
+#include <string>
 
 #include "common/error.h"
 
@@ -16,7 +17,10 @@ class Comm;
 /// An error every rank knows about; only rank 0 prints it.
 class CollectiveError : public Error {
  public:
-  CollectiveError(ErrorKind kind, const std::string& message) : Error(kind, message) {}
+  /// `file`/`line`: where the first failing rank raised it (empty when unknown).
+  CollectiveError(ErrorKind kind, const std::string& message, const std::string& file = "",
+                  int line = 0)
+      : Error(kind, message, file.empty() ? nullptr : file.c_str(), line) {}
 };
 
 /// Collective. Returns when no rank failed; otherwise throws CollectiveError on every rank.

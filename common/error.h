@@ -11,9 +11,9 @@ namespace gtadoc {
 /// What went wrong, which fixes the process exit code.
 enum class ErrorKind {
   kUsage = 2,     ///< bad command line: unknown task/option, value out of range
-  kInput = 1,     ///< bad input data: missing file, corrupted archive, output exists
-  kResource = 1,  ///< a resource is missing or exhausted: no GPU, out of memory
-  kInternal = 70  ///< a bug or an unexpected library failure
+  kInput = 1,     ///< bad input data: missing file, corrupted archive, output exists, disk full
+  kResource = 3,  ///< a resource is missing or exhausted: no GPU, GPU memory
+  kInternal = 70  ///< a bug or an unexpected library failure (EX_SOFTWARE)
 };
 
 /// Base of every exception gtadoc throws on purpose. `what()` is the user-facing one-liner.

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <new>
 
@@ -102,8 +103,15 @@ void write_stdout(const std::string& text) {
   if (!std::cout) throw InputError("standard output: write failed");
 }
 
-int print_error(const std::string& message, int code) {
-  std::fprintf(stderr, "gtadoc: error: %s\n", one_line(message, 4000).c_str());
+/// Set once the command line is parsed: with -v an error names the source location that raised it.
+int g_verbosity = 0;
+
+int print_error(const std::string& message, int code, const Error* e = nullptr) {
+  std::string where;
+  if (g_verbosity > 0 && e != nullptr && !e->file().empty())
+    where = " [" + std::filesystem::path(e->file()).filename().string() + ":" +
+            std::to_string(e->line()) + "]";
+  std::fprintf(stderr, "gtadoc: error: %s%s\n", one_line(message, 4000).c_str(), where.c_str());
   std::fflush(stderr);
   return code;
 }
@@ -243,6 +251,7 @@ int cli_main(int argc, char** argv) {
       throw UsageError(one_line(e.what()) + " (see gtadoc --help)");
     }
     init_logging(verbosity, comm->size() > 1 ? "rank " + std::to_string(comm->rank()) : "");
+    g_verbosity = verbosity;
     bool progress = stderr_is_terminal() && comm->rank() == 0;
     auto check_output = [](CLI::App* sub, const std::string& out, bool stdout_ok) {
       CLI::Option* o = sub->get_option_no_throw("--output");
@@ -302,13 +311,13 @@ int cli_main(int argc, char** argv) {
   } catch (const CollectiveError& e) {  // every rank knows: rank 0 speaks, nobody aborts
     code = e.exit_code();
     quiet_crash_report();
-    if (comm == nullptr || comm->rank() == 0) print_error(e.what(), code);
+    if (comm == nullptr || comm->rank() == 0) print_error(e.what(), code, &e);
     if (comm != nullptr) comm->finalize();
     return code;
   } catch (const Error& e) {
-    code = print_error(e.what(), e.exit_code());
+    code = print_error(e.what(), e.exit_code(), &e);
   } catch (const std::bad_alloc&) {
-    code = print_error("out of memory", 1);
+    code = print_error("out of memory", static_cast<int>(ErrorKind::kResource));
   } catch (const std::exception& e) {
     code = print_error(std::string("internal error: ") + e.what(), 70);
   }

@@ -136,7 +136,7 @@ std::unique_ptr<ArchiveSession> ArchiveSession::open(Comm& comm, const SessionOp
           s->resident_bytes_ += grammar_bytes(g);
           s->loaded_.push_back(s->engine_->load(std::move(g)));
         } catch (const Error& e) {
-          throw Error(e.kind(), shard_where(id) + ": " + e.what());
+          throw Error(e.kind(), shard_where(id) + ": " + e.what(), e.file().c_str(), e.line());
         }
       }
     });
@@ -188,7 +188,7 @@ RecordBatch ArchiveSession::run_loaded(std::vector<std::unique_ptr<LoadedShard>>
     try {
       maybe_inject_fault(comm_, id);
     } catch (const Error& e) {
-      throw Error(e.kind(), shard_where(id) + ": " + e.what());
+      throw Error(e.kind(), shard_where(id) + ": " + e.what(), e.file().c_str(), e.line());
     }
   }
   std::string where;
@@ -216,7 +216,7 @@ RecordBatch ArchiveSession::run_loaded(std::vector<std::unique_ptr<LoadedShard>>
       batch = concatenate(std::move(parts), key_layout(q).width, threads_);
     }
   } catch (const Error& e) {
-    throw Error(e.kind(), where + ": " + e.what());
+    throw Error(e.kind(), where + ": " + e.what(), e.file().c_str(), e.line());
   }
   double init = 0, traversal = 0;
   for (size_t i = 0; i < stats.size(); ++i) {
@@ -270,7 +270,7 @@ RecordBatch ArchiveSession::collect_streaming(const QueryOptions& q, const Norma
     try {
       grammar = next.get();
     } catch (const Error& e) {
-      throw Error(e.kind(), shard_where(s) + ": " + e.what());
+      throw Error(e.kind(), shard_where(s) + ": " + e.what(), e.file().c_str(), e.line());
     }
     if (i + 1 < mine_.size()) {
       const uint32_t id = mine_[i + 1];
@@ -291,7 +291,7 @@ RecordBatch ArchiveSession::collect_streaming(const QueryOptions& q, const Norma
       }
     } catch (const Error& e) {
       if (next.valid()) next.wait();
-      throw Error(e.kind(), shard_where(s) + ": " + e.what());
+      throw Error(e.kind(), shard_where(s) + ": " + e.what(), e.file().c_str(), e.line());
     }
     ids.push_back(s);
     t.load += load_timer.seconds();

@@ -122,11 +122,12 @@ int status_of(const Error& e) {
       return 400;
     case ErrorKind::kInternal:
       return 500;
+    case ErrorKind::kResource:
+      return 503;  // no GPU memory now: the client may retry
     default:
       break;
   }
-  // kInput and kResource share a value: both are the service's trouble, not the client's.
-  return 500;
+  return 500;  // bad data on the service's side is not the client's fault
 }
 
 void reply_error(QueryJob& job, ServiceState& state, int status, const std::string& message,

@@ -156,6 +156,22 @@ TEST(ArchiveErrors, NotAnArchive) {
   expect_clean_failure(m, 1, "missing.gtd", tmp.path(), {"fake.gtd"});
 }
 
+TEST(ArchiveErrors, SourceLocationOnlyWithVerbose) {
+  Archive a;
+  fs::path p = a.path / "shard-00000.h5";
+  std::string original = testutil::read_file(p);
+  testutil::write_file(p, original.substr(0, original.size() / 2));
+  TempDir out;
+  auto quiet = run_gtadoc({"run", a.path.string(), "sort", "-o", (out / "q.tsv").string()});
+  expect_clean_failure(quiet, 1, "shard-00000.h5", out.path(), {});
+  EXPECT_EQ(quiet.err.find(".cpp:"), std::string::npos) << quiet.err;
+  auto verbose = run_gtadoc({"-v", "run", a.path.string(), "sort", "-o", (out / "v.tsv").string()});
+  EXPECT_EQ(verbose.exit_code, 1);
+  const std::string last = verbose.err.substr(verbose.err.rfind("gtadoc: error:"));
+  EXPECT_NE(last.find(".cpp:"), std::string::npos) << verbose.err;  // "[h5.cpp:123]"
+  EXPECT_EQ(lines(last), 1u) << last;
+}
+
 TEST(ArchiveErrors, MissingShardFile) {
   Archive a;
   fs::remove(a.path / "shard-00001.h5");
@@ -223,7 +239,7 @@ TEST(RunErrors, OutputExistsCorruptShardAndMissingGpu) {
   auto g = run_gtadoc(
       {"run", a.path.string(), "word-count", "--engine", "gpu", "-o", (out / "gpu.tsv").string()});
   if (g.exit_code != 0) {  // no GPU here: a clear resource error, nothing written
-    expect_clean_failure(g, 1, "--engine gpu", out.path(), {"exists.tsv"});
+    expect_clean_failure(g, 3, "--engine gpu", out.path(), {"exists.tsv"});
   }
 
   fs::path shard = a.path / "shard-00001.h5";
