@@ -28,19 +28,6 @@ struct Entry {
 
 constexpr size_t kParallelThreshold = size_t{1} << 16;
 
-template <typename Fn>
-void run_threads(unsigned threads, Fn&& fn) {
-  if (threads <= 1) {
-    fn(0u);
-    return;
-  }
-  std::vector<std::thread> pool;
-  pool.reserve(threads - 1);
-  for (unsigned t = 1; t < threads; ++t) pool.emplace_back([&fn, t] { fn(t); });
-  fn(0u);
-  for (auto& th : pool) th.join();
-}
-
 inline size_t block_begin(size_t n, unsigned threads, unsigned t) {
   return static_cast<size_t>((static_cast<unsigned __int128>(n) * t) / threads);
 }
@@ -52,7 +39,7 @@ void radix_sort(std::vector<Entry>& a, std::vector<Entry>& tmp, unsigned threads
   // Bits that differ between entries: only digits touching them need a pass.
   std::vector<uint64_t> varying(threads, 0);
   const uint64_t first = a[0].prefix;
-  run_threads(threads, [&](unsigned t) {
+  run_on_threads(threads, [&](unsigned t) {
     uint64_t v = 0;
     for (size_t i = block_begin(n, threads, t), end = block_begin(n, threads, t + 1); i < end;
          ++i) {
@@ -72,7 +59,7 @@ void radix_sort(std::vector<Entry>& a, std::vector<Entry>& tmp, unsigned threads
     if ((diff >> shift) == 0) break;
     shift += static_cast<unsigned>(__builtin_ctzll(diff >> shift));
     std::fill(hist.begin(), hist.end(), 0);
-    run_threads(threads, [&](unsigned t) {
+    run_on_threads(threads, [&](unsigned t) {
       size_t* h = hist.data() + static_cast<size_t>(t) * kBuckets;
       for (size_t i = block_begin(n, threads, t), end = block_begin(n, threads, t + 1); i < end;
            ++i) {
@@ -88,7 +75,7 @@ void radix_sort(std::vector<Entry>& a, std::vector<Entry>& tmp, unsigned threads
         pos += c;
       }
     }
-    run_threads(threads, [&](unsigned t) {
+    run_on_threads(threads, [&](unsigned t) {
       size_t* h = hist.data() + static_cast<size_t>(t) * kBuckets;
       for (size_t i = block_begin(n, threads, t), end = block_begin(n, threads, t + 1); i < end;
            ++i) {
@@ -131,7 +118,7 @@ bool merge_sorted_runs(RecordBatch& batch, unsigned threads) {
   // Run starts: every i whose key is not above its predecessor's.
   std::vector<std::vector<size_t>> found(threads);
   std::vector<uint8_t> too_many(threads, 0);
-  run_threads(threads, [&](unsigned t) {
+  run_on_threads(threads, [&](unsigned t) {
     for (size_t i = std::max<size_t>(block_begin(n, threads, t), 1),
                 end = block_begin(n, threads, t + 1);
          i < end; ++i) {
@@ -220,7 +207,7 @@ void reduce_records(RecordBatch& batch, unsigned threads) {
   // key order): nothing to do. One parallel pass instead of a sort.
   {
     std::vector<uint8_t> ordered(threads, 1);
-    run_threads(threads, [&](unsigned t) {
+    run_on_threads(threads, [&](unsigned t) {
       const size_t begin = std::max<size_t>(block_begin(n, threads, t), 1);
       const size_t end = block_begin(n, threads, t + 1);
       for (size_t i = begin; i < end; ++i) {
@@ -245,7 +232,7 @@ void reduce_records(RecordBatch& batch, unsigned threads) {
   {
     std::vector<Entry> tmp(n);
     for (uint32_t c = chunks; c-- > 0;) {
-      run_threads(threads, [&](unsigned t) {
+      run_on_threads(threads, [&](unsigned t) {
         for (size_t i = block_begin(n, threads, t), end = block_begin(n, threads, t + 1); i < end;
              ++i) {
           const size_t row = c + 1 == chunks ? i : entries[i].payload;
@@ -269,7 +256,7 @@ void reduce_records(RecordBatch& batch, unsigned threads) {
   // Sum groups of equal keys: count groups per range, then write each range's groups.
   const std::vector<size_t> bounds = group_aligned_bounds(n, threads, same);
   std::vector<size_t> groups(threads + 1, 0);
-  run_threads(threads, [&](unsigned t) {
+  run_on_threads(threads, [&](unsigned t) {
     size_t g = 0;
     for (size_t i = bounds[t]; i < bounds[t + 1]; ++i) {
       if (i == bounds[t] || !same(i - 1, i)) ++g;
@@ -282,7 +269,7 @@ void reduce_records(RecordBatch& batch, unsigned threads) {
   out.width = w;
   out.keys.resize(groups[threads] * w);
   out.counts.resize(groups[threads]);
-  run_threads(threads, [&](unsigned t) {
+  run_on_threads(threads, [&](unsigned t) {
     size_t g = groups[t];
     for (size_t i = bounds[t]; i < bounds[t + 1];) {
       size_t j = i;

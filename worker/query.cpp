@@ -11,6 +11,7 @@
 
 #include "common/big_alloc.h"
 #include "common/error.h"
+#include "common/parallel.h"
 
 namespace gtadoc {
 namespace {
@@ -31,15 +32,6 @@ bool is_ascii_alnum(unsigned char c) {
 /// Bytes that --alnum keeps at the ends of a word: ASCII letters/digits and every byte >= 0x80.
 bool is_kept_edge(unsigned char c) {
   return c >= 0x80 || is_ascii_alnum(c);
-}
-
-/// Runs fn(t) for t in [0, threads) on `threads` threads (the caller runs t = 0).
-template <class Fn>
-void run_threads(unsigned threads, Fn&& fn) {
-  std::vector<std::thread> pool;
-  for (unsigned t = 1; t < threads; ++t) pool.emplace_back([&fn, t] { fn(t); });
-  fn(0u);
-  for (auto& th : pool) th.join();
 }
 
 /// Normalized word to sort: its first 8 bytes big-endian (zero padded) and its global id.
@@ -148,7 +140,7 @@ Normalization normalize_dictionary(const Dictionary& dict, bool lowercase, bool 
   std::vector<uint32_t> nlen(num_words);
   std::vector<std::vector<SortItem>> local(threads);
   std::vector<std::vector<uint64_t>> bucket_count(threads, std::vector<uint64_t>(kBuckets + 1, 0));
-  run_threads(threads, [&](unsigned t) {
+  run_on_threads(threads, [&](unsigned t) {
     auto [lo, hi] = range(t, num_words);
     auto& items = local[t];
     items.reserve(hi - lo);
@@ -198,13 +190,13 @@ Normalization normalize_dictionary(const Dictionary& dict, bool lowercase, bool 
   }
   const uint64_t total = bucket_begin[kBuckets];
   std::vector<SortItem> items(total);
-  run_threads(threads, [&](unsigned t) {
+  run_on_threads(threads, [&](unsigned t) {
     auto& cursor = bucket_count[t];
     for (const SortItem& it : local[t]) items[cursor[it.prefix >> 48]++] = it;
     std::vector<SortItem>().swap(local[t]);
   });
   std::atomic<size_t> next_bucket{0};
-  run_threads(threads, [&](unsigned) {
+  run_on_threads(threads, [&](unsigned) {
     for (size_t k; (k = next_bucket.fetch_add(64)) < kBuckets;)
       for (size_t j = k; j < std::min(kBuckets, k + 64); ++j)
         if (bucket_begin[j + 1] - bucket_begin[j] > 1)
@@ -214,7 +206,7 @@ Normalization normalize_dictionary(const Dictionary& dict, bool lowercase, bool 
   // 3. Distinct words get consecutive ids: mark the first of each run, count per thread range,
   //    then number, remap and copy the bytes in parallel.
   std::vector<uint64_t> fresh_before(threads + 1, 0), bytes_before(threads + 1, 0);
-  run_threads(threads, [&](unsigned t) {
+  run_on_threads(threads, [&](unsigned t) {
     auto [lo, hi] = range(t, total);
     uint64_t f = 0, b = 0;
     for (uint64_t i = lo; i < hi; ++i)
@@ -232,7 +224,7 @@ Normalization normalize_dictionary(const Dictionary& dict, bool lowercase, bool 
   std::vector<char> nbytes(bytes_before[threads]);
   std::vector<uint64_t> noffsets(fresh_before[threads] + 1, 0);
   noffsets.back() = nbytes.size();
-  run_threads(threads, [&](unsigned t) {
+  run_on_threads(threads, [&](unsigned t) {
     auto [lo, hi] = range(t, total);
     uint64_t id = fresh_before[t], at = bytes_before[t];
     for (uint64_t i = lo; i < hi; ++i) {
