@@ -14,6 +14,7 @@
 #include "common/log.h"
 #include "common/timer.h"
 #include "coordinator/crash_report.h"
+#include "formats/grammar_pieces.h"
 
 namespace gtadoc {
 namespace fs = std::filesystem;
@@ -75,6 +76,9 @@ std::unique_ptr<ArchiveSession> ArchiveSession::open(Comm& comm, const SessionOp
                                                      QueryTimings* timings) {
   Timer timer;
   std::unique_ptr<ArchiveSession> s(new ArchiveSession(comm, options));
+  if (s->options_.max_piece_symbols == 0)
+    if (const char* v = std::getenv("GTADOC_MAX_PIECE_SYMBOLS"))
+      s->options_.max_piece_symbols = std::strtoull(v, nullptr, 10);
   run_collectively(comm, [&] {
     s->threads_ = options.threads != 0 ? options.threads
                                        : default_threads(static_cast<unsigned>(comm.local_size()));
@@ -134,7 +138,10 @@ std::unique_ptr<ArchiveSession> ArchiveSession::open(Comm& comm, const SessionOp
         try {
           ShardGrammar g = read_shard_grammar(s->path_, s->manifest_, id);
           s->resident_bytes_ += grammar_bytes(g);
-          s->loaded_.push_back(s->engine_->load(std::move(g)));
+          for (ShardGrammar& piece : s->pieces_of(std::move(g))) {
+            s->loaded_.push_back(s->engine_->load(std::move(piece)));
+            s->loaded_ids_.push_back(id);
+          }
         } catch (const Error& e) {
           throw Error(e.kind(), shard_where(id) + ": " + e.what(), e.file().c_str(), e.line());
         }
@@ -237,7 +244,7 @@ RecordBatch ArchiveSession::run_loaded(std::vector<std::unique_ptr<LoadedShard>>
 
 RecordBatch ArchiveSession::collect_resident(const QueryOptions& q, const Normalization& norm,
                                              QueryTimings& t) {
-  return run_loaded(loaded_, mine_, q, norm, t, true);
+  return run_loaded(loaded_, loaded_ids_, q, norm, t, true);
 }
 
 RecordBatch ArchiveSession::collect_streaming(const QueryOptions& q, const Normalization& norm,
@@ -278,22 +285,41 @@ RecordBatch ArchiveSession::collect_streaming(const QueryOptions& q, const Norma
                         [this, id] { return read_shard_grammar(path_, manifest_, id); });
     }
     try {
-      try {
-        loaded.push_back(engine_->load(std::move(grammar)));
-      } catch (const ResourceError&) {
-        if (loaded.empty()) throw;
-        spdlog::info("engine memory full after {} shards: running them as one batch", ids.size());
-        t.load += load_timer.seconds();
-        flush();
-        load_timer = Timer();
-        grammar = read_shard_grammar(path_, manifest_, s);  // the moved-from grammar is gone
-        loaded.push_back(engine_->load(std::move(grammar)));
+      // Pieces (when the shard exceeds max_piece_symbols) are loaded in order. When the engine's
+      // memory is full, what is loaded runs as one batch and is dropped; a shard or piece that
+      // does not fit on its own is halved by documents until its pieces do.
+      std::vector<ShardGrammar> pieces = pieces_of(std::move(grammar));
+      for (size_t k = 0; k < pieces.size(); ++k) {
+        try {
+          loaded.push_back(engine_->load(ShardGrammar(pieces[k])));
+        } catch (const ResourceError&) {
+          if (!loaded.empty()) {
+            spdlog::info("engine memory full after {} shards or pieces: running them as one batch",
+                         ids.size());
+            t.load += load_timer.seconds();
+            flush();
+            load_timer = Timer();
+          } else {
+            if (pieces[k].num_docs <= 1) throw;  // one document alone does not fit
+            std::vector<ShardGrammar> halves =
+                split_by_documents(pieces[k], pieces[k].symbols.size() / 2);
+            spdlog::info("{}: does not fit the engine's memory: {} documents in {} pieces",
+                         shard_where(s), pieces[k].num_docs, halves.size());
+            pieces.erase(pieces.begin() + static_cast<std::ptrdiff_t>(k));
+            pieces.insert(pieces.begin() + static_cast<std::ptrdiff_t>(k),
+                          std::make_move_iterator(halves.begin()),
+                          std::make_move_iterator(halves.end()));
+          }
+          --k;  // retry this position
+          continue;
+        }
+        pieces[k] = ShardGrammar{};
+        ids.push_back(s);
       }
     } catch (const Error& e) {
       if (next.valid()) next.wait();
       throw Error(e.kind(), shard_where(s) + ": " + e.what(), e.file().c_str(), e.line());
     }
-    ids.push_back(s);
     t.load += load_timer.seconds();
     progress.add(1);
   }
@@ -303,6 +329,19 @@ RecordBatch ArchiveSession::collect_streaming(const QueryOptions& q, const Norma
   RecordBatch out = concatenate(std::move(parts), key_layout(q).width, threads_);
   t.collect += concat.seconds();
   return out;
+}
+
+std::vector<ShardGrammar> ArchiveSession::pieces_of(ShardGrammar g) const {
+  const uint64_t bound = options_.max_piece_symbols;
+  std::vector<ShardGrammar> pieces;
+  if (bound == 0 || g.symbols.size() <= bound || g.num_docs <= 1) {
+    pieces.push_back(std::move(g));
+    return pieces;
+  }
+  pieces = split_by_documents(g, bound);
+  spdlog::info("shard of documents {}..{}: {} symbols, loaded as {} document-range pieces",
+               g.first_doc, g.first_doc + g.num_docs - 1, g.symbols.size(), pieces.size());
+  return pieces;
 }
 
 }  // namespace gtadoc

@@ -41,6 +41,11 @@ struct SessionOptions {
   Task auto_task = Task::kWordCount;
   bool lowercase = false, alnum = false;
   bool progress = false;  ///< show this rank's shards loaded and traversed (rank 0 only)
+  /// A shard whose grammar holds more symbols is loaded as document-range pieces of at most this
+  /// many (formats/grammar_pieces.h); 0 = the environment's GTADOC_MAX_PIECE_SYMBOLS, or no bound.
+  /// Independently, a shard the engine cannot load for lack of memory (ResourceError) is halved
+  /// into pieces until they load.
+  uint64_t max_piece_symbols = 0;
 };
 
 /// Seconds spent per stage of a query on this rank.
@@ -88,6 +93,8 @@ class ArchiveSession {
   ArchiveSession(Comm& comm, SessionOptions options);
   RecordBatch collect_resident(const QueryOptions& q, const Normalization& norm, QueryTimings& t);
   RecordBatch collect_streaming(const QueryOptions& q, const Normalization& norm, QueryTimings& t);
+  /// The grammar as it is loaded: whole, or document-range pieces (options_.max_piece_symbols).
+  std::vector<ShardGrammar> pieces_of(ShardGrammar g) const;
   /// `batched`: one Engine::run_batch over the shards (the GPU engine merges them into one DAG,
   /// worth it when the set is queried again); else the shards one after the other.
   RecordBatch run_loaded(std::vector<std::unique_ptr<LoadedShard>>& loaded,
@@ -102,7 +109,8 @@ class ArchiveSession {
   std::string engine_name_;
   unsigned threads_ = 1;
   std::vector<uint32_t> mine_;
-  std::vector<std::unique_ptr<LoadedShard>> loaded_;  ///< resident: one per shard of mine_
+  std::vector<std::unique_ptr<LoadedShard>> loaded_;  ///< resident: shards (or their pieces)
+  std::vector<uint32_t> loaded_ids_;                  ///< resident: the shard of each loaded_
   uint64_t resident_bytes_ = 0;
   std::map<int, Normalization> norms_;
   std::map<std::pair<int, uint32_t>, std::unique_ptr<SequenceOrder>> orders_;
