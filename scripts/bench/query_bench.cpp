@@ -120,33 +120,56 @@ bool same_records(const RecordBatch& a, const RecordBatch& b) {
 }
 
 #ifdef GTADOC_HAVE_CUDA
+// Every CUDA call is checked (CUDA_TRY: a failure throws with the call and its location) and every
+// allocation is owned, so a failure mid-measurement leaks nothing.
+struct CudaFree {
+  void operator()(void* p) const noexcept { cudaFree(p); }
+};
+struct CudaFreeHost {
+  void operator()(void* p) const noexcept { cudaFreeHost(p); }
+};
+using DeviceBytes = std::unique_ptr<void, CudaFree>;
+using PinnedBytes = std::unique_ptr<void, CudaFreeHost>;
+
+DeviceBytes device_bytes(size_t bytes) {
+  void* p = nullptr;
+  CUDA_TRY(cudaMalloc(&p, bytes));
+  return DeviceBytes(p);
+}
+
+/// A CUDA event destroyed with its owner.
+class Event {
+ public:
+  Event() { CUDA_TRY(cudaEventCreate(&e_)); }
+  ~Event() { cudaEventDestroy(e_); }
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  cudaEvent_t get() const { return e_; }
+
+ private:
+  cudaEvent_t e_{};
+};
+
 /// Device-to-device copy bandwidth in bytes/s (bytes read + bytes written per second).
 double device_bandwidth(std::string& device_name) {
   cudaDeviceProp prop{};
-  if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) return 0;
+  CUDA_TRY(cudaGetDeviceProperties(&prop, 0));
   device_name = prop.name;
   const size_t bytes = size_t{1} << 30;
-  void *a = nullptr, *b = nullptr;
-  if (cudaMalloc(&a, bytes) != cudaSuccess || cudaMalloc(&b, bytes) != cudaSuccess) return 0;
-  cudaMemset(a, 1, bytes);
-  cudaEvent_t e0, e1;
-  cudaEventCreate(&e0);
-  cudaEventCreate(&e1);
-  cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice);
+  DeviceBytes a = device_bytes(bytes), b = device_bytes(bytes);
+  CUDA_TRY(cudaMemset(a.get(), 1, bytes));
+  Event e0, e1;
+  CUDA_TRY(cudaMemcpy(b.get(), a.get(), bytes, cudaMemcpyDeviceToDevice));
   float best_ms = 1e30f;
   for (int i = 0; i < 5; ++i) {
-    cudaEventRecord(e0);
-    cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice);
-    cudaEventRecord(e1);
-    cudaEventSynchronize(e1);
+    CUDA_TRY(cudaEventRecord(e0.get()));
+    CUDA_TRY(cudaMemcpy(b.get(), a.get(), bytes, cudaMemcpyDeviceToDevice));
+    CUDA_TRY(cudaEventRecord(e1.get()));
+    CUDA_TRY(cudaEventSynchronize(e1.get()));
     float ms = 0;
-    cudaEventElapsedTime(&ms, e0, e1);
+    CUDA_TRY(cudaEventElapsedTime(&ms, e0.get(), e1.get()));
     best_ms = std::min(best_ms, ms);
   }
-  cudaEventDestroy(e0);
-  cudaEventDestroy(e1);
-  cudaFree(a);
-  cudaFree(b);
   return 2.0 * static_cast<double>(bytes) / (best_ms / 1e3);
 }
 
@@ -154,13 +177,14 @@ double device_bandwidth(std::string& device_name) {
 /// or pinned host memory: what downloading result records can reach.
 double download_bandwidth(bool pinned) {
   const size_t bytes = size_t{256} << 20;
-  void* d = nullptr;
-  if (cudaMalloc(&d, bytes) != cudaSuccess) return 0;
-  cudaMemset(d, 1, bytes);
+  DeviceBytes d = device_bytes(bytes);
+  CUDA_TRY(cudaMemset(d.get(), 1, bytes));
   std::vector<char> pageable;
+  PinnedBytes pinned_host;
   void* h = nullptr;
   if (pinned) {
-    if (cudaMallocHost(&h, bytes) != cudaSuccess) return 0;
+    CUDA_TRY(cudaMallocHost(&h, bytes));
+    pinned_host.reset(h);
   } else {
     pageable.assign(bytes, 0);
     h = pageable.data();
@@ -168,11 +192,9 @@ double download_bandwidth(bool pinned) {
   double best = 1e30;
   for (int i = 0; i < 4; ++i) {
     const double t0 = now_s();
-    cudaMemcpy(h, d, bytes, cudaMemcpyDeviceToHost);
+    CUDA_TRY(cudaMemcpy(h, d.get(), bytes, cudaMemcpyDeviceToHost));
     best = std::min(best, now_s() - t0);
   }
-  if (pinned) cudaFreeHost(h);
-  cudaFree(d);
   return static_cast<double>(bytes) / best;
 }
 #endif

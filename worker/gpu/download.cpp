@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <memory>
 
 #include "common/error.h"
 #include "common/parallel.h"
@@ -16,20 +17,26 @@
 
 namespace gtadoc::gpu {
 
+/// Pinned host memory owned like any allocation (freed even when a later slot's allocation
+/// throws half-way through the constructor).
+struct PinnedFree {
+  void operator()(void* p) const noexcept { cudaFreeHost(p); }
+};
+using PinnedSlot = std::unique_ptr<void, PinnedFree>;
+
 struct DownloadStaging {
   static constexpr size_t kSlot = size_t{4} << 20;
   static constexpr unsigned kThreads = 8;
-  explicit DownloadStaging(unsigned threads) : streams(threads), slots(threads, nullptr) {
-    for (void*& s : slots) CUDA_TRY(cudaMallocHost(&s, kSlot));
+  explicit DownloadStaging(unsigned threads) : streams(threads) {
+    slots.reserve(threads);
+    for (unsigned t = 0; t < threads; ++t) {
+      void* slot = nullptr;
+      CUDA_TRY(cudaMallocHost(&slot, kSlot));
+      slots.emplace_back(slot);
+    }
   }
-  ~DownloadStaging() {
-    for (void* s : slots)
-      if (s != nullptr) cudaFreeHost(s);
-  }
-  DownloadStaging(const DownloadStaging&) = delete;
-  DownloadStaging& operator=(const DownloadStaging&) = delete;
   std::vector<Stream> streams;
-  std::vector<void*> slots;
+  std::vector<PinnedSlot> slots;
 };
 
 void DeviceContext::StagingDeleter::operator()(DownloadStaging* p) const noexcept {
@@ -59,10 +66,10 @@ void download_host(const DeviceContext& ctx, void* dst, const void* src, size_t 
     cudaStream_t stream = st.streams[t].get();
     for (size_t c = next++; c < chunks; c = next++) {
       const size_t at = c * chunk, len = std::min(chunk, bytes - at);
-      CUDA_TRY(cudaMemcpyAsync(st.slots[t], static_cast<const char*>(src) + at, len,
+      CUDA_TRY(cudaMemcpyAsync(st.slots[t].get(), static_cast<const char*>(src) + at, len,
                                cudaMemcpyDeviceToHost, stream));
       CUDA_TRY(cudaStreamSynchronize(stream));
-      std::memcpy(static_cast<char*>(dst) + at, st.slots[t], len);
+      std::memcpy(static_cast<char*>(dst) + at, st.slots[t].get(), len);
     }
   });
 }
