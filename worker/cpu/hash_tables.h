@@ -8,24 +8,17 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/hash.h"
 
 namespace gtadoc::cpu {
 
-inline uint64_t mix64(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdULL;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ULL;
-  x ^= x >> 33;
-  return x;
-}
 
 /// 32-bit hash of a key of `width` u32 values; all bits are usable (low bits for slots,
 /// high bits for partitions).
 inline uint32_t hash_key(const uint32_t* key, uint32_t width) {
   uint64_t h = 0x9E3779B97F4A7C15ULL ^ width;
   for (uint32_t i = 0; i < width; ++i) h = (h ^ key[i]) * 0x9E3779B97F4A7C15ULL + (h >> 29);
-  return static_cast<uint32_t>(mix64(h));
+  return static_cast<uint32_t>(::gtadoc::mix64(h));
 }
 
 /// Partition of a 32-bit hash among `parts` owners (uses the high bits).
@@ -148,7 +141,7 @@ class HashAccumulator {
   explicit HashAccumulator(size_t = 0) { reset(1024); }
   void add(uint32_t item, uint64_t c) {
     if ((touched_.size() + 1) * 2 > keys_.size()) grow();
-    uint64_t i = mix64(item) & mask_;
+    uint64_t i = ::gtadoc::mix64(item) & mask_;
     for (;; i = (i + 1) & mask_) {
       if (keys_[i] == item) break;
       if (keys_[i] == kEmpty) {
@@ -187,7 +180,7 @@ class HashAccumulator {
     ot.swap(touched_);
     reset(ok.size() * 2);
     for (uint64_t s : ot) {
-      uint64_t i = mix64(ok[s]) & mask_;
+      uint64_t i = ::gtadoc::mix64(ok[s]) & mask_;
       while (keys_[i] != kEmpty) i = (i + 1) & mask_;
       keys_[i] = ok[s];
       values_[i] = ov[s];
