@@ -114,6 +114,12 @@ int cli_main(int argc, char** argv) {
     c->add_option("--deflate-level", copt.deflate_level,
                   "HDF5 deflate level for the arrays, 0 (off) to 9 (default 4)")
         ->check(CLI::Range(0, 9));
+    c->add_option_function<std::string>(
+         "--memory-budget",
+         [&copt](const std::string& v) { copt.memory_budget = parse_size(v, "--memory-budget"); },
+         "Peak memory to plan for, per rank, e.g. 512M or 4G (default: a quarter of the RAM or "
+         "cgroup limit, shared by the ranks of a node)")
+        ->type_name("BYTES");
 
     // decompress
     CLI::App* d = app.add_subcommand("decompress", "Rebuild documents from an archive");

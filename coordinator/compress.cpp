@@ -1,12 +1,27 @@
+// Two passes over the shards, planned against a memory budget (coordinator/compress.h):
+//
+//  1. read: every shard is tokenized into its own word table (tokens are local word ids), its
+//     distinct words are folded into this process's Vocabulary and the shard's table is freed;
+//     the tokens are kept in memory while the budget allows, otherwise written to a spill file
+//     in the archive's temporary directory.
+//  2. the Vocabulary is sorted once (under mpirun: every rank's sorted words are merged up a
+//     binary tree to rank 0 and the union is broadcast): word ids are byte order, so they depend
+//     on nothing but the set of words, and the archive is the same whatever the budget.
+//  3. encode: per shard, tokens -> global ids, Sequitur, finalization, the shard file; shards
+//     kept in memory first, then the spilled ones, each started only when its estimated peak
+//     fits in the budget next to what is held (coordinator/compress_memory.h).
 #include "coordinator/compress.h"
 
 #include <algorithm>
 #include <cstring>
 #include <mutex>
 #include <numeric>
-#include <queue>
 #include <random>
 #include <span>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include "cluster/assignment.h"
 #include "cluster/collective_error.h"
@@ -15,6 +30,9 @@
 #include "common/log.h"
 #include "common/parallel.h"
 #include "common/timer.h"
+#include "coordinator/compress_memory.h"
+#include "coordinator/compress_spill.h"
+#include "coordinator/compress_vocabulary.h"
 #include "coordinator/inputs.h"
 #include "coordinator/sequitur.h"
 #include "coordinator/string_table.h"
@@ -27,27 +45,52 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/// Everything one shard goes through between reading its documents and writing its file.
+namespace model = memory_model;
+
+/// Gives freed heap memory back to the system (glibc keeps it otherwise), between stages.
+void trim_heap() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+}
+
+/// One shard of this rank, from reading to its entry in the manifest.
 struct ShardWork {
   uint32_t index = 0;
   ShardPlan plan;
-  StringTable vocab{1 << 12};
-  std::vector<uint32_t> vocab_order;  ///< local word ids in byte order of the words
-  std::vector<Symbol> tokens;         ///< local ids, later global ids; boundaries between docs
-  StringTable ws{64};
-  std::vector<uint32_t> gaps;
+  uint64_t max_doc = 0;  ///< largest document (bytes)
   std::vector<uint64_t> doc_words, doc_bytes;
-  std::vector<WordId> local_to_global;
+  // Known once read:
+  uint64_t tokens = 0, gaps = 0, local_words = 0;
+  std::unique_ptr<ShardTokens> kept;  ///< the tokens when kept in memory; else spilled
+  uint64_t kept_bytes = 0;            ///< what the kept tokens hold (in the memory gate)
   ShardEntry entry;
+
+  uint64_t encode_estimate() const { return model::encode_bytes(tokens, gaps, local_words); }
 };
 
-void tokenize_shard(ShardWork& w, const std::vector<InputDocument>& docs, Progress& progress) {
-  w.tokens.reserve(w.plan.bytes / 5 + 16);
-  w.gaps.reserve(w.plan.bytes / 5 + 16);
+/// Bytes the kept tokens of a shard hold (sizes: capacity beyond them was never touched).
+uint64_t kept_size(const ShardTokens& t) {
+  return (t.tokens.size() + t.gaps.size() + t.word_ids.size()) * 4 + t.ws.memory_bytes() +
+         (uint64_t{4} << 10);
+}
+
+/// Reads and tokenizes a shard: local word ids (with document boundaries) and whitespace ids.
+/// The shard's word table is returned in `vocab`. With a `stream`, tokens and gaps go to the
+/// spill file every few documents instead of accumulating.
+ShardTokens tokenize_shard(ShardWork& w, const std::vector<InputDocument>& docs, StringTable& vocab,
+                           Progress& progress, SpillWriter* stream) {
+  constexpr size_t kPiece = size_t{1} << 18;  // tokens per piece written to a stream
+  ShardTokens t;
+  const size_t expected = stream ? kPiece + kPiece / 4 : w.plan.bytes / 5 + 16;
+  t.tokens.reserve(expected);
+  t.gaps.reserve(expected);
+  w.doc_words.clear();
+  w.doc_bytes.clear();
+  uint64_t tokens = 0, gaps = 0;  // written to the stream
   for (uint32_t i = 0; i < w.plan.num_docs; ++i) {
     const InputDocument& doc = docs[w.plan.first_doc + i];
     std::string text = read_whole_file(doc.path);
-    uint64_t before = w.tokens.size();
     // Words are interned a few behind the tokenizer, so each one's table slot has been
     // prefetched by the time it is looked up (the vocabulary table is far larger than cache).
     constexpr size_t kAhead = 8;
@@ -55,85 +98,83 @@ void tokenize_shard(ShardWork& w, const std::vector<InputDocument>& docs, Progre
     uint64_t pending_hash[kAhead];
     size_t queued = 0;
     tokenize(
-        text, [&](std::string_view gap) { w.gaps.push_back(w.ws.intern(gap)); },
+        text, [&](std::string_view gap) { t.gaps.push_back(t.ws.intern(gap)); },
         [&](std::string_view word) {
           size_t slot = queued % kAhead;
-          if (queued >= kAhead)
-            w.tokens.push_back(w.vocab.intern(pending[slot], pending_hash[slot]));
+          if (queued >= kAhead) t.tokens.push_back(vocab.intern(pending[slot], pending_hash[slot]));
           pending[slot] = word;
           pending_hash[slot] = StringTable::hash(word);
-          w.vocab.prefetch(pending_hash[slot]);
+          vocab.prefetch(pending_hash[slot]);
           ++queued;
         });
     for (size_t k = queued > kAhead ? queued - kAhead : 0; k < queued; ++k)
-      w.tokens.push_back(w.vocab.intern(pending[k % kAhead], pending_hash[k % kAhead]));
-    w.doc_words.push_back(w.tokens.size() - before);
+      t.tokens.push_back(vocab.intern(pending[k % kAhead], pending_hash[k % kAhead]));
+    w.doc_words.push_back(queued);
     w.doc_bytes.push_back(text.size());
-    if (i + 1 < w.plan.num_docs) w.tokens.push_back(boundary_symbol(i));
+    if (i + 1 < w.plan.num_docs) t.tokens.push_back(boundary_symbol(i));
     progress.add(text.size());
+    if (stream && (t.tokens.size() >= kPiece || t.gaps.size() >= kPiece)) {
+      stream->tokens(t.tokens);
+      stream->gaps(t.gaps);
+      tokens += t.tokens.size(), gaps += t.gaps.size();
+      t.tokens.clear();
+      t.gaps.clear();
+      if (t.tokens.capacity() > 4 * kPiece) {  // after a huge document
+        std::vector<Symbol>().swap(t.tokens);
+        std::vector<uint32_t>().swap(t.gaps);
+      }
+    }
   }
-  if (w.vocab.size() >= kBoundaryBit / 2)
+  if (stream) {
+    stream->tokens(t.tokens);
+    stream->gaps(t.gaps);
+    tokens += t.tokens.size(), gaps += t.gaps.size();
+    std::vector<Symbol>().swap(t.tokens);
+    std::vector<uint32_t>().swap(t.gaps);
+  }
+  if (vocab.size() >= kBoundaryBit / 2)
     throw InputError("shard " + std::to_string(w.index) + ": vocabulary too large");
-  w.vocab_order.resize(w.vocab.size());
-  std::iota(w.vocab_order.begin(), w.vocab_order.end(), 0u);
-  std::sort(w.vocab_order.begin(), w.vocab_order.end(),
-            [&](uint32_t a, uint32_t b) { return w.vocab.get(a) < w.vocab.get(b); });
-}
-
-/// K-way merge of the shards' sorted vocabularies into the global dictionary; fills each
-/// shard's local_to_global map.
-Dictionary merge_vocabularies(std::vector<ShardWork>& work) {
-  using Head = std::pair<std::string_view, uint32_t>;  // (word, shard)
-  auto greater = [](const Head& a, const Head& b) {
-    return a.first != b.first ? a.first > b.first : a.second > b.second;
-  };
-  std::priority_queue<Head, std::vector<Head>, decltype(greater)> heap(greater);
-  std::vector<size_t> pos(work.size(), 0);
-  for (uint32_t s = 0; s < work.size(); ++s) {
-    work[s].local_to_global.assign(work[s].vocab.size(), 0);
-    if (!work[s].vocab_order.empty()) heap.push({work[s].vocab.get(work[s].vocab_order[0]), s});
-  }
-  Dictionary dict;
-  while (!heap.empty()) {
-    auto [word, s] = heap.top();
-    heap.pop();
-    if (dict.size() == 0 || dict[dict.size() - 1] != word) dict.push_back(word);
-    ShardWork& w = work[s];
-    w.local_to_global[w.vocab_order[pos[s]]] = dict.size() - 1;
-    if (++pos[s] < w.vocab_order.size()) heap.push({w.vocab.get(w.vocab_order[pos[s]]), s});
-  }
-  if (dict.size() >= kBoundaryBit / 2) throw InputError("vocabulary too large");
-  return dict;
+  w.tokens = tokens + t.tokens.size();
+  w.gaps = gaps + t.gaps.size();
+  w.local_words = vocab.size();
+  return t;
 }
 
 /// Whitespace dictionary ordered by frequency (most frequent = id 0), gaps rewritten.
-ShardLayout build_layout(ShardWork& w) {
-  std::vector<uint64_t> freq(w.ws.size(), 0);
-  for (uint32_t g : w.gaps) ++freq[g];
-  std::vector<uint32_t> order(w.ws.size());
+ShardLayout build_layout(ShardTokens& t) {
+  std::vector<uint64_t> freq(t.ws.size(), 0);
+  for (uint32_t g : t.gaps) ++freq[g];
+  std::vector<uint32_t> order(t.ws.size());
   std::iota(order.begin(), order.end(), 0u);
   std::stable_sort(order.begin(), order.end(),
                    [&](uint32_t a, uint32_t b) { return freq[a] > freq[b]; });
-  std::vector<uint32_t> new_id(w.ws.size());
+  std::vector<uint32_t> new_id(t.ws.size());
   ShardLayout layout;
   for (uint32_t i = 0; i < order.size(); ++i) {
     new_id[order[i]] = i;
-    layout.ws_dict.emplace_back(w.ws.get(order[i]));
+    layout.ws_dict.emplace_back(t.ws.get(order[i]));
   }
-  layout.gaps = std::move(w.gaps);
+  layout.gaps = std::move(t.gaps);
   for (uint32_t& g : layout.gaps) g = new_id[g];
   return layout;
 }
 
-void encode_shard(ShardWork& w, uint32_t num_words, const fs::path& dir, uint64_t archive_id,
-                  const CompressOptions& options, std::mutex& h5_mutex) {
-  for (Symbol& t : w.tokens)
-    if (!is_boundary(t)) t = w.local_to_global[t];
-  RawGrammar raw = sequitur(w.tokens, num_words);
-  std::vector<Symbol>().swap(w.tokens);
+/// Global word ids, Sequitur, finalization and the shard file.
+void encode_shard(ShardWork& w, ShardTokens t, const std::vector<WordId>& to_global,
+                  const Vocabulary& vocab, uint32_t num_words, const fs::path& dir,
+                  uint64_t archive_id, const CompressOptions& options, std::mutex& h5_mutex) {
+  std::vector<WordId> local_to_global(t.word_ids.size());
+  for (size_t l = 0; l < t.word_ids.size(); ++l)
+    local_to_global[l] = to_global[vocab.dense(t.word_ids[l])];
+  std::vector<uint32_t>().swap(t.word_ids);
+  for (Symbol& s : t.tokens)
+    if (!is_boundary(s)) s = local_to_global[s];
+  std::vector<WordId>().swap(local_to_global);
+  RawGrammar raw = sequitur(t.tokens, num_words);
+  std::vector<Symbol>().swap(t.tokens);
   ShardGrammar g = finalize_grammar(num_words, w.plan.first_doc, w.plan.num_docs, raw);
   raw = RawGrammar{};
-  ShardLayout layout = build_layout(w);
+  ShardLayout layout = build_layout(t);
   fs::path file = dir / shard_file_name(w.index);
   {
     std::lock_guard<std::mutex> lock(h5_mutex);  // the HDF5 library is not thread-safe
@@ -156,10 +197,6 @@ uint64_t directory_bytes(const fs::path& dir) {
   return total;
 }
 
-}  // namespace
-
-namespace {
-
 // Byte serialization for the few small messages compression exchanges between ranks.
 void put(std::string& out, uint64_t v) {
   out.append(reinterpret_cast<const char*>(&v), 8);
@@ -175,39 +212,32 @@ std::span<const uint8_t> bytes_of(const std::string& s) {
   return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
 }
 
-std::string serialize_dictionary(const Dictionary& d) {
-  std::string out;
-  put(out, d.size());
-  for (uint32_t i = 0; i < d.size(); ++i) put(out, d[i].size());
-  out.append(d.bytes().begin(), d.bytes().end());
-  return out;
-}
-
-Dictionary deserialize_dictionary(const std::vector<uint8_t>& in) {
-  size_t pos = 0;
-  uint64_t n = take(in, pos);
-  std::vector<uint64_t> offsets{0};
-  for (uint64_t i = 0; i < n; ++i) offsets.push_back(offsets.back() + take(in, pos));
-  GTADOC_EXPECTS(pos + offsets.back() == in.size(), "bad dictionary message");
-  return Dictionary(std::vector<char>(in.begin() + pos, in.end()), std::move(offsets));
-}
-
-/// Union of sorted dictionaries, in byte order.
-Dictionary merge_dictionaries(const std::vector<Dictionary>& parts) {
-  using Head = std::pair<std::string_view, uint32_t>;
-  auto greater = [](const Head& a, const Head& b) { return a > b; };
-  std::priority_queue<Head, std::vector<Head>, decltype(greater)> heap(greater);
-  std::vector<uint32_t> pos(parts.size(), 0);
-  for (uint32_t p = 0; p < parts.size(); ++p)
-    if (parts[p].size()) heap.push({parts[p][0], p});
-  Dictionary out;
-  while (!heap.empty()) {
-    auto [word, p] = heap.top();
-    heap.pop();
-    if (out.size() == 0 || out[out.size() - 1] != word) out.push_back(word);
-    if (++pos[p] < parts[p].size()) heap.push({parts[p][pos[p]], p});
+/// The union of every rank's sorted words, merged up a binary tree (rank r + step sends its
+/// list to rank r, which merges): on rank 0, the global word list; elsewhere empty.
+std::vector<uint8_t> merge_up_the_tree(Comm& comm, const std::vector<uint8_t>& mine) {
+  constexpr int kTag = 0x6d7267;  // "mrg"
+  std::vector<uint8_t> merged;
+  const std::vector<uint8_t>* current = &mine;
+  for (int step = 1; step < comm.size(); step *= 2) {
+    if (comm.rank() % (2 * step) == step) {
+      comm.send_bytes(*current, comm.rank() - step, kTag);
+      return {};
+    }
+    if (comm.rank() + step < comm.size()) {
+      std::vector<uint8_t> other = comm.recv_bytes(comm.rank() + step, kTag);
+      std::vector<uint8_t> next = merge_word_lists(WordList(*current), WordList(other));
+      merged = std::move(next);
+      current = &merged;
+    }
   }
-  return out;
+  return current == &mine ? mine : std::move(merged);
+}
+
+/// Memory the document table costs (names, paths, per-document counts, manifest entries).
+uint64_t document_table_bytes(const std::vector<InputDocument>& docs) {
+  uint64_t total = docs.size() * (sizeof(InputDocument) + sizeof(DocEntry) + 16);
+  for (const auto& d : docs) total += 2 * d.name.capacity() + d.path.native().capacity();
+  return total;
 }
 
 }  // namespace
@@ -215,6 +245,12 @@ Dictionary merge_dictionaries(const std::vector<Dictionary>& parts) {
 CompressStats compress(const std::vector<std::string>& inputs, const fs::path& out,
                        const CompressOptions& options, Comm& comm) {
   Timer timer;
+#if defined(__GLIBC__)
+  // Large blocks (token arrays, tables) straight from the kernel and back at once: with glibc's
+  // default sliding threshold, freed blocks of one shard stay in the heap, and resident memory
+  // drifts far above what is live (+60% over a 500 MB corpus), which a budget cannot allow.
+  mallopt(M_MMAP_THRESHOLD, 256 << 10);
+#endif
   const bool root = comm.rank() == 0;
   std::vector<InputDocument> docs;
   std::vector<ShardPlan> plan;
@@ -257,50 +293,285 @@ CompressStats compress(const std::vector<std::string>& inputs, const fs::path& o
   for (size_t k = 0; k < mine.size(); ++k) {
     work[k].index = mine[k];
     work[k].plan = plan[mine[k]];
+    for (uint32_t i = 0; i < work[k].plan.num_docs; ++i)
+      work[k].max_doc = std::max(work[k].max_doc, docs[work[k].plan.first_doc + i].bytes);
   }
-  Dictionary dict;
+
+  // The memory plan. What is held from start to end: the process itself and the document table.
+  const bool default_budget = options.memory_budget == 0;
+  const uint64_t budget = default_budget
+                              ? default_memory_budget(static_cast<unsigned>(comm.local_size()))
+                              : options.memory_budget;
+  const uint64_t base = (comm.size() > 1 ? model::kBaseBytesDistributed : model::kBaseBytes) +
+                        document_table_bytes(docs);
+  MemoryGate gate(budget, base);
+  if (root) {
+    std::string why = "--memory-budget";
+    if (default_budget) {
+      why = "default: a quarter of " + format_bytes(usable_memory_bytes());
+      if (comm.local_size() > 1)
+        why += " shared by " + std::to_string(comm.local_size()) + " ranks";
+    }
+    spdlog::info("compress: memory budget {} per rank ({})", format_bytes(budget), why);
+  }
+
+  // ---------------------------------------------------------------- pass 1: read and tokenize
+  auto vocab = std::make_unique<Vocabulary>();
+  std::mutex vocab_mu;
+  uint64_t vocab_held = 0;  // the vocabulary's bytes as the gate knows them
+  auto account_vocabulary = [&] {
+    std::lock_guard<std::mutex> lock(vocab_mu);
+    const uint64_t now = vocab->memory_bytes() + vocab->memory_bytes() / 16;  // + rehash room
+    if (now > vocab_held) gate.hold(now - vocab_held);
+    if (now < vocab_held) gate.drop(vocab_held - now);
+    vocab_held = now;
+  };
+  const uint64_t shards_at_once = std::max<uint64_t>(1, std::min<uint64_t>(threads, work.size()));
+  std::atomic<uint64_t> kept_count{0}, spilled_count{0}, spilled_bytes{0};
+  std::atomic<bool> tight{false};
+  Timer read_timer;
   run_collectively(comm, [&] {
     uint64_t my_bytes = 0;
     for (auto& w : work) my_bytes += w.plan.bytes;
     Progress progress("reading", my_bytes, "bytes", options.progress);
-    parallel_for(work.size(), threads, [&](size_t k) { tokenize_shard(work[k], docs, progress); });
-    dict = merge_vocabularies(work);  // this rank's words; local_to_global points into it
+    parallel_for(work.size(), threads, [&](size_t k) {
+      ShardWork& w = work[k];
+      // Once a shard had to be spilled, the budget is tight: the next ones go to their spill
+      // files as they are read, without holding their tokens.
+      const bool stream = tight.load();
+      const uint64_t estimate = stream ? model::tokenize_streaming_bytes(w.plan.bytes, w.max_doc)
+                                       : model::tokenize_bytes(w.plan.bytes, w.max_doc);
+      gate.acquire(estimate);
+      uint64_t reserved = estimate;
+      try {
+        std::unique_ptr<SpillWriter> writer;
+        if (stream) writer = std::make_unique<SpillWriter>(spill_file(dir, w.index));
+        StringTable local(1 << 12);
+        ShardTokens t = tokenize_shard(w, docs, local, progress, writer.get());
+        const uint64_t actual = kept_size(t) + local.memory_bytes() + w.max_doc;
+        if (actual > reserved) gate.grow(actual - reserved), reserved = actual;
+        t.word_ids = vocab->fold(local);
+        local = StringTable(1);
+        account_vocabulary();
+        bool kept = false;
+        uint64_t bytes = 0;
+        if (stream) {
+          writer->finish(t.word_ids, t.ws);
+          bytes = writer->bytes();
+          gate.release(reserved);
+          reserved = 0;
+        } else {
+          // Keep the tokens when they fit next to what encoding these shards at full
+          // concurrency and the dictionary will need; otherwise spill them.
+          bytes = kept_size(t);
+          const uint64_t headroom = shards_at_once * w.encode_estimate() + vocab->memory_bytes();
+          gate.release(reserved);
+          reserved = 0;
+          kept = gate.try_hold(bytes + headroom);
+          if (kept) {
+            gate.drop(headroom);
+            w.kept_bytes = bytes;
+            w.kept = std::make_unique<ShardTokens>(std::move(t));
+          } else {
+            write_spill(spill_file(dir, w.index), t);
+            tight = true;
+          }
+        }
+        ++(kept ? kept_count : spilled_count);
+        if (!kept) spilled_bytes += bytes;
+        spdlog::debug(
+            "compress: shard {} read: {} tokens, {} words of its own, {} ({}); planned {} "
+            "(resident {})",
+            w.index, w.tokens, w.local_words,
+            kept     ? "kept"
+            : stream ? "spilled while read"
+                     : "spilled",
+            format_bytes(bytes), format_bytes(gate.used()), format_bytes(current_rss_bytes()));
+      } catch (...) {
+        if (reserved > 0) gate.release(reserved);
+        throw;
+      }
+    });
   });
-  if (comm.size() > 1) {
-    // Rank 0 merges every rank's sorted vocabulary into the global dictionary and sends it back;
-    // each rank then maps its own word ids to global ones by binary search.
-    auto gathered = comm.gather(bytes_of(serialize_dictionary(dict)));
-    std::vector<uint8_t> global_bytes;
-    if (root) {
-      std::vector<Dictionary> parts;
-      for (auto& g : gathered) parts.push_back(deserialize_dictionary(g));
-      gathered.clear();
-      std::string s = serialize_dictionary(merge_dictionaries(parts));
-      global_bytes.assign(s.begin(), s.end());
-    }
-    comm.broadcast(global_bytes);
-    Dictionary global = deserialize_dictionary(global_bytes);
-    std::vector<WordId> to_global(dict.size());
-    parallel_for(dict.size(), threads,
-                 [&](size_t i) { to_global[i] = global.find(dict[static_cast<WordId>(i)]); });
-    for (auto& w : work)
-      for (WordId& id : w.local_to_global) id = to_global[id];
-    dict = std::move(global);
-  }
-  if (dict.size() >= kBoundaryBit / 2) throw InputError("vocabulary too large");
-  for (auto& w : work) {  // local vocabularies are no longer needed
-    w.vocab = StringTable(1);
-    std::vector<uint32_t>().swap(w.vocab_order);
-  }
+  trim_heap();
+  spdlog::info(
+      "compress: read {} shards in {:.2f}s: {} distinct words ({}), tokens of {} shards kept in "
+      "memory, {} spilled to disk ({})",
+      work.size(), read_timer.seconds(), vocab->size(), format_bytes(vocab->memory_bytes()),
+      kept_count.load(), spilled_count.load(), format_bytes(spilled_bytes.load()));
 
+  // ------------------------------------------------- the dictionary: sort, merge across ranks
+  // Moves a kept shard's tokens to its spill file.
+  auto spill_kept = [&](ShardWork& w) {
+    write_spill(spill_file(dir, w.index), *w.kept);
+    w.kept.reset();
+    gate.drop(w.kept_bytes);
+    spdlog::debug("compress: shard {} spilled after all ({})", w.index, format_bytes(w.kept_bytes));
+    spilled_bytes += w.kept_bytes;
+    w.kept_bytes = 0;
+    ++spilled_count;
+  };
+  // Spills kept tokens (last kept first) until `need` more bytes fit in the budget.
+  auto spill_kept_until = [&](uint64_t need) {
+    for (size_t k = work.size(); k-- > 0 && gate.used() + need > budget;)
+      if (work[k].kept) spill_kept(work[k]);
+  };
+  // What encoding needs on top of the memory held outside the shards, one shard at a time: the
+  // kept shards go first (all their tokens held, plus the largest one's working set), then the
+  // spilled ones (the largest one's estimate).
+  auto encode_need = [&] {
+    uint64_t kept = 0, kept_extra = 0, spilled = 0;
+    for (const auto& w : work) {
+      if (w.kept) {
+        kept += w.kept_bytes;
+        kept_extra = std::max(kept_extra, w.encode_estimate() - w.kept_bytes);
+      } else {
+        spilled = std::max(spilled, w.encode_estimate());
+      }
+    }
+    return std::max(kept + kept_extra, spilled);
+  };
+  auto kept_total = [&] {
+    uint64_t kept = 0;
+    for (const auto& w : work) kept += w.kept_bytes;
+    return kept;
+  };
+
+  Timer dict_timer;
+  const uint64_t words_here = vocab->size();
+  const uint64_t word_bytes = vocab->word_bytes();
+  // Sorting needs the order and the id map (4 bytes per word each); the index goes first.
+  spill_kept_until(8 * words_here);
+  std::vector<WordId> to_global;  // Vocabulary::dense(id) -> global word id
+  Dictionary dict;                // the global dictionary, on rank 0 (in memory)
+  bool dict_spilled = false;
+  uint64_t num_words = 0, dict_bytes = 0;  // the global dictionary's words and bytes
+  run_collectively(comm, [&] {
+    std::vector<uint32_t> order = vocab->sorted(threads);
+    spdlog::debug("compress: {} words sorted in {:.2f}s", order.size(), dict_timer.seconds());
+    account_vocabulary();
+    gate.hold(8 * words_here);
+    to_global.resize(words_here);
+    parallel_for((order.size() + 65535) / 65536, threads, [&](size_t b) {
+      const size_t end = std::min(order.size(), (b + 1) * 65536);
+      for (size_t i = b * 65536; i < end; ++i)
+        to_global[vocab->dense(order[i])] = static_cast<WordId>(i);
+    });
+    if (comm.size() == 1) {
+      num_words = words_here;
+      if (num_words >= kBoundaryBit / 2) return;  // "vocabulary too large", below
+      dict_bytes = word_bytes + 8 * (num_words + 1);
+      // In memory when it fits next to encoding one shard at a time; else on disk.
+      if (gate.used() - kept_total() + dict_bytes + encode_need() <= budget) {
+        dict = vocab->dictionary(order, threads);
+        gate.hold(dict_bytes);
+      } else {
+        write_dictionary_spill(dictionary_spill_file(dir), num_words, word_bytes,
+                               [&](uint64_t i) { return vocab->get(order[i]); });
+        dict_spilled = true;
+      }
+    } else {
+      // This rank's sorted words go up the tree; the union comes back to every rank, which maps
+      // its words into it.
+      std::vector<uint8_t> local = WordList::from_vocabulary(*vocab, order);
+      std::vector<uint32_t>().swap(order);
+      vocab->release_words();
+      account_vocabulary();
+      std::vector<uint8_t> global = merge_up_the_tree(comm, local);
+      comm.broadcast(global);
+      const WordList global_list(global);
+      num_words = global_list.size();
+      if (num_words >= kBoundaryBit / 2) return;
+      const std::vector<uint32_t> pos = positions_in(WordList(local), global_list, threads);
+      for (WordId& id : to_global) id = pos[id];
+      std::vector<uint8_t>().swap(local);
+      dict_bytes = global.size();
+      if (root) {
+        if (gate.used() - kept_total() + dict_bytes + encode_need() <= budget) {
+          dict = global_list.to_dictionary();
+          gate.hold(dict_bytes);
+        } else {
+          write_dictionary_spill(dictionary_spill_file(dir), num_words,
+                                 global.size() - 8 * (num_words + 2),
+                                 [&](uint64_t i) { return global_list[i]; });
+          dict_spilled = true;
+        }
+      }
+    }
+  });
+  if (num_words >= kBoundaryBit / 2) throw InputError("vocabulary too large");
+  vocab->release_words();
+  account_vocabulary();
+  gate.drop(4 * words_here);  // the sort order is gone; the id map stays
+  trim_heap();
+  spdlog::debug("compress: dictionary of {} words ({} here) in {:.2f}s, {}", num_words, words_here,
+                dict_timer.seconds(),
+                root ? (dict_spilled ? "set aside on disk while shards are encoded" : "in memory")
+                     : "held by rank 0");
+
+  // ------------------------------------------------------------------- pass 2: encode shards
+  // Kept shards first (their tokens are already in memory), then the spilled ones; kept shards
+  // are spilled (last first) while even one shard at a time would not fit.
+  for (size_t k = work.size(); k-- > 0;) {
+    if (gate.used() - kept_total() + encode_need() <= budget) break;
+    if (work[k].kept) spill_kept(work[k]);
+  }
+  std::vector<size_t> schedule;
+  for (size_t k = 0; k < work.size(); ++k)
+    if (work[k].kept) schedule.push_back(k);
+  for (size_t k = 0; k < work.size(); ++k)
+    if (!work[k].kept) schedule.push_back(k);
+  uint64_t largest = 0;
+  for (const auto& w : work) largest = std::max(largest, w.encode_estimate());
+  // One warning for the whole job when even one shard at a time does not fit, or the manifest
+  // (the dictionary, its front-coded copy, the document table) on rank 0.
+  uint64_t need_alone = gate.used() - kept_total() + encode_need();
+  if (root) need_alone = std::max(need_alone, base + 2 * dict_bytes + 16 * num_words);
+  need_alone = std::max(need_alone, gate.peak());  // reading went over alone
+  const uint64_t worst_need = comm.allreduce(need_alone > budget ? need_alone : 0, ReduceOp::kMax);
+  if (root && worst_need > 0)
+    spdlog::warn(
+        "{} {} is below the ~{} that the largest shard and the dictionary may need; shards go "
+        "one at a time and the peak may pass the budget (a smaller --shard-size needs less)",
+        default_budget ? "the default memory budget" : "--memory-budget", format_bytes(budget),
+        format_bytes(worst_need));
+  const uint64_t fixed = gate.used() - kept_total();
+  const uint64_t free_now = budget > fixed ? budget - fixed : 0;
+  const uint64_t in_flight = std::max<uint64_t>(
+      1, std::min<uint64_t>(shards_at_once, largest > 0 ? free_now / largest : shards_at_once));
+  spdlog::info(
+      "compress: encoding {} shards, up to {} at once (estimate per shard up to {}, {} held of "
+      "{})",
+      work.size(), in_flight, format_bytes(largest), format_bytes(gate.used()),
+      format_bytes(budget));
+
+  Timer encode_timer;
   run_collectively(comm, [&] {
     std::mutex h5_mutex;
     Progress progress("compressing", work.size(), "shards", options.progress);
-    parallel_for(work.size(), threads, [&](size_t k) {
-      encode_shard(work[k], dict.size(), dir, archive_id, options, h5_mutex);
+    parallel_for(schedule.size(), threads, [&](size_t i) {
+      ShardWork& w = work[schedule[i]];
+      const uint64_t estimate = w.encode_estimate() - w.kept_bytes;
+      gate.acquire(estimate);
+      try {
+        ShardTokens t = w.kept ? std::move(*w.kept) : read_spill(spill_file(dir, w.index));
+        w.kept.reset();
+        encode_shard(w, std::move(t), to_global, *vocab, static_cast<uint32_t>(num_words), dir,
+                     archive_id, options, h5_mutex);
+      } catch (...) {
+        gate.release(estimate);
+        throw;
+      }
+      gate.release(estimate);
+      gate.drop(w.kept_bytes);
+      w.kept_bytes = 0;
       progress.add(1);
     });
   });
+  std::vector<WordId>().swap(to_global);
+  gate.drop(4 * words_here);
+  trim_heap();
+  spdlog::debug("compress: encoded {} shards in {:.2f}s", work.size(), encode_timer.seconds());
 
   // Shard tables to rank 0, which writes the manifest and moves the archive into place.
   std::string table;
@@ -349,7 +620,8 @@ CompressStats compress(const std::vector<std::string>& inputs, const fs::path& o
         stats.symbols += e.symbols;
       }
     }
-    manifest.dict = std::move(dict);
+    manifest.dict =
+        dict_spilled ? read_dictionary_spill(dictionary_spill_file(dir)) : std::move(dict);
     stats.vocabulary = manifest.dict.size();
     seal_shard_digests(dir, manifest, threads);  // recorded in the manifest (gtadoc verify)
     write_manifest_file(dir / kManifestFile, manifest, {options.deflate_level});
@@ -359,6 +631,8 @@ CompressStats compress(const std::vector<std::string>& inputs, const fs::path& o
   stats.documents = docs.size();
   stats.shards = plan.size();
   stats.seconds = timer.seconds();
+  spdlog::debug("compress: peak resident memory {} (budget {}, planned peak {})",
+                format_bytes(peak_rss_bytes()), format_bytes(budget), format_bytes(gate.peak()));
   return stats;
 }
 

@@ -45,6 +45,11 @@ class StringTable {
     return {arena_.data() + offsets_[id], static_cast<size_t>(offsets_[id + 1] - offsets_[id])};
   }
   const std::vector<char>& arena() const { return arena_; }
+  /// Bytes the table holds: slots, word bytes and offsets (capacities).
+  size_t memory_bytes() const {
+    return slots_.capacity() * sizeof(Slot) + arena_.capacity() +
+           offsets_.capacity() * sizeof(uint64_t);
+  }
 
   /// Well-mixed 64-bit hash of a byte string (8 bytes per step).
   static uint64_t hash(std::string_view s) {
