@@ -662,10 +662,7 @@ GenerateResult generate_corpus(const Model& m, const std::string& outdir_arg,
       failed = true;
     }
   };
-  std::vector<std::thread> pool;
-  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& th : pool) th.join();
+  gtadoc::run_on_threads(threads, [&](unsigned) { worker(); });
   progress.finish();
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGTERM, &old_term, nullptr);
