@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <chrono>
 #include <climits>
+#include <fstream>
 #include <thread>
 
 namespace gtadoc {
@@ -27,6 +28,21 @@ Registry& registry() {
 
 bool all_digits(const std::string& s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// False only when pid certainly runs no code any more: no such process, or a zombie (exited, not
+// yet reaped; its parent may be a launcher that is gone, and in a container the init process may
+// never reap it). A process that exists and cannot be inspected counts as running.
+bool process_may_be_running(pid_t pid) {
+  if (::kill(pid, 0) != 0 && errno == ESRCH) return false;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!stat || !std::getline(stat, line)) return true;
+  // "pid (comm) state ...": comm may hold spaces and parentheses, so the state follows the last
+  // ')'.
+  const size_t close = line.rfind(')');
+  if (close == std::string::npos || close + 2 >= line.size()) return true;
+  return line[close + 2] != 'Z';
 }
 
 }  // namespace
@@ -119,7 +135,7 @@ size_t remove_stale_temporaries(const fs::path& target) {
     if (rest.substr(b + 1) != temporary_host()) continue;  // another host's: it may be alive
     const long pid = std::stol(pid_text);
     if (pid <= 0 || pid == ::getpid()) continue;
-    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;  // alive (or unknown)
+    if (process_may_be_running(static_cast<pid_t>(pid))) continue;
     stale.push_back(it->path());
   }
   for (const fs::path& p : stale) {

@@ -42,7 +42,8 @@ const std::string& temporary_host();
 std::string temporary_suffix(unsigned n);
 
 /// Removes the temporaries next to `target` (`<target>.tmp-<pid>-<n>-<host>`) left by processes
-/// of this host that no longer exist; returns how many were removed. Temporaries of other hosts
+/// of this host that no longer run (gone, or zombies: exited but not reaped); returns how many
+/// were removed. Temporaries of other hosts
 /// (a shared filesystem) and of live processes are left alone.
 size_t remove_stale_temporaries(const std::filesystem::path& target);
 
