@@ -55,7 +55,7 @@ class InternalError : public Error {
 
 namespace detail {
 // Implemented next to the library they wrap (formats/h5.cpp, cluster/comm.cpp,
-// worker/gpu/cuda_check.cu); each throws a typed Error naming the failed call and location.
+// worker/device/cuda_check.cu); each throws a typed Error naming the failed call and location.
 [[noreturn]] void throw_h5_error(const char* expr, const char* file, int line);
 [[noreturn]] void throw_mpi_error(int code, const char* expr, const char* file, int line);
 [[noreturn]] void throw_cuda_error(int code, const char* expr, const char* file, int line);

@@ -107,7 +107,8 @@ fi
 
 WORKER_BIN=$BUILD_DIR/tests/worker_tests
 
-# Every suite of the worker test binary (CPU engine, raw baselines, query, GPU engine).
+# Every suite of the worker test binary (CPU engine, query, GPU engine;
+# the raw-text references have their own binaries, tests/reference/).
 suites=$("$WORKER_BIN" --gtest_list_tests 2>/dev/null | grep -E '^[A-Za-z_]' | tr -d '.' |
   paste -sd'|' - || true)
 if [ -z "$suites" ]; then
@@ -139,6 +140,17 @@ fi
 # The GPU test binary alone, with gtest's own report (XML kept for the record).
 step gpu-gtest "$WORKER_BIN" --gtest_filter='GpuEngineTest.*:GpuBatchTest.*:BatchPlan.*' \
   --gtest_output="xml:$OUT/gpu-gtest.xml"
+
+# The raw-text GPU baseline (tests/reference/gpu/) against the CPU reference, on the device.
+if cmake --build "$BUILD_DIR" -j "$JOBS" --target raw_gpu_tests >"$OUT/raw-gpu-build.log" 2>&1; then
+  # SmallCorporaAllVariants (every task x option x format, over 300 s) runs with RAW_GPU_ALL=1.
+  filter='-RawGpu.SmallCorporaAllVariants'
+  [ "${RAW_GPU_ALL:-0}" = 1 ] && filter='*'
+  step raw-gpu-tests timeout 600 "$BUILD_DIR/tests/reference/raw_gpu_tests" --gtest_filter="$filter"
+else
+  note "FAIL  raw_gpu_tests did not build (see raw-gpu-build.log)"
+  failed=1
+fi
 
 if [ "${SANITIZE:-1}" = 0 ]; then
   note "SKIP  compute-sanitizer (SANITIZE=0)"

@@ -77,6 +77,27 @@ const char* traversal_name(Traversal t) {
   return "unknown";
 }
 
+DocSlot doc_slot(const QueryOptions& q) {
+  switch (q.task) {
+    case Task::kWordCount:
+    case Task::kSort:
+      return DocSlot::kNone;
+    case Task::kInvertedIndex:
+    case Task::kRankedInvertedIndex:
+      return DocSlot::kLast;
+    case Task::kTermVector:
+      return DocSlot::kFirst;
+    case Task::kSequenceCount:
+      return q.per_doc ? DocSlot::kFirst : DocSlot::kNone;
+  }
+  GTADOC_FAIL("doc_slot: unknown task");
+}
+
+void check_sequence_length(const QueryOptions& q) {
+  if (is_sequence_task(q.task) && (q.n < 2 || q.n > 8))
+    throw UsageError("--n must be between 2 and 8 (got " + std::to_string(q.n) + ")");
+}
+
 KeyLayout key_layout(const QueryOptions& q) {
   switch (q.task) {
     case Task::kWordCount:

@@ -65,6 +65,17 @@ constexpr bool is_sequence_task(Task t) {
   return t == Task::kSequenceCount || t == Task::kRankedInvertedIndex;
 }
 
+/// Where a record key holds the global document id: nowhere (word-count, sort, global
+/// sequence-count), first (term-vector, sequence-count --per-doc) or last (the inverted indexes).
+enum class DocSlot { kNone, kFirst, kLast };
+DocSlot doc_slot(const QueryOptions& q);
+/// Words in a record key: n for the sequence tasks, else 1.
+inline uint32_t key_words(const QueryOptions& q) {
+  return is_sequence_task(q.task) ? q.n : 1;
+}
+/// Throws UsageError when a sequence task's n is outside 2..8 (what every engine accepts).
+void check_sequence_length(const QueryOptions& q);
+
 /// The key layout of the records a task produces (all ids are u32):
 ///   word-count              [w]               hash of w
 ///   sort                    [w]               range of w

@@ -43,8 +43,8 @@
 #ifdef GTADOC_HAVE_CUDA
 #include <cuda_runtime.h>
 
-#include "scripts/bench/raw_gpu/raw_gpu.cuh"
-#include "worker/raw/raw_tool.h"
+#include "tests/reference/gpu/raw_gpu.cuh"
+#include "tests/reference/raw_tool.h"
 #endif
 
 namespace gtadoc {

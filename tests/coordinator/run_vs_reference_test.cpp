@@ -1,5 +1,5 @@
 // `gtadoc run` on a compressed archive must equal, byte for byte, the raw-text reference
-// (worker/raw) computed on the original documents: every task and option, both traversals,
+// (tests/reference) computed on the original documents: every task and option, both traversals,
 // several thread counts, TSV and JSON, on real text and on adversarial corpora.
 #include <gtest/gtest.h>
 
@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/reference/raw_reference.h"
 #include "tests/testutil/corpus.h"
-#include "worker/raw/raw_reference.h"
 
 namespace gtadoc {
 namespace {

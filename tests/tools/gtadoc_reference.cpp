@@ -1,8 +1,8 @@
 // gtadoc_reference: answers a task on raw (uncompressed) text with the raw-text reference
 // implementation, for comparing against `gtadoc run` byte for byte. Command line and document
-// naming: worker/raw/raw_tool.h. Exit codes: 0 ok, 2 usage error, 1 unreadable input.
-#include "worker/raw/raw_reference.h"
-#include "worker/raw/raw_tool.h"
+// naming: tests/reference/raw_tool.h. Exit codes: 0 ok, 2 usage error, 1 unreadable input.
+#include "tests/reference/raw_reference.h"
+#include "tests/reference/raw_tool.h"
 
 namespace {
 

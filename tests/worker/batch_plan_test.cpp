@@ -1,9 +1,9 @@
-// The batch plan (worker/batch_plan.h), the host logic behind the GPU engine's batched pass: the
-// merged numbering of several shards (levels, rule and word maps, blocks, document ids) and the
+// The batch plan (worker/plan/batch_plan.h), the host logic behind the GPU engine's batched pass:
+// the merged numbering of several shards (levels, rule and word maps, blocks, document ids) and the
 // placement of per-unit arrays. Checked on its own and end to end: a merged grammar assembled on
 // the host exactly as the GPU engine assembles its device DAG (segments copied, symbols remapped)
 // must pass validate_grammar and give the CPU engine the same records as the shards one by one.
-#include "worker/batch_plan.h"
+#include "worker/plan/batch_plan.h"
 
 #include <gtest/gtest.h>
 

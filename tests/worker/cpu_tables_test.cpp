@@ -1,4 +1,4 @@
-// Unit tests of the CPU engine's building blocks: NgramTable, the accumulators and the pool.
+// Unit tests of the CPU engine's building blocks: NgramTable and the accumulators.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -7,7 +7,6 @@
 #include <stdexcept>
 
 #include "worker/cpu/hash_tables.h"
-#include "worker/cpu/thread_pool.h"
 
 namespace gtadoc::cpu {
 namespace {
@@ -72,50 +71,6 @@ void check_accumulator() {
 TEST(AccumulatorTest, DenseAndHash) {
   check_accumulator<DenseAccumulator>();
   check_accumulator<HashAccumulator>();
-}
-
-TEST(ThreadPoolTest, ParallelForCoversRangeOnce) {
-  ThreadPool pool(4);
-  Exec ex{&pool, 4};
-  for (uint64_t grain : {1u, 7u, 1000u}) {
-    std::vector<std::atomic<int>> hits(10007);
-    std::atomic<unsigned> max_tid{0};
-    ex.parallel_for(3, 10007, grain, [&](unsigned tid, uint64_t lo, uint64_t hi) {
-      unsigned m = max_tid.load();
-      while (tid > m && !max_tid.compare_exchange_weak(m, tid)) {
-      }
-      for (uint64_t i = lo; i < hi; ++i) ++hits[i];
-    });
-    for (uint64_t i = 0; i < hits.size(); ++i) EXPECT_EQ(hits[i].load(), i < 3 ? 0 : 1);
-    EXPECT_LT(max_tid.load(), 4u);
-  }
-  std::atomic<int> calls{0};
-  ex.on_all([&](unsigned) { ++calls; });
-  EXPECT_EQ(calls.load(), 4);
-}
-
-TEST(ThreadPoolTest, RethrowsWorkerExceptions) {
-  ThreadPool pool(3);
-  Exec ex{&pool, 3};
-  EXPECT_THROW(ex.on_all([](unsigned tid) {
-    if (tid == 2) throw std::runtime_error("boom");
-  }),
-               std::runtime_error);
-  std::atomic<int> calls{0};
-  ex.on_all([&](unsigned) { ++calls; });  // still usable afterwards
-  EXPECT_EQ(calls.load(), 3);
-}
-
-TEST(ThreadPoolTest, SingleThreadIsADirectCall) {
-  Exec ex;
-  int calls = 0;
-  ex.parallel_for(0, 100, 1, [&](unsigned tid, uint64_t lo, uint64_t hi) {
-    EXPECT_EQ(tid, 0u);
-    EXPECT_EQ(lo, 0u);
-    EXPECT_EQ(hi, 100u);
-    ++calls;
-  });
-  EXPECT_EQ(calls, 1);
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // Helpers for the CPU engine tests: a test dictionary with mixed case, punctuation-only and
-// high-byte words, raw grammar builders, and the brute-force reference (expand every document,
-// count with std::map) that engine results are compared against. Header-only: the test build
-// compiles only *_test.cpp files.
+// high-byte words, raw grammar builders, and the comparison of engine results with the
+// brute-force reference (tests/testutil/brute_force.h: expand every document, count with
+// std::map). Header-only: the test build compiles only *_test.cpp files.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -16,13 +16,15 @@
 
 #include "formats/dictionary.h"
 #include "formats/grammar.h"
+#include "tests/testutil/brute_force.h"
 #include "worker/engine.h"
 #include "worker/query.h"
 #include "worker/records.h"
 
 namespace gtadoc::testing_cpu {
 
-using Expected = std::map<std::vector<uint32_t>, uint64_t>;
+using Expected = testutil::BruteForceRecords;
+using testutil::brute_force;
 
 /// ~40 words: case variants, words --alnum trims or drops, bytes >= 0x80, in byte order.
 inline Dictionary test_dictionary() {
@@ -123,48 +125,6 @@ inline ShardGrammar random_grammar(const RandomSpec& spec, uint32_t num_words, u
       d.insert(d.begin() + static_cast<std::ptrdiff_t>(rng() % (d.size() + 1)), b.rule(r));
     }
   return b.finalize(docs, spec.first_doc);
-}
-
-/// Expected records of `q` (normalized with `norm`) by expanding every document.
-inline Expected brute_force(const ShardGrammar& g, const Normalization& norm,
-                            const QueryOptions& q) {
-  Expected out;
-  std::vector<WordId> raw;
-  for (uint32_t d = 0; d < g.num_docs; ++d) {
-    raw.clear();
-    expand_document(g, d, raw);
-    std::vector<uint32_t> words;
-    for (WordId w : raw) {
-      WordId r = norm.identity && norm.remap.empty() ? w : norm.remap[w];
-      if (r != kDroppedWord) words.push_back(r);
-    }
-    const uint32_t doc = g.first_doc + d;
-    switch (q.task) {
-      case Task::kWordCount:
-      case Task::kSort:
-        for (uint32_t w : words) ++out[{w}];
-        break;
-      case Task::kInvertedIndex:
-        for (uint32_t w : words) ++out[{w, doc}];
-        break;
-      case Task::kTermVector:
-        for (uint32_t w : words) ++out[{doc, w}];
-        break;
-      case Task::kSequenceCount:
-      case Task::kRankedInvertedIndex:
-        for (size_t i = 0; i + q.n <= words.size(); ++i) {
-          std::vector<uint32_t> key(words.begin() + i, words.begin() + i + q.n);
-          if (q.task == Task::kRankedInvertedIndex) {
-            key.push_back(doc);
-          } else if (q.per_doc) {
-            key.insert(key.begin(), doc);
-          }
-          ++out[key];
-        }
-        break;
-    }
-  }
-  return out;
 }
 
 /// Records as a map; fails the test on a duplicate key, a zero count or a bad width.

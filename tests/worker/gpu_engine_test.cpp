@@ -6,6 +6,7 @@
 // lists, so no order is assumed. Compiles without CUDA; skips at run time without a GPU.
 #include <gtest/gtest.h>
 
+#include "tests/testutil/brute_force.h"
 #include "tests/testutil/engine_cases.h"
 
 #include "worker/engine.h"
@@ -157,45 +158,10 @@ ShardGrammar random_grammar(const RandomShape& shape, uint32_t V, uint64_t seed)
   return b.finish(docs, shape.first_doc);
 }
 
-/// Brute force: expand every document, normalize, count.
-Rows brute_force(const ShardGrammar& g, const Normalization& norm, const QueryOptions& q) {
-  std::map<std::vector<uint32_t>, uint64_t> out;
-  std::vector<WordId> raw;
-  for (uint32_t d = 0; d < g.num_docs; ++d) {
-    raw.clear();
-    expand_document(g, d, raw);
-    std::vector<uint32_t> words;
-    for (WordId w : raw) {
-      const WordId r = norm.identity ? w : norm.remap[w];
-      if (r != kDroppedWord) words.push_back(r);
-    }
-    const uint32_t doc = g.first_doc + d;
-    switch (q.task) {
-      case Task::kWordCount:
-      case Task::kSort:
-        for (uint32_t w : words) ++out[{w}];
-        break;
-      case Task::kInvertedIndex:
-        for (uint32_t w : words) ++out[{w, doc}];
-        break;
-      case Task::kTermVector:
-        for (uint32_t w : words) ++out[{doc, w}];
-        break;
-      case Task::kSequenceCount:
-      case Task::kRankedInvertedIndex:
-        for (size_t i = 0; i + q.n <= words.size(); ++i) {
-          std::vector<uint32_t> key(words.begin() + i, words.begin() + i + q.n);
-          if (q.task == Task::kRankedInvertedIndex) {
-            key.push_back(doc);
-          } else if (q.per_doc) {
-            key.insert(key.begin(), doc);
-          }
-          ++out[key];
-        }
-        break;
-    }
-  }
-  return Rows(out.begin(), out.end());
+/// The brute-force records (tests/testutil/brute_force.h) as sorted rows.
+Rows brute_force_rows(const ShardGrammar& g, const Normalization& norm, const QueryOptions& q) {
+  const testutil::BruteForceRecords records = testutil::brute_force(g, norm, q);
+  return Rows(records.begin(), records.end());
 }
 
 /// Sorted rows of a batch; adds a failure for a bad shape, a zero count or a duplicate key.
@@ -310,7 +276,7 @@ class GpuEngineTest : public ::testing::Test {
           ShardRunStats cstats;
           const Rows want = canonical(cpu().run(*cpu_shard, q, norm, cstats), width, "cpu");
           if (m.brute) {
-            const std::string d = difference(brute_force(g, norm, q), want);
+            const std::string d = difference(brute_force_rows(g, norm, q), want);
             if (!d.empty()) {
               ADD_FAILURE() << what.str() << ": cpu engine vs brute force: " << d;
               ++failures;
@@ -687,12 +653,12 @@ TEST_F(GpuEngineTest, SeveralShardsAndShardOutlivingEngine) {
   q.lowercase = q.alnum = true;
   ShardRunStats stats;
   for (int i = 0; i < 2; ++i) {
-    EXPECT_EQ(
-        difference(brute_force(g1, norm, q), canonical(engine->run(*s1, q, norm, stats), 4, "gpu")),
-        "");
-    EXPECT_EQ(
-        difference(brute_force(g2, norm, q), canonical(engine->run(*s2, q, norm, stats), 4, "gpu")),
-        "");
+    EXPECT_EQ(difference(brute_force_rows(g1, norm, q),
+                         canonical(engine->run(*s1, q, norm, stats), 4, "gpu")),
+              "");
+    EXPECT_EQ(difference(brute_force_rows(g2, norm, q),
+                         canonical(engine->run(*s2, q, norm, stats), 4, "gpu")),
+              "");
   }
   EXPECT_THROW(cpu().run(*s1, q, norm, stats), Error);  // a GPU shard on the CPU engine
   engine.reset();                                       // shards keep the device context alive
@@ -726,7 +692,7 @@ TEST_F(GpuEngineTest, CachedPreparationsAcrossNormalizationsAndN) {
           ShardRunStats stats;
           SCOPED_TRACE(::testing::Message()
                        << task_name(tc.task) << " n " << n << " norm " << ni << " round " << round);
-          EXPECT_EQ(difference(brute_force(g, norm, q),
+          EXPECT_EQ(difference(brute_force_rows(g, norm, q),
                                canonical(gpu().run(*gs, q, norm, stats), width, "gpu")),
                     "");
         }

@@ -1,5 +1,6 @@
-// The CPU engine: loads shards (CpuShard), and runs a query as init (vocabulary, own items or
-// head/tail buffers, selector) followed by the chosen traversal.
+// The CPU engine: loads shards (CpuShard), and runs a query as init (vocabulary, head/tail
+// buffers, selector) followed by the traversal plan (worker/plan/traversal_plan.h) over the CPU
+// operators.
 #include <chrono>
 #include <memory>
 #include <mutex>
@@ -10,6 +11,7 @@
 #include "common/error.h"
 #include "worker/cpu/cpu_internal.h"
 #include "worker/engine.h"
+#include "worker/plan/traversal_plan.h"
 
 namespace gtadoc {
 namespace cpu {
@@ -35,6 +37,30 @@ class LazyShard final : public LoadedShard {
   std::unique_ptr<CpuShard> full_;
 };
 
+/// The CPU engine's operators for plan::run_traversal.
+struct Operators {
+  Query& Q;
+  RuleTables tables;
+  RecordBatch sequence_count_topdown() {
+    return cpu::sequence_count_topdown(Q, rule_weights(Q.s, Q.ex));
+  }
+  void prepare_items() {
+    if (is_sequence_task(Q.q.task)) {
+      intern_windows(Q);
+    } else {
+      build_word_items(Q);
+    }
+  }
+  bool build_tables() {
+    tables = build_rule_tables(Q);
+    return true;
+  }
+  RecordBatch topdown_global() { return cpu::topdown_global(Q, rule_weights(Q.s, Q.ex)); }
+  RecordBatch topdown_per_doc() { return cpu::topdown_per_doc(Q); }
+  RecordBatch bottomup_global() { return cpu::bottomup_global(Q, tables); }
+  RecordBatch bottomup_per_doc() { return cpu::bottomup_per_doc(Q, tables); }
+};
+
 class CpuEngine final : public Engine {
  public:
   explicit CpuEngine(unsigned threads) : threads_(threads) {}
@@ -49,9 +75,8 @@ class CpuEngine final : public Engine {
                   ShardRunStats& stats) override {
     auto* lazy = dynamic_cast<LazyShard*>(&shard);
     GTADOC_EXPECTS(lazy != nullptr, "cpu engine: the shard was loaded by another engine");
+    check_sequence_length(q);
     const bool seq = is_sequence_task(q.task);
-    if (seq && (q.n < 2 || q.n > 8))
-      throw UsageError("--n must be between 2 and 8 (got " + std::to_string(q.n) + ")");
 
     std::lock_guard<std::mutex> lock(mu_);  // one query at a time shares the pool
     const auto t0 = std::chrono::steady_clock::now();
@@ -68,12 +93,8 @@ class CpuEngine final : public Engine {
     }
     CpuShard* s = &lazy->full(exec_for(0));
     Query Q{*s, q, exec_for(q.threads), {}, {}, {}};
-    Q.vocab = build_vocab(*s, norm, Q.ex);
-    if (seq) {
-      build_seq_info(Q);
-    } else {
-      build_word_items(Q);
-    }
+    Q.vocab = plan::build_vocab(s->local_words, s->g.num_words, norm);
+    if (seq) build_heads_tails(Q);
     TraversalChoice choice;
     if (q.traversal == Traversal::kAuto) {
       choice = select_traversal(Q);
@@ -83,25 +104,14 @@ class CpuEngine final : public Engine {
     } else {
       choice.traversal = q.traversal;
     }
-    stats.traversal = choice.traversal;
     stats.selector_reason = choice.reason;
     stats.init_s = seconds_since(t0);
 
     const auto t1 = std::chrono::steady_clock::now();
-    RecordBatch out;
-    const bool top_down = choice.traversal != Traversal::kBottomUp;
-    if (seq && !Q.per_doc() && top_down) {
-      out = sequence_count_topdown(Q, rule_weights(*s, Q.ex));
-    } else {
-      if (seq) intern_ngrams(Q);
-      if (top_down) {
-        out = Q.per_doc() ? topdown_per_doc(Q) : topdown_global(Q, rule_weights(*s, Q.ex));
-      } else {
-        RuleTables tables = build_rule_tables(Q);
-        out = Q.per_doc() ? bottomup_per_doc(Q, tables) : bottomup_global(Q, tables);
-      }
-    }
+    Operators ops{Q, {}};
+    RecordBatch out = plan::run_traversal(q, choice.traversal, ops);
     out.width = Q.key_width();
+    stats.traversal = choice.traversal;
     stats.traversal_s = seconds_since(t1);
     spdlog::debug("cpu engine: {} {} records, init {:.3f}s, traversal {:.3f}s ({} threads)",
                   task_name(q.task), out.size(), stats.init_s, stats.traversal_s, Q.ex.threads);

@@ -101,7 +101,7 @@ std::vector<WorkItem> work_items(const Query& Q, const std::vector<uint64_t>* we
 
 }  // namespace
 
-void build_seq_info(Query& Q) {
+void build_heads_tails(Query& Q) {
   const CpuShard& s = Q.s;
   SeqInfo& sq = Q.seq;
   sq.n = Q.q.n;
@@ -227,7 +227,7 @@ RecordBatch sequence_count_topdown(Query& Q, const std::vector<uint64_t>& weight
   return concat_batches(out, n);
 }
 
-void intern_ngrams(Query& Q) {
+void intern_windows(Query& Q) {
   const CpuShard& s = Q.s;
   const unsigned T = Q.ex.threads;
   const uint32_t n = Q.seq.n;

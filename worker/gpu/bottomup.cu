@@ -8,8 +8,8 @@
 // Documents are then their segment's own entries plus their children's tables.
 #include <vector>
 
+#include "worker/device/primitives.cuh"
 #include "worker/gpu/gpu_internal.h"
-#include "worker/gpu/primitives.cuh"
 
 namespace gtadoc::gpu {
 namespace {

@@ -1,6 +1,7 @@
 // The GPU engine (host code: no kernels here): loads shards into device memory (GpuShard) and runs
 // a query as init (the normalization remap uploaded as device arrays, head/tail buffers for
-// sequence tasks, the traversal selector) followed by the chosen traversal. Out-of-memory never
+// sequence tasks, the traversal selector) followed by the traversal plan (worker/plan/
+// traversal_plan.h) over the GPU operators. Out-of-memory never
 // aborts a query: a failed bottom-up table build falls back to top-down, per-document work is
 // retried in smaller batches of documents, global sequence-count in smaller pieces of the shard,
 // and only when a single document (or position range of one symbol) does not fit is a ResourceError
@@ -27,6 +28,7 @@
 #include "common/timer.h"
 #include "worker/engine.h"
 #include "worker/gpu/gpu_internal.h"
+#include "worker/plan/traversal_plan.h"
 #include "worker/records.h"
 
 namespace gtadoc {
@@ -147,6 +149,41 @@ RecordBatch global_sequence_count(Query& Q) {
   return merge_batches(parts, Q.n, parts.size() > 1);
 }
 
+/// The GPU engine's operators for plan::run_traversal: per-document work in batches of documents
+/// and bottom-up tables that fall back to top-down when they do not fit.
+struct Operators {
+  Query& Q;
+  OwnSet own;
+  std::unique_ptr<RuleTables> tables;
+  uint32_t width() const { return Q.key_spec().width(); }
+  RecordBatch sequence_count_topdown() { return global_sequence_count(Q); }
+  void prepare_items() { own = is_sequence_task(Q.q.task) ? intern_windows(Q) : word_own_set(Q); }
+  bool build_tables() {
+    try {
+      tables = std::make_unique<RuleTables>(build_rule_tables(Q, own));
+      return true;
+    } catch (const ResourceError& e) {
+      spdlog::warn("gpu engine: bottom-up tables do not fit in GPU memory ({}); using top-down",
+                   e.what());
+      return false;
+    }
+  }
+  RecordBatch topdown_global() {
+    const DeviceBuffer<uint64_t> weights = rule_weights(Q);
+    return gpu::topdown_global(Q, own, weights);
+  }
+  RecordBatch bottomup_global() { return gpu::bottomup_global(Q, own, *tables); }
+  RecordBatch topdown_per_doc() {
+    return for_document_batches(
+        Q, width(), [&](uint32_t d0, uint32_t d1) { return gpu::topdown_per_doc(Q, own, d0, d1); });
+  }
+  RecordBatch bottomup_per_doc() {
+    return for_document_batches(Q, width(), [&](uint32_t d0, uint32_t d1) {
+      return gpu::bottomup_per_doc(Q, own, *tables, d0, d1);
+    });
+  }
+};
+
 double phase_clock() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
@@ -206,7 +243,7 @@ class GpuEngine final : public Engine {
   RecordBatch run(LoadedShard& shard, const QueryOptions& q, const Normalization& norm,
                   ShardRunStats& stats) override {
     GpuShard& s = own_shard(shard);
-    check_n(q);
+    check_sequence_length(q);
     std::lock_guard<std::mutex> lock(mu_);  // one query at a time on the stream and pool
     ctx_->activate();
     QueryScope scope(*ctx_, query_memory_limit());
@@ -222,7 +259,7 @@ class GpuEngine final : public Engine {
       GTADOC_EXPECTS(sh != nullptr, "gpu engine: null shard in a batch");
       list.push_back(&own_shard(*sh));
     }
-    check_n(q);
+    check_sequence_length(q);
     stats.assign(shards.size(), ShardRunStats{});
     const uint32_t width = key_layout(q).width;
     if (list.empty()) {
@@ -247,11 +284,6 @@ class GpuEngine final : public Engine {
     GTADOC_EXPECTS(s != nullptr && s->ctx == ctx_ && s->batch_shards == 1,
                    "gpu engine: the shard was loaded by another engine");
     return *s;
-  }
-
-  static void check_n(const QueryOptions& q) {
-    if (is_sequence_task(q.task) && (q.n < 2 || q.n > 8))
-      throw UsageError("--n must be between 2 and 8 (got " + std::to_string(q.n) + ")");
   }
 
   using BatchKey = std::vector<uint64_t>;
@@ -396,34 +428,9 @@ class GpuEngine final : public Engine {
   }
 
   /// Runs the traversal `used` (updated when memory forces top-down instead of bottom-up).
-  RecordBatch traverse(Query& Q, Traversal& used) {
-    const bool seq = is_sequence_task(Q.q.task);
-    const bool per_doc = Q.slot() != DocSlot::kNone;
-    const uint32_t width = Q.key_spec().width();
-    if (seq && !per_doc && used != Traversal::kBottomUp) return global_sequence_count(Q);
-
-    const OwnSet own = seq ? intern_windows(Q) : word_own_set(Q);
-    std::unique_ptr<RuleTables> tables;
-    if (used == Traversal::kBottomUp) {
-      try {
-        tables = std::make_unique<RuleTables>(build_rule_tables(Q, own));
-      } catch (const ResourceError& e) {
-        spdlog::warn("gpu engine: bottom-up tables do not fit in GPU memory ({}); using top-down",
-                     e.what());
-        used = Traversal::kTopDown;
-      }
-    }
-    if (!per_doc) {
-      if (tables) return bottomup_global(Q, own, *tables);
-      const DeviceBuffer<uint64_t> weights = rule_weights(Q);
-      return topdown_global(Q, own, weights);
-    }
-    if (tables)
-      return for_document_batches(Q, width, [&](uint32_t d0, uint32_t d1) {
-        return bottomup_per_doc(Q, own, *tables, d0, d1);
-      });
-    return for_document_batches(
-        Q, width, [&](uint32_t d0, uint32_t d1) { return topdown_per_doc(Q, own, d0, d1); });
+  static RecordBatch traverse(Query& Q, Traversal& used) {
+    Operators ops{Q, {}, {}};
+    return plan::run_traversal(Q.q, used, ops);
   }
 
   std::shared_ptr<DeviceContext> ctx_;

@@ -21,19 +21,25 @@
 
 #include "common/types.h"
 #include "formats/grammar.h"
+#include "worker/device/device_buffer.cuh"
 #include "worker/engine.h"
-#include "worker/gpu/device_buffer.cuh"
+#include "worker/plan/selector.h"
+#include "worker/plan/shard_layout.h"
+#include "worker/plan/thread_pool.h"
+#include "worker/plan/vocab.h"
 #include "worker/query.h"
 #include "worker/records.h"
 
 namespace gtadoc::gpu {
 
-/// Body symbols re-encoded at load: words become shard-local word indices (< kRuleFlag), rules
-/// kRuleFlag | id, boundaries kBoundaryCode.
-inline constexpr uint32_t kRuleFlag = 0x80000000u;
-inline constexpr uint32_t kBoundaryCode = 0xFFFFFFFFu;
-inline constexpr uint32_t kNoItem = 0xFFFFFFFFu;
-inline constexpr uint32_t kNoUnit = 0xFFFFFFFFu;
+// The plan layer's vocabulary (worker/plan/): symbol encoding, vocabulary, selector.
+using plan::kBoundaryCode;
+using plan::kNoItem;
+using plan::kNoUnit;
+using plan::kRuleFlag;
+using plan::SelectorEstimate;
+using plan::TraversalChoice;
+using plan::Vocab;
 
 /// Workload classes of per-rule kernels, by body length (symbols): one thread per rule up to
 /// kThreadMaxBody, one warp per rule up to kWarpMaxBody, one block per rule above.
@@ -56,6 +62,11 @@ struct DeviceContext {
   };
   /// Created by the first large download (download.cpp), kept for the next ones.
   mutable std::unique_ptr<DownloadStaging, StagingDeleter> staging;
+  /// Host threads for load-time work (the shard layout), started by the first load.
+  plan::Exec host_exec();
+
+ private:
+  std::unique_ptr<plan::ThreadPool> host_pool_;
 };
 
 /// Copies `bytes` from device memory (written on ctx.stream) to host memory and waits: large
@@ -78,13 +89,6 @@ struct UnitCsr {
   const uint32_t* cnt = nullptr;  ///< nullptr: every count is 1
 };
 
-/// The query's normalization restricted to the shard's words (host side).
-struct Vocab {
-  std::vector<uint32_t> lnorm;    ///< local word -> item, or kNoItem when dropped
-  std::vector<WordId> item_word;  ///< item -> normalized global word id (ascending)
-  bool identity = true;
-  uint32_t size() const { return static_cast<uint32_t>(item_word.size()); }
-};
 /// The vocabulary of one normalization with its device copies (the remap every kernel uses).
 struct PreparedVocab {
   Vocab vocab;
@@ -96,13 +100,6 @@ struct PreparedVocab {
 struct PreparedSeq {
   DeviceBuffer<uint64_t> slen;
   DeviceBuffer<uint32_t> head, tail;
-};
-
-/// The traversal selector's estimates for one kind of query (memory is checked per query).
-struct SelectorEstimate {
-  double bottom_up = 0, top_down = 0;  ///< entries each traversal moves
-  double table_bytes = 0;              ///< device memory the bottom-up tables may need
-  std::string numbers;                 ///< the estimates, for the log
 };
 
 /// Per-shard preparations that depend only on the shard and the query's normalization (and n):
@@ -186,9 +183,9 @@ class GpuShard final : public LoadedShard {
 void build_level_schedule(GpuShard& s, const std::vector<uint32_t>& level_offsets);
 
 // gpu_batch.cu
-/// One merged device DAG of `shards` (worker/batch_plan.h), built with device-to-device copies of
-/// their resident arrays (nothing is uploaded again but small maps). Throws ResourceError when it
-/// does not fit. With GTADOC_GPU_PHASES=1, `timings` gets the build's phases ("plan=..ms ...").
+/// One merged device DAG of `shards` (worker/plan/batch_plan.h), built with device-to-device copies
+/// of their resident arrays (nothing is uploaded again but small maps). Throws ResourceError when
+/// it does not fit. With GTADOC_GPU_PHASES=1, `timings` gets the build's phases ("plan=..ms ...").
 std::unique_ptr<GpuShard> merge_shards(const std::vector<const GpuShard*>& shards,
                                        std::string* timings = nullptr);
 
@@ -206,9 +203,6 @@ struct OwnSet {
   DeviceBuffer<uint32_t> unit_store, item_store, cnt_store;
   uint64_t entries() const { return h_off.empty() ? 0 : h_off.back(); }
 };
-
-/// Where the document goes in a record key.
-enum class DocSlot { kNone, kFirst, kLast };
 
 /// How an item becomes record key values (trivially copyable, passed to kernels).
 struct KeySpec {
@@ -266,7 +260,7 @@ struct Query {
   const uint32_t *head = nullptr, *tail = nullptr;
   DeviceBuffer<uint32_t> gid_items;  ///< interned n-grams: n word items each
 
-  DocSlot slot() const;
+  DocSlot slot() const { return doc_slot(q); }
   KeySpec key_spec() const;
 };
 
@@ -333,10 +327,6 @@ RecordBatch download_records(Query& Q, const DeviceBuffer<uint32_t>& keys,
 RecordBatch merge_batches(std::vector<RecordBatch>& parts, uint32_t width, bool merge);
 
 // selector.cpp
-struct TraversalChoice {
-  Traversal traversal = Traversal::kTopDown;
-  std::string reason;
-};
 /// The estimates for the query's kind (Q.vocab and Q.k set); global tasks need none.
 SelectorEstimate estimate_traversals(const Query& Q);
 TraversalChoice select_traversal(const Query& Q, const SelectorEstimate& est,

@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "worker/device/primitives.cuh"
 #include "worker/gpu/gpu_internal.h"
-#include "worker/gpu/primitives.cuh"
 
 namespace gtadoc::gpu {
 namespace {
@@ -48,22 +48,6 @@ __global__ void pair_records_kernel(KeySpec ks, uint32_t width, const uint64_t* 
 }
 
 }  // namespace
-
-DocSlot Query::slot() const {
-  switch (q.task) {
-    case Task::kWordCount:
-    case Task::kSort:
-      return DocSlot::kNone;
-    case Task::kInvertedIndex:
-    case Task::kRankedInvertedIndex:
-      return DocSlot::kLast;
-    case Task::kTermVector:
-      return DocSlot::kFirst;
-    case Task::kSequenceCount:
-      return q.per_doc ? DocSlot::kFirst : DocSlot::kNone;
-  }
-  return DocSlot::kNone;
-}
 
 KeySpec Query::key_spec() const {
   KeySpec ks;

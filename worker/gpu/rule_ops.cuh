@@ -12,8 +12,8 @@
 
 #include <cstdint>
 
+#include "worker/device/primitives.cuh"
 #include "worker/gpu/gpu_internal.h"
-#include "worker/gpu/primitives.cuh"
 
 namespace gtadoc::gpu {
 

@@ -15,8 +15,8 @@
 #include <algorithm>
 #include <string>
 
+#include "worker/device/primitives.cuh"
 #include "worker/gpu/gpu_internal.h"
-#include "worker/gpu/primitives.cuh"
 #include "worker/gpu/rule_ops.cuh"
 
 namespace gtadoc::gpu {

@@ -13,8 +13,8 @@
 #include <memory>
 #include <vector>
 
+#include "worker/device/primitives.cuh"
 #include "worker/gpu/gpu_internal.h"
-#include "worker/gpu/primitives.cuh"
 #include "worker/gpu/rule_ops.cuh"
 
 namespace gtadoc::gpu {

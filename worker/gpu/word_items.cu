@@ -1,8 +1,8 @@
 // Own entries of the word tasks: every unit's terminal words with multiplicities. With the
 // identity normalization they are the shard's load-time terms CSR as is; otherwise the terms
 // are remapped to items and dropped words are filtered out (count, scan, scatter: exact sizes).
+#include "worker/device/primitives.cuh"
 #include "worker/gpu/gpu_internal.h"
-#include "worker/gpu/primitives.cuh"
 
 namespace gtadoc::gpu {
 namespace {

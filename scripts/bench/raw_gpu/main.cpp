@@ -13,8 +13,8 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "scripts/bench/raw_gpu/raw_gpu.cuh"
-#include "worker/raw/raw_tool.h"
+#include "tests/reference/gpu/raw_gpu.cuh"
+#include "tests/reference/raw_tool.h"
 
 namespace {
 

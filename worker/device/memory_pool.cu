@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "worker/gpu/device_buffer.cuh"
+#include "worker/device/device_buffer.cuh"
 
 namespace gtadoc::gpu {
 

@@ -6,7 +6,7 @@
 #include <thrust/iterator/transform_iterator.h>
 #include <cub/cub.cuh>
 
-#include "worker/gpu/primitives.cuh"
+#include "worker/device/primitives.cuh"
 
 namespace gtadoc::gpu {
 namespace {

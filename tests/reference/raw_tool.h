@@ -11,8 +11,8 @@
 #include <functional>
 #include <vector>
 
+#include "tests/reference/raw_reference.h"
 #include "worker/query.h"
-#include "worker/raw/raw_reference.h"
 
 namespace gtadoc {
 

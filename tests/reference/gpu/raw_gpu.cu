@@ -13,7 +13,7 @@
 //    joined-string order.
 //  * Every sort that decides an output order is a stable LSD radix sort, so a later pass by a
 //    more significant key keeps the order of the earlier ones for ties.
-#include "scripts/bench/raw_gpu/raw_gpu.cuh"
+#include "tests/reference/gpu/raw_gpu.cuh"
 
 #include <cuda_runtime.h>
 
@@ -29,18 +29,21 @@
 #include <vector>
 
 #include "common/error.h"
-#include "scripts/bench/raw_gpu/raw_gpu_device.h"
-#include "worker/gpu/device_buffer.cuh"
+#include "tests/reference/gpu/raw_gpu_device.h"
+#include "worker/device/device_buffer.cuh"
+#include "worker/device/primitives.cuh"
 
 namespace gtadoc {
 namespace rawgpu {
 namespace {
 
+using gpu::bits_for;
 using gpu::DeviceBuffer;
+using gpu::global_stride;
+using gpu::global_thread;
 using gpu::MemoryPool;
 using gpu::Stream;
 
-constexpr int kThreads = 256;
 constexpr int kMaxFields = 9;                  ///< a document plus 8 words
 constexpr uint64_t kMaxWords = 0xFFFFFFFEull;  ///< word indices, counts and ids are u32
 
@@ -51,22 +54,11 @@ struct Span {
   uint32_t doc;
 };
 
-unsigned blocks_for(uint64_t n) {
-  return static_cast<unsigned>(std::min<uint64_t>((n + kThreads - 1) / kThreads, 1u << 20));
-}
-
-__device__ __forceinline__ uint64_t thread_index() {
-  return static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-__device__ __forceinline__ uint64_t thread_stride() {
-  return static_cast<uint64_t>(gridDim.x) * blockDim.x;
-}
-
 /// Launches a grid-stride kernel over n items (nothing for n == 0) and checks the launch.
 template <class... Params, class... Args>
 void launch(void (*kernel)(Params...), uint64_t n, cudaStream_t stream, Args&&... args) {
   if (n == 0) return;
-  kernel<<<blocks_for(n), kThreads, 0, stream>>>(std::forward<Args>(args)...);
+  kernel<<<gpu::grid_for(n), gpu::kBlock, 0, stream>>>(std::forward<Args>(args)...);
   GTADOC_CHECK_LAUNCH();
 }
 
@@ -111,33 +103,10 @@ class Clock {
   std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
 };
 
-// ------------------------------------------------------------------ small generic kernels
-
-template <class T>
-__global__ void iota_kernel(T* out, uint64_t n) {
-  for (uint64_t i = thread_index(); i < n; i += thread_stride()) out[i] = static_cast<T>(i);
-}
-
-template <class T>
-__global__ void set_one_kernel(T* at, T value) {
-  if (thread_index() == 0) *at = value;
-}
-
-/// out[i] = in[idx[i]]
-template <class T>
-__global__ void gather_kernel(const T* in, const uint32_t* idx, uint64_t n, T* out) {
-  for (uint64_t i = thread_index(); i < n; i += thread_stride()) out[i] = in[idx[i]];
-}
-
-template <class T>
-void iota(DeviceBuffer<T>& buf, uint64_t n, cudaStream_t st) {
-  launch(iota_kernel<T>, n, st, buf.data(), n);
-}
-
 // ------------------------------------------------------------------ parallel split (tokenize)
 
 __global__ void lowercase_kernel(uint8_t* text, uint64_t n) {
-  for (uint64_t i = thread_index(); i < n; i += thread_stride()) text[i] = ascii_lower(text[i]);
+  for (uint64_t i = global_thread(); i < n; i += global_stride()) text[i] = ascii_lower(text[i]);
 }
 
 /// Byte i starts a word: it is not whitespace and the byte before it is (or there is none).
@@ -164,7 +133,7 @@ struct IsWordLast {
 __global__ void spans_kernel(const uint64_t* starts, const uint64_t* lasts, uint64_t n,
                              const uint8_t* text, const uint64_t* doc_start, uint32_t ndocs,
                              bool alnum, Span* out, unsigned* too_long) {
-  for (uint64_t i = thread_index(); i < n; i += thread_stride()) {
+  for (uint64_t i = global_thread(); i < n; i += global_stride()) {
     uint64_t begin = starts[i];
     uint64_t end = lasts[i] + 1;
     uint32_t lo = 0, hi = ndocs;  // doc_start[lo] <= begin < doc_start[hi]
@@ -193,7 +162,7 @@ struct NonEmpty {
 
 __global__ void hash_kernel(const Span* spans, uint64_t n, const uint8_t* text, uint64_t mask,
                             uint64_t* hashes, uint32_t* idx) {
-  for (uint64_t i = thread_index(); i < n; i += thread_stride()) {
+  for (uint64_t i = global_thread(); i < n; i += global_stride()) {
     const Span s = spans[i];
     hashes[i] = word_hash(text + s.begin, s.len) & mask;
     idx[i] = static_cast<uint32_t>(i);
@@ -205,7 +174,7 @@ __global__ void hash_kernel(const Span* spans, uint64_t n, const uint8_t* text, 
 __global__ void hash_heads_kernel(const uint64_t* hashes, const uint32_t* idx, uint64_t n,
                                   const Span* spans, const uint8_t* text, uint32_t* heads,
                                   unsigned* collision) {
-  for (uint64_t i = thread_index(); i < n; i += thread_stride()) {
+  for (uint64_t i = global_thread(); i < n; i += global_stride()) {
     if (i == 0 || hashes[i] != hashes[i - 1]) {
       heads[i] = 1;
       continue;
@@ -220,7 +189,7 @@ __global__ void hash_heads_kernel(const uint64_t* hashes, const uint32_t* idx, u
 /// Over byte-sorted words: a group starts where the bytes change.
 __global__ void byte_heads_kernel(const uint32_t* idx, uint64_t n, const Span* spans,
                                   const uint8_t* text, uint32_t* heads) {
-  for (uint64_t i = thread_index(); i < n; i += thread_stride()) {
+  for (uint64_t i = global_thread(); i < n; i += global_stride()) {
     if (i == 0) {
       heads[i] = 1;
       continue;
@@ -266,7 +235,7 @@ void merge_sort_u32(DeviceBuffer<uint32_t>& keys, uint64_t n, Less less, MemoryP
 /// rank[perm[r]] = r, and by_rank[r] = rep[perm[r]] (when rep is not null).
 __global__ void invert_kernel(const uint32_t* perm, uint64_t n, const uint32_t* rep, uint32_t* rank,
                               uint32_t* by_rank) {
-  for (uint64_t r = thread_index(); r < n; r += thread_stride()) {
+  for (uint64_t r = global_thread(); r < n; r += global_stride()) {
     rank[perm[r]] = static_cast<uint32_t>(r);
     if (rep != nullptr) by_rank[r] = rep[perm[r]];
   }
@@ -275,7 +244,7 @@ __global__ void invert_kernel(const uint32_t* perm, uint64_t n, const uint32_t* 
 /// wid[idx[i]] = rank of the group of sorted position i (gid is the inclusive scan of heads).
 __global__ void word_ids_kernel(const uint32_t* idx, const uint32_t* gid, uint64_t n,
                                 const uint32_t* rank, uint32_t* wid) {
-  for (uint64_t i = thread_index(); i < n; i += thread_stride()) {
+  for (uint64_t i = global_thread(); i < n; i += global_stride()) {
     const uint32_t g = gid[i] - 1;
     wid[idx[i]] = rank != nullptr ? rank[g] : g;
   }
@@ -336,7 +305,7 @@ struct ChunkSpec {
 template <class F>
 __global__ void chunk_keys_kernel(const uint32_t* perm, uint64_t m, F fields, ChunkSpec spec,
                                   uint64_t* keys) {
-  for (uint64_t k = thread_index(); k < m; k += thread_stride()) {
+  for (uint64_t k = global_thread(); k < m; k += global_stride()) {
     const uint32_t item = perm[k];
     uint64_t key = 0;
     for (int f = spec.first; f <= spec.last; ++f) {
@@ -351,7 +320,7 @@ __global__ void chunk_keys_kernel(const uint32_t* perm, uint64_t m, F fields, Ch
 template <class F>
 __global__ void field_heads_kernel(const uint32_t* perm, uint64_t m, F fields, int nf,
                                    uint32_t* heads) {
-  for (uint64_t k = thread_index(); k < m; k += thread_stride()) {
+  for (uint64_t k = global_thread(); k < m; k += global_stride()) {
     uint32_t head = k == 0 ? 1u : 0u;
     if (k != 0) {
       const uint32_t a = perm[k];
@@ -370,7 +339,7 @@ __global__ void field_heads_kernel(const uint32_t* perm, uint64_t m, F fields, i
 /// Run r covers sorted positions [pos[r], pos[r + 1]) (pos[R] = m).
 __global__ void runs_kernel(const uint32_t* perm, const uint32_t* pos, uint64_t runs,
                             uint32_t* rep_item, uint32_t* count) {
-  for (uint64_t r = thread_index(); r < runs; r += thread_stride()) {
+  for (uint64_t r = global_thread(); r < runs; r += global_stride()) {
     rep_item[r] = perm[pos[r]];
     count[r] = pos[r + 1] - pos[r];
   }
@@ -384,7 +353,7 @@ template <class F>
 __global__ void order_keys_kernel(const uint32_t* rep_item, const uint32_t* count, uint64_t runs,
                                   F fields, OrderMode mode, const uint32_t* group, uint64_t* keys,
                                   uint32_t* vals) {
-  for (uint64_t r = thread_index(); r < runs; r += thread_stride()) {
+  for (uint64_t r = global_thread(); r < runs; r += global_stride()) {
     uint64_t prefix = 0;
     if (mode == OrderMode::kDocCount) prefix = fields.key(rep_item[r], 0);
     if (mode == OrderMode::kGroupCount) prefix = group[r];
@@ -397,27 +366,12 @@ template <class F>
 __global__ void rows_kernel(const uint32_t* order, uint64_t rows, const uint32_t* rep_item,
                             const uint32_t* count, F fields, int nf, uint32_t* out_fields,
                             uint32_t* out_counts) {
-  for (uint64_t r = thread_index(); r < rows; r += thread_stride()) {
+  for (uint64_t r = global_thread(); r < rows; r += global_stride()) {
     const uint32_t run = order != nullptr ? order[r] : static_cast<uint32_t>(r);
     const uint32_t item = rep_item[run];
     for (int f = 0; f < nf; ++f) out_fields[r * nf + f] = fields.out(item, f);
     out_counts[r] = count[run];
   }
-}
-
-/// Stable radix sort of (keys, vals) by key bits [0, end_bit); on return keys/vals hold the
-/// result (the buffers may have been swapped with the alternates).
-template <class K, class V>
-void sort_pairs(DeviceBuffer<K>& keys, DeviceBuffer<K>& keys_alt, DeviceBuffer<V>& vals,
-                DeviceBuffer<V>& vals_alt, uint64_t n, int end_bit, MemoryPool& pool) {
-  if (n < 2) return;
-  cub::DoubleBuffer<K> dk(keys.data(), keys_alt.data());
-  cub::DoubleBuffer<V> dv(vals.data(), vals_alt.data());
-  cub_call(pool, [&](void* t, size_t& b) {
-    return cub::DeviceRadixSort::SortPairs(t, b, dk, dv, n, 0, end_bit, pool.stream());
-  });
-  if (dk.selector != 0) std::swap(keys, keys_alt);
-  if (dv.selector != 0) std::swap(vals, vals_alt);
 }
 
 /// Sorted positions k of `heads` that are set (u32 positions); returns their number.
@@ -448,7 +402,7 @@ Rows reduce_rows(uint64_t m, const F& fields, const std::vector<int>& bits, Orde
 
   // 1. Stable LSD passes over packed 64-bit chunks of the key fields, least significant first.
   DeviceBuffer<uint32_t> perm(m, pool), perm_alt(m, pool);
-  iota(perm, m, st);
+  gpu::iota_async(perm.data(), m, st);
   {
     DeviceBuffer<uint64_t> keys(m, pool), keys_alt(m, pool);
     for (const KeyChunk& c : plan_key_chunks(bits)) {
@@ -457,7 +411,7 @@ Rows reduce_rows(uint64_t m, const F& fields, const std::vector<int>& bits, Orde
       spec.last = c.last;
       for (int f = 0; f < nf; ++f) spec.bits[f] = bits[f];
       launch(chunk_keys_kernel<F>, m, st, perm.data(), m, fields, spec, keys.data());
-      sort_pairs(keys, keys_alt, perm, perm_alt, m, c.bits, pool);
+      gpu::sort_pairs(keys, keys_alt, perm, perm_alt, m, c.bits, pool);
     }
   }
   perm_alt.reset();
@@ -470,7 +424,7 @@ Rows reduce_rows(uint64_t m, const F& fields, const std::vector<int>& bits, Orde
     DeviceBuffer<uint32_t> heads(m, pool), pos(m + 1, pool);
     launch(field_heads_kernel<F>, m, st, perm.data(), m, fields, nf, heads.data());
     runs = select_heads(heads, m, pos, pool);
-    launch(set_one_kernel<uint32_t>, 1, st, pos.data() + runs, static_cast<uint32_t>(m));
+    gpu::fill_async(pos.data() + runs, static_cast<uint32_t>(m), 1, st);
     rep_item = DeviceBuffer<uint32_t>(runs, pool);
     count = DeviceBuffer<uint32_t>(runs, pool);
     launch(runs_kernel, runs, st, perm.data(), pos.data(), runs, rep_item.data(), count.data());
@@ -500,7 +454,7 @@ Rows reduce_rows(uint64_t m, const F& fields, const std::vector<int>& bits, Orde
     DeviceBuffer<uint32_t> vals(runs, pool), vals_alt(runs, pool);
     launch(order_keys_kernel<F>, runs, st, rep_item.data(), count.data(), runs, fields, mode,
            group.data(), keys.data(), vals.data());
-    sort_pairs(keys, keys_alt, vals, vals_alt, runs, 32 + prefix_bits, pool);
+    gpu::sort_pairs(keys, keys_alt, vals, vals_alt, runs, 32 + prefix_bits, pool);
     order = std::move(vals);
   }
 
@@ -650,7 +604,7 @@ std::string run(const std::vector<RawDocument>& docs, const QueryOptions& q, Out
       DeviceBuffer<uint32_t> idx_alt(nwords, pool);
       launch(hash_kernel, nwords, st, spans.data(), nwords, tx, debug.hash_mask, hashes.data(),
              idx.data());
-      sort_pairs(hashes, hashes_alt, idx, idx_alt, nwords, 64, pool);
+      gpu::sort_pairs(hashes, hashes_alt, idx, idx_alt, nwords, 64, pool);
       DeviceBuffer<unsigned> collision(1, pool);
       collision.memset_async(0);
       launch(hash_heads_kernel, nwords, st, hashes.data(), idx.data(), nwords, spans.data(), tx,
@@ -659,7 +613,7 @@ std::string run(const std::vector<RawDocument>& docs, const QueryOptions& q, Out
     }
     if (fallback) {
       // Exact grouping by the bytes themselves: equal words end up adjacent, in byte order.
-      iota(idx, nwords, st);
+      gpu::iota_async(idx.data(), nwords, st);
       merge_sort_u32(idx, nwords, ByteLess{spans.data(), nullptr, tx}, pool);
       launch(byte_heads_kernel, nwords, st, idx.data(), nwords, spans.data(), tx, heads.data());
     }
@@ -676,8 +630,7 @@ std::string run(const std::vector<RawDocument>& docs, const QueryOptions& q, Out
     distinct = select_heads(heads, nwords, head_pos, pool);
     heads.reset();
     DeviceBuffer<uint32_t> rep_word(distinct, pool);  // group -> one of its occurrences
-    launch(gather_kernel<uint32_t>, distinct, st, idx.data(), head_pos.data(), distinct,
-           rep_word.data());
+    gpu::gather_async(idx.data(), head_pos.data(), rep_word.data(), distinct, st);
     head_pos.reset();
 
     DeviceBuffer<uint32_t> rank, by_rank;  // group -> rank; rank -> occurrence
@@ -685,7 +638,7 @@ std::string run(const std::vector<RawDocument>& docs, const QueryOptions& q, Out
       by_rank = std::move(rep_word);  // groups are already in byte order
     } else {
       DeviceBuffer<uint32_t> perm(distinct, pool);
-      iota(perm, distinct, st);
+      gpu::iota_async(perm.data(), distinct, st);
       merge_sort_u32(perm, distinct, ByteLess{spans.data(), rep_word.data(), tx}, pool);
       rank = DeviceBuffer<uint32_t>(distinct, pool);
       by_rank = DeviceBuffer<uint32_t>(distinct, pool);
@@ -697,7 +650,7 @@ std::string run(const std::vector<RawDocument>& docs, const QueryOptions& q, Out
 
     if (sequences) {
       DeviceBuffer<uint32_t> perm(distinct, pool);
-      iota(perm, distinct, st);
+      gpu::iota_async(perm.data(), distinct, st);
       merge_sort_u32(perm, distinct, SpaceLess{spans.data(), by_rank.data(), tx}, pool);
       space_rank = DeviceBuffer<uint32_t>(distinct, pool);
       launch(invert_kernel, distinct, st, perm.data(), distinct,
@@ -705,7 +658,7 @@ std::string run(const std::vector<RawDocument>& docs, const QueryOptions& q, Out
              static_cast<uint32_t*>(nullptr));
     }
     DeviceBuffer<Span> reps(distinct, pool);
-    launch(gather_kernel<Span>, distinct, st, spans.data(), by_rank.data(), distinct, reps.data());
+    gpu::gather_async(spans.data(), by_rank.data(), reps.data(), distinct, st);
     rep_spans = reps.to_host();
   }
   t.distinct_words = distinct;

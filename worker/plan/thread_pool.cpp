@@ -1,8 +1,8 @@
 // ThreadPool: workers wait on a generation counter; run() publishes a job and waits until every
 // worker has finished it.
-#include "worker/cpu/thread_pool.h"
+#include "worker/plan/thread_pool.h"
 
-namespace gtadoc::cpu {
+namespace gtadoc::plan {
 
 ThreadPool::ThreadPool(unsigned threads) {
   for (unsigned t = 1; t < std::max(1u, threads); ++t)
@@ -71,4 +71,4 @@ void ThreadPool::run(const std::function<void(unsigned)>& fn) {
   if (err) std::rethrow_exception(err);
 }
 
-}  // namespace gtadoc::cpu
+}  // namespace gtadoc::plan

@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "worker/gpu/device_buffer.cuh"
+#include "worker/device/device_buffer.cuh"
 
 namespace gtadoc::gpu {
 

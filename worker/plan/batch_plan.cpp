@@ -1,12 +1,12 @@
 // The merged numbering of a batch of shards (see batch_plan.h).
-#include "worker/batch_plan.h"
+#include "worker/plan/batch_plan.h"
 
 #include <algorithm>
-#include <bit>
 #include <limits>
 #include <string>
 
 #include "common/error.h"
+#include "worker/plan/id_set.h"
 
 namespace gtadoc {
 
@@ -87,25 +87,16 @@ BatchPlan plan_batch(std::span<const BatchShardShape> shards) {
     total_words += s.local_words.size();
     if (!s.local_words.empty()) top = std::max(top, s.local_words.back());
   }
-  const size_t nbits = total_words == 0 ? 0 : size_t{top} + 1;
-  std::vector<uint64_t> bits((nbits + 63) / 64, 0);
+  plan::RankedIdSet words(total_words == 0 ? 0 : uint64_t{top} + 1);
   for (const BatchShardShape& s : shards)
-    for (WordId w : s.local_words) bits[w >> 6] |= uint64_t{1} << (w & 63);
-  std::vector<uint32_t> rank(bits.size() + 1, 0);
-  for (size_t i = 0; i < bits.size(); ++i)
-    rank[i + 1] = rank[i] + static_cast<uint32_t>(std::popcount(bits[i]));
-  p.words.reserve(rank.back());
-  for (size_t i = 0; i < bits.size(); ++i)
-    for (uint64_t b = bits[i]; b != 0; b &= b - 1)
-      p.words.push_back(static_cast<WordId>(i * 64 + std::countr_zero(b)));
+    for (WordId w : s.local_words) words.insert(w);
+  words.rank();
+  p.words = words.members();
   p.word_base.resize(shards.size());
   p.word_map.resize(total_words);
   for (size_t i = 0, at = 0; i < shards.size(); ++i) {
     p.word_base[i] = at;
-    for (WordId w : shards[i].local_words) {
-      const uint64_t below = bits[w >> 6] & ((uint64_t{1} << (w & 63)) - 1);
-      p.word_map[at++] = rank[w >> 6] + static_cast<uint32_t>(std::popcount(below));
-    }
+    for (WordId w : shards[i].local_words) p.word_map[at++] = words.rank_of(w);
   }
   return p;
 }

@@ -1,4 +1,5 @@
-// A fixed pool of worker threads for the CPU engine, and `parallel_for` over index ranges with
+// A fixed pool of worker threads for the engines' host-side work (the CPU engine's operators, the
+// shard layout both engines build at load), and `parallel_for` over index ranges with
 // dynamic chunking. With one thread nothing is spawned: the work runs as a direct call.
 #pragma once
 
@@ -12,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-namespace gtadoc::cpu {
+namespace gtadoc::plan {
 
 class ThreadPool {
  public:
@@ -76,4 +77,4 @@ struct Exec {
   }
 };
 
-}  // namespace gtadoc::cpu
+}  // namespace gtadoc::plan

@@ -1,6 +1,6 @@
 // The raw-text reference against outputs computed by hand from SPEC §3-§4 and docs/OUTPUT.md.
 // Every expected string below was written from the spec, not produced by the code.
-#include "worker/raw/raw_reference.h"
+#include "tests/reference/raw_reference.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "worker/raw/raw_tool.h"
+#include "tests/reference/raw_tool.h"
 
 #include <charconv>
 #include <cstdio>

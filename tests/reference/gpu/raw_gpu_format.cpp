@@ -2,7 +2,6 @@
 // device has already put in output order, plus the small planning helpers. No CUDA here, so
 // all of it is unit-tested on machines without a GPU.
 #include <algorithm>
-#include <bit>
 #include <cstring>
 #include <string>
 #include <string_view>
@@ -11,7 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
-#include "scripts/bench/raw_gpu/raw_gpu.cuh"
+#include "tests/reference/gpu/raw_gpu.cuh"
+#include "tests/reference/raw_reference.h"
 
 namespace gtadoc::rawgpu {
 
@@ -141,20 +141,7 @@ std::string json_string(std::string_view s) {
 }
 
 std::string tsv_doc_name(std::string_view name) {
-  std::string out;
-  out.reserve(name.size());
-  for (char ch : name) {
-    if (ch == '\t') {
-      out += "\\t";
-    } else if (ch == '\n') {
-      out += "\\n";
-    } else if (ch == '\\') {
-      out += "\\\\";
-    } else {
-      out += ch;
-    }
-  }
-  return out;
+  return rawref::escape_tsv_name(name);
 }
 
 std::vector<size_t> sorted_doc_order(const std::vector<RawDocument>& docs) {
@@ -163,10 +150,6 @@ std::vector<size_t> sorted_doc_order(const std::vector<RawDocument>& docs) {
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return name_less(docs[a].name, docs[b].name); });
   return order;
-}
-
-int bits_for(uint64_t v) {
-  return std::max(1, static_cast<int>(std::bit_width(v)));
 }
 
 std::vector<KeyChunk> plan_key_chunks(const std::vector<int>& field_bits) {

@@ -18,7 +18,8 @@
 //                   length), then sorted into the output order (count desc etc.);
 //   format          on the host, from the ordered rows and the distinct words.
 //
-// This header is plain C++ (main.cpp and the tests include it); the CUDA lives in raw_gpu.cu.
+// This header is plain C++ (the raw_gpu tool, query_bench and the tests include it); the CUDA
+// lives in raw_gpu.cu, on the device layer (worker/device/).
 #pragma once
 
 #include <cstdint>
@@ -26,8 +27,8 @@
 #include <string_view>
 #include <vector>
 
+#include "tests/reference/raw_reference.h"
 #include "worker/query.h"
-#include "worker/raw/raw_reference.h"
 
 namespace gtadoc {
 
@@ -107,9 +108,6 @@ struct KeyChunk {
   int bits = 0;
 };
 std::vector<KeyChunk> plan_key_chunks(const std::vector<int>& field_bits);
-
-/// Bits needed for every value in [0, v] (at least 1).
-int bits_for(uint64_t v);
 
 }  // namespace rawgpu
 }  // namespace gtadoc

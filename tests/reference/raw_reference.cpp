@@ -5,7 +5,7 @@
 // with an explicit comparator that spells out the order of the spec, and print them.
 // Sequences are kept as their joined strings ("w1 w2 w3"): words never contain a space, so the
 // joined string identifies the sequence, and the spec orders sequences by exactly that string.
-#include "worker/raw/raw_reference.h"
+#include "tests/reference/raw_reference.h"
 
 #include <algorithm>
 #include <cstdint>

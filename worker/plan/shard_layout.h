@@ -1,0 +1,57 @@
+// The host-side layout of a shard that both engines traverse, built once at load: the shard's
+// own vocabulary, the bodies re-encoded with it, the units (inner rules, then one root segment per
+// document), per-unit bags of child rules and of words (CSR), the rules' uses in the root and
+// their heights. The CPU engine keeps it as its loaded shard; the GPU engine uploads it. Both
+// therefore see the same local word numbering, the same unit numbering and the same bags.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "common/types.h"
+#include "formats/grammar.h"
+#include "worker/plan/csr.h"
+#include "worker/plan/thread_pool.h"
+
+namespace gtadoc::plan {
+
+/// Body symbols re-encoded at load: words become shard-local word indices (< kRuleFlag), rules
+/// kRuleFlag | id, boundaries kBoundaryCode.
+inline constexpr uint32_t kRuleFlag = 0x80000000u;
+inline constexpr uint32_t kBoundaryCode = 0xFFFFFFFFu;
+/// A local word the query's normalization drops (Vocab::lnorm), or an absent item.
+inline constexpr uint32_t kNoItem = 0xFFFFFFFFu;
+/// A body position that belongs to no unit (a boundary between documents).
+inline constexpr uint32_t kNoUnit = 0xFFFFFFFFu;
+
+/// Units 0 .. num_inner-1 are the inner rules (every rule but the root, ids = rule ids); unit
+/// num_inner + d is document d's segment of the root. Every body position but the boundaries
+/// belongs to exactly one unit. Bag rows list distinct ids ascending, with their multiplicities.
+struct ShardLayout {
+  uint32_t num_inner = 0;  ///< rules other than the root
+  uint32_t num_docs = 0;
+  std::vector<WordId> local_words;  ///< shard-local word index -> global word id (ascending)
+  std::vector<uint32_t> body;       ///< the grammar's symbols re-encoded (see kRuleFlag)
+  std::vector<uint64_t> unit_begin, unit_end;  ///< absolute [begin, end) of each unit's body
+  Csr<uint32_t> children;           ///< per unit: distinct inner rules in its body, with uses
+  Csr<uint32_t> terms;              ///< per unit: distinct local words in its body, with uses
+  std::vector<uint64_t> root_uses;  ///< per inner rule: occurrences in the root (all documents)
+  std::vector<uint32_t> level_of;   ///< per inner rule: height (0 = words only below)
+
+  uint64_t num_units() const { return uint64_t{num_inner} + num_docs; }
+  std::pair<uint64_t, uint64_t> unit_body(uint64_t u) const { return {unit_begin[u], unit_end[u]}; }
+  uint64_t body_length(uint64_t u) const { return unit_end[u] - unit_begin[u]; }
+};
+
+/// Builds the layout of `g` (already validated by formats/grammar.h's validate_grammar) on the
+/// threads of `ex`. Throws InternalError on a structure the engines cannot traverse (a boundary
+/// inside a unit, a rule using a rule of greater id, more units than 32-bit ids hold).
+ShardLayout build_shard_layout(const ShardGrammar& g, const Exec& ex);
+
+/// Fills unit_of[p] for every body position (kNoUnit at boundaries), in parallel.
+std::vector<uint32_t> unit_of_positions(const ShardLayout& s, const Exec& ex);
+/// Fills the unit of every entry of a bag (entry -> row), in parallel.
+std::vector<uint32_t> row_of_entries(const Csr<uint32_t>& bags, const Exec& ex);
+
+}  // namespace gtadoc::plan
