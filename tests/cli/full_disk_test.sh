@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A full filesystem (SPEC §9, issue 13): compress, decompress, run -o and --stats onto a full
+# A full filesystem (SPEC §9, issue 13): compress (also spilling tokens), decompress, run -o and --stats onto a full
 # tmpfs each fail with a one-line message and a non-zero exit and leave nothing there; a --stats
 # path that cannot be written fails before the run commits its result; info, verify and run onto
 # /dev/full fail instead of exiting 0. Needs root (mount); skipped with a message otherwise.
@@ -43,6 +43,12 @@ only_fill() {
 
 # An archive does not fit (the sample needs ~1.5 MB): nothing remains.
 failed_cleanly "No space left" "$BIN" compress "$SRC/data/sample" -o "$FULL/a.gtd"
+only_fill
+# Tokens spilled to disk (a budget far below the sample's tokens spills every shard's, into the
+# archive's temporary directory) onto the full filesystem: the spill write fails cleanly.
+failed_cleanly "No space left" "$BIN" compress "$SRC/data/sample" -o "$FULL/b.gtd" --shards 3 \
+  --memory-budget 2M
+grep -q "spill" err || fail "the spill did not hit the full disk: $(cat err)"
 only_fill
 failed_cleanly "No space left" "$BIN" decompress s.gtd -o "$FULL/back"
 only_fill
