@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -62,8 +63,11 @@ struct DeviceContext {
   };
   /// Created by the first large download (download.cpp), kept for the next ones.
   mutable std::unique_ptr<DownloadStaging, StagingDeleter> staging;
-  /// Host threads for load-time work (the shard layout), started by the first load.
+  /// Host threads for load-time work (the shard layout), started by the first load. The pool
+  /// runs one job at a time: hold host_mutex while the returned Exec is in use (shards of one
+  /// context may be loaded from several threads).
   plan::Exec host_exec();
+  std::mutex host_mutex;
 
  private:
   std::unique_ptr<plan::ThreadPool> host_pool_;

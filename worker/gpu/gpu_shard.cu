@@ -100,6 +100,7 @@ GpuShard::GpuShard(ShardGrammar grammar, std::shared_ptr<DeviceContext> context)
   GTADOC_EXPECTS(g.num_docs >= 1, "gpu engine: a shard without documents");
 
   // 1. The plan layer's layout, built on the host's threads (the same as the CPU engine's).
+  std::lock_guard<std::mutex> host_lock(ctx->host_mutex);
   const plan::Exec ex = ctx->host_exec();
   plan::ShardLayout layout = plan::build_shard_layout(g, ex);
   inner = layout.num_inner;
