@@ -3,8 +3,10 @@
 // The CLI turns any gtadoc::Error into a one-line message and its exit code (see coordinator/cli).
 #pragma once
 
+#include <cstddef>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace gtadoc {
 
@@ -16,11 +18,39 @@ enum class ErrorKind {
   kInternal = 70  ///< a bug or an unexpected library failure (EX_SOFTWARE)
 };
 
-/// Base of every exception gtadoc throws on purpose. `what()` is the user-facing one-liner.
+/// `text` with every control byte (below 0x20, and 0x7f) written as \xNN, so that a message that
+/// echoes user input (a JSON field name, a file name) stays on one line; cut to `max` bytes
+/// followed by "..." when longer.
+inline std::string one_line(std::string_view text, size_t max = std::string_view::npos) {
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  out.reserve(text.size() < 256 ? text.size() : 256);
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (i == max) {
+      out += "...";
+      break;
+    }
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c == 0x7f) {
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+/// User-supplied text quoted for a message: "text", one line, at most 80 bytes of it.
+inline std::string user_text(std::string_view text) { return '"' + one_line(text, 80) + '"'; }
+
+/// Base of every exception gtadoc throws on purpose. `what()` is the user-facing one-liner: the
+/// constructor guarantees it has no line break whatever the message echoes.
 class Error : public std::runtime_error {
  public:
   Error(ErrorKind kind, const std::string& message, const char* file = nullptr, int line = 0)
-      : std::runtime_error(message), kind_(kind), file_(file ? file : ""), line_(line) {}
+      : std::runtime_error(one_line(message)), kind_(kind), file_(file ? file : ""), line_(line) {}
   ErrorKind kind() const noexcept { return kind_; }
   int exit_code() const noexcept { return static_cast<int>(kind_); }
   const std::string& file() const noexcept { return file_; }

@@ -50,7 +50,7 @@ constexpr uint64_t kMaxThreads = 4096;
 constexpr uint64_t kMaxCount = 1000000000000ull;  // --top, --min-count: 10^12
 
 /// A one-line message under 200 characters: newlines become spaces, CLI11's long texts are cut.
-std::string one_line(std::string m, size_t max = 185) {
+std::string short_line(std::string m, size_t max = 185) {
   for (char& ch : m)
     if (ch == '\n' || ch == '\r') ch = ' ';
   if (m.size() > max) m = m.substr(0, max - 3) + "...";
@@ -78,7 +78,7 @@ int print_error(const std::string& message, int code, const Error* e = nullptr) 
   if (g_verbosity > 0 && e != nullptr && !e->file().empty())
     where = " [" + std::filesystem::path(e->file()).filename().string() + ":" +
             std::to_string(e->line()) + "]";
-  std::fprintf(stderr, "gtadoc: error: %s%s\n", one_line(message, 4000).c_str(), where.c_str());
+  std::fprintf(stderr, "gtadoc: error: %s%s\n", short_line(message, 4000).c_str(), where.c_str());
   std::fflush(stderr);
   return code;
 }
@@ -202,7 +202,7 @@ int cli_main(int argc, char** argv) {
         std::string list;
         for (size_t k = 0; k < commands.size(); ++k)
           list += (k == 0 ? "" : k + 1 == commands.size() ? " or " : ", ") + commands[k];
-        throw UsageError("unknown command '" + one_line(word, 60) + "' (expected " + list + ")");
+        throw UsageError("unknown command '" + short_line(word, 60) + "' (expected " + list + ")");
       }
       break;
     }
@@ -221,7 +221,7 @@ int cli_main(int argc, char** argv) {
       comm->finalize();
       return 0;
     } catch (const CLI::ParseError& e) {
-      throw UsageError(one_line(e.what()) + " (see gtadoc --help)");
+      throw UsageError(short_line(e.what()) + " (see gtadoc --help)");
     }
     init_logging(verbosity, comm->size() > 1 ? "rank " + std::to_string(comm->rank()) : "");
     g_verbosity = verbosity;

@@ -56,7 +56,7 @@ Task parse_task(const std::string& name) {
     if (!expected.empty()) expected += ", ";
     expected += e.name;
   }
-  throw UsageError("unknown task '" + name + "' (expected one of: " + expected + ")");
+  throw UsageError("unknown task '" + one_line(name, 80) + "' (expected one of: " + expected + ")");
 }
 
 const char* task_name(Task t) {

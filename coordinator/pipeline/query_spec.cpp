@@ -67,7 +67,7 @@ OutputFormat parse_format(std::string_view name, bool allow_ndjson) {
   if (name == "tsv") return OutputFormat::kTsv;
   if (name == "json") return OutputFormat::kJson;
   if (name == "ndjson" && allow_ndjson) return OutputFormat::kNdjson;
-  throw UsageError("--format: unknown format '" + std::string(name) + "' (expected tsv" +
+  throw UsageError("--format: unknown format '" + one_line(name, 80) + "' (expected tsv" +
                    (allow_ndjson ? ", json or ndjson)" : " or json)"));
 }
 
@@ -104,7 +104,7 @@ void validate_query(QuerySpec& s) {
   else if (s.traversal == "bottom-up")
     s.q.traversal = Traversal::kBottomUp;
   else
-    throw UsageError("--traversal: unknown traversal '" + s.traversal +
+    throw UsageError("--traversal: unknown traversal '" + one_line(s.traversal, 80) +
                      "' (expected auto, top-down or bottom-up)");
   // Point filters: documents only where rows carry documents.
   const bool has_docs = t == Task::kInvertedIndex || t == Task::kTermVector ||
@@ -160,11 +160,11 @@ QuerySpec query_from_json(std::string_view body) {
       s.docs_given = true;
     } else if (name == "threads" || name == "output" || name == "o" || name == "partitioned" ||
                name == "force" || name == "stats" || name == "engine" || name == "progress") {
-      throw UsageError("\"" + it.key() +
-                       "\" is an option of the gtadoc process, not of a query (set it when "
+      throw UsageError(user_text(it.key()) +
+                       " is an option of the gtadoc process, not of a query (set it when "
                        "starting gtadoc serve)");
     } else {
-      throw UsageError("unknown field \"" + it.key() + "\"");
+      throw UsageError("unknown field " + user_text(it.key()));
     }
   }
   if (!have_task) throw UsageError("missing \"task\"");
