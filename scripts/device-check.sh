@@ -12,6 +12,7 @@
 #   QUERY=0 scripts/device-check.sh               # no resident-query benchmark
 #   SANITIZE=0 scripts/device-check.sh            # skip compute-sanitizer
 #   SERVE=0 scripts/device-check.sh               # no service latency benchmark
+#   PACK=0 scripts/device-check.sh                # logs stay loose (default: $OUT/logs.tar.gz)
 set -uo pipefail
 
 cd "$(dirname "$0")/.."
@@ -207,5 +208,12 @@ if [ "$failed" -eq 0 ]; then
   note "RESULT: all device checks passed"
 else
   note "RESULT: some device checks FAILED"
+fi
+# The device tool brings back only a few files: everything but the summary, the Markdown tables
+# and the figures goes into one archive, logs.tar.gz (PACK=0 keeps them loose).
+if [ "${PACK:-1}" != 0 ]; then
+  (cd "$OUT" && find . -maxdepth 1 -type f ! -name summary.txt ! -name '*.md' ! -name '*.png' \
+    ! -name logs.tar.gz -printf '%f\n' |
+    tar -czf logs.tar.gz -T - --remove-files)
 fi
 exit "$failed"
