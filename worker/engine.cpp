@@ -1,10 +1,28 @@
-// The engine interface's shared behaviour: running a batch of shards one by one (engines that
-// can traverse several shards in one pass override Engine::run_batch).
+// The engine interface's shared behaviour: preparing a shard on the host ahead of its load, and
+// running a batch of shards one by one (engines that can traverse several shards in one pass
+// override Engine::run_batch).
+#include <memory>
 #include <vector>
 
+#include "common/parallel.h"
 #include "worker/engine.h"
+#include "worker/plan/shard_layout.h"
+#include "worker/plan/thread_pool.h"
 
 namespace gtadoc {
+
+PreparedShard prepare_shard(const std::string& engine, ShardGrammar grammar, unsigned threads) {
+  PreparedShard out;
+  if (engine == "gpu") {
+    threads = resolve_threads(threads);
+    std::unique_ptr<plan::ThreadPool> pool;
+    if (threads > 1) pool = std::make_unique<plan::ThreadPool>(threads);
+    out.layout = std::make_shared<const plan::ShardLayout>(
+        plan::build_shard_layout(grammar, plan::Exec{pool.get(), pool ? threads : 1}));
+  }
+  out.grammar = std::move(grammar);
+  return out;
+}
 
 RecordBatch Engine::run_batch(std::span<LoadedShard* const> shards, const QueryOptions& q,
                               const Normalization& norm, std::vector<ShardRunStats>& stats,

@@ -23,6 +23,24 @@ struct ShardRunStats {
   std::string selector_reason;  ///< why auto chose it (empty when forced)
 };
 
+namespace plan {
+struct ShardLayout;
+}
+
+/// A shard read and prepared on the host for an engine's load (prepare_shard): the grammar and,
+/// for the GPU engine, the plan layer's shard layout (worker/plan/shard_layout.h) that its load
+/// would otherwise build.
+struct PreparedShard {
+  ShardGrammar grammar;
+  std::shared_ptr<const plan::ShardLayout> layout;  ///< null: the load builds what it needs
+};
+
+/// The host-side load work of `engine` ("gpu", "cpu") for one shard, with no engine object and
+/// no device: thread-safe, so a caller prepares shards ahead, several at once, while the engine
+/// starts (CUDA context) or loads others. `threads` for the work (0 = every usable CPU). The CPU
+/// engine builds its layout lazily at the first query: for it the grammar passes through.
+PreparedShard prepare_shard(const std::string& engine, ShardGrammar grammar, unsigned threads);
+
 /// A shard resident in an engine (host structures or device memory). Owned by the caller.
 class LoadedShard {
  public:
@@ -36,6 +54,11 @@ class Engine {
   virtual std::string name() const = 0;
   /// Takes the grammar (moved in) and does the load-time precomputation.
   virtual std::unique_ptr<LoadedShard> load(ShardGrammar grammar) = 0;
+  /// Loads a shard that prepare_shard prepared for this engine (the same result as load() of its
+  /// grammar). The default ignores the layout.
+  virtual std::unique_ptr<LoadedShard> load_prepared(PreparedShard prepared) {
+    return load(std::move(prepared.grammar));
+  }
   /// Runs a query on a loaded shard. Records use global document ids and normalized word ids.
   virtual RecordBatch run(LoadedShard& shard, const QueryOptions& q, const Normalization& norm,
                           ShardRunStats& stats) = 0;

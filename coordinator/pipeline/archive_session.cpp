@@ -68,7 +68,7 @@ ArchiveSession::ArchiveSession(Comm& comm, SessionOptions options)
     : comm_(comm), options_(std::move(options)), path_(options_.archive) {}
 
 ArchiveSession::~ArchiveSession() {
-  if (first_read_.valid()) first_read_.wait();
+  prefetch_.reset();
   loaded_.clear();  // before the engine that owns their device memory pool
 }
 
@@ -113,13 +113,10 @@ std::unique_ptr<ArchiveSession> ArchiveSession::open(Comm& comm, const SessionOp
       std::vector<uint64_t> sizes;
       for (const auto& sh : s->manifest_.shards) sizes.push_back(sh.input_bytes);
       s->mine_ = assign_by_size(sizes, comm.size())[comm.rank()];
-      if (!options.resident && !s->mine_.empty()) {
-        const ArchiveSession* self = s.get();
-        const uint32_t first = s->mine_[0];
-        s->first_read_ = std::async(std::launch::async, [self, first] {
-          return read_shard_grammar(self->path_, self->manifest_, first);
-        });
-      }
+      if (!s->mine_.empty())
+        s->prefetch_ = std::make_unique<ShardPrefetcher>(s->path_, s->manifest_, s->mine_, engine,
+                                                         s->threads_,
+                                                         s->options_.max_piece_symbols);
       s->normalization(options.lowercase, options.alnum);
     } catch (...) {
       try {
@@ -134,18 +131,20 @@ std::unique_ptr<ArchiveSession> ArchiveSession::open(Comm& comm, const SessionOp
   if (options.resident) {
     Timer load_timer;
     run_collectively(comm, [&] {
-      for (uint32_t id : s->mine_) {
+      while (s->prefetch_ && !s->prefetch_->done()) {
+        uint32_t id = 0;
         try {
-          ShardGrammar g = read_shard_grammar(s->path_, s->manifest_, id);
-          s->resident_bytes_ += grammar_bytes(g);
-          for (ShardGrammar& piece : s->pieces_of(std::move(g))) {
-            s->loaded_.push_back(s->engine_->load(std::move(piece)));
+          PreparedShard p = s->prefetch_->next(&id);
+          s->resident_bytes_ += grammar_bytes(p.grammar);
+          for (PreparedShard& piece : s->pieces_of(std::move(p))) {
+            s->loaded_.push_back(s->engine_->load_prepared(std::move(piece)));
             s->loaded_ids_.push_back(id);
           }
         } catch (const Error& e) {
           throw Error(e.kind(), shard_where(id) + ": " + e.what(), e.file().c_str(), e.line());
         }
       }
+      s->prefetch_.reset();
     });
     if (timings != nullptr) timings->load += load_timer.seconds();
   }
@@ -255,12 +254,9 @@ RecordBatch ArchiveSession::collect_streaming(const QueryOptions& q, const Norma
   std::vector<RecordBatch> parts;
   std::vector<std::unique_ptr<LoadedShard>> loaded;
   std::vector<uint32_t> ids;
-  std::future<ShardGrammar> next = std::move(first_read_);
-  if (!next.valid() && !mine_.empty()) {
-    const uint32_t first = mine_[0];
-    next = std::async(std::launch::async,
-                      [this, first] { return read_shard_grammar(path_, manifest_, first); });
-  }
+  if (!prefetch_ || !prefetch_->fresh())  // a later query (or one after a failure) reads again
+    prefetch_ = std::make_unique<ShardPrefetcher>(path_, manifest_, mine_, engine_name_, threads_,
+                                                  options_.max_piece_symbols);
   auto flush = [&] {
     if (loaded.empty()) return;
     parts.push_back(run_loaded(loaded, ids, q, norm, t, false));
@@ -273,25 +269,21 @@ RecordBatch ArchiveSession::collect_streaming(const QueryOptions& q, const Norma
     set_crash_context((comm_.size() > 1 ? "rank " + std::to_string(comm_.rank()) + ": " : "") +
                       shard_where(s));
     Timer load_timer;
-    ShardGrammar grammar;
+    PreparedShard prepared;
     try {
-      grammar = next.get();
+      prepared = prefetch_->next(nullptr);
     } catch (const Error& e) {
       throw Error(e.kind(), shard_where(s) + ": " + e.what(), e.file().c_str(), e.line());
     }
-    if (i + 1 < mine_.size()) {
-      const uint32_t id = mine_[i + 1];
-      next = std::async(std::launch::async,
-                        [this, id] { return read_shard_grammar(path_, manifest_, id); });
-    }
+    const double read_wait = load_timer.seconds();
     try {
       // Pieces (when the shard exceeds max_piece_symbols) are loaded in order. When the engine's
       // memory is full, what is loaded runs as one batch and is dropped; a shard or piece that
       // does not fit on its own is halved by documents until its pieces do.
-      std::vector<ShardGrammar> pieces = pieces_of(std::move(grammar));
+      std::vector<PreparedShard> pieces = pieces_of(std::move(prepared));
       for (size_t k = 0; k < pieces.size(); ++k) {
         try {
-          loaded.push_back(engine_->load(ShardGrammar(pieces[k])));
+          loaded.push_back(engine_->load_prepared(PreparedShard(pieces[k])));
         } catch (const ResourceError&) {
           if (!loaded.empty()) {
             spdlog::info("engine memory full after {} shards or pieces: running them as one batch",
@@ -300,26 +292,27 @@ RecordBatch ArchiveSession::collect_streaming(const QueryOptions& q, const Norma
             flush();
             load_timer = Timer();
           } else {
-            if (pieces[k].num_docs <= 1) throw;  // one document alone does not fit
+            if (pieces[k].grammar.num_docs <= 1) throw;  // one document alone does not fit
             std::vector<ShardGrammar> halves =
-                split_by_documents(pieces[k], pieces[k].symbols.size() / 2);
+                split_by_documents(pieces[k].grammar, pieces[k].grammar.symbols.size() / 2);
             spdlog::info("{}: does not fit the engine's memory: {} documents in {} pieces",
-                         shard_where(s), pieces[k].num_docs, halves.size());
+                         shard_where(s), pieces[k].grammar.num_docs, halves.size());
             pieces.erase(pieces.begin() + static_cast<std::ptrdiff_t>(k));
-            pieces.insert(pieces.begin() + static_cast<std::ptrdiff_t>(k),
-                          std::make_move_iterator(halves.begin()),
-                          std::make_move_iterator(halves.end()));
+            for (size_t h = 0; h < halves.size(); ++h)
+              pieces.insert(pieces.begin() + static_cast<std::ptrdiff_t>(k + h),
+                            PreparedShard{std::move(halves[h]), nullptr});
           }
           --k;  // retry this position
           continue;
         }
-        pieces[k] = ShardGrammar{};
+        pieces[k] = PreparedShard{};
         ids.push_back(s);
       }
     } catch (const Error& e) {
-      if (next.valid()) next.wait();
       throw Error(e.kind(), shard_where(s) + ": " + e.what(), e.file().c_str(), e.line());
     }
+    spdlog::debug("{}: waited {:.3f} s for the read, loaded in {:.3f} s", shard_where(s),
+                  read_wait, std::max(0.0, load_timer.seconds() - read_wait));
     t.load += load_timer.seconds();
     progress.add(1);
   }
@@ -331,14 +324,16 @@ RecordBatch ArchiveSession::collect_streaming(const QueryOptions& q, const Norma
   return out;
 }
 
-std::vector<ShardGrammar> ArchiveSession::pieces_of(ShardGrammar g) const {
+std::vector<PreparedShard> ArchiveSession::pieces_of(PreparedShard p) const {
   const uint64_t bound = options_.max_piece_symbols;
-  std::vector<ShardGrammar> pieces;
+  std::vector<PreparedShard> pieces;
+  const ShardGrammar& g = p.grammar;
   if (bound == 0 || g.symbols.size() <= bound || g.num_docs <= 1) {
-    pieces.push_back(std::move(g));
+    pieces.push_back(std::move(p));
     return pieces;
   }
-  pieces = split_by_documents(g, bound);
+  for (ShardGrammar& piece : split_by_documents(g, bound))
+    pieces.push_back(PreparedShard{std::move(piece), nullptr});
   spdlog::info("shard of documents {}..{}: {} symbols, loaded as {} document-range pieces",
                g.first_doc, g.first_doc + g.num_docs - 1, g.symbols.size(), pieces.size());
   return pieces;

@@ -22,6 +22,7 @@
 
 #include "cluster/rows/render.h"
 #include "cluster/rows/sequence_order.h"
+#include "coordinator/pipeline/shard_prefetch.h"
 #include "formats/archive.h"
 #include "worker/engine.h"
 #include "worker/query.h"
@@ -94,7 +95,7 @@ class ArchiveSession {
   RecordBatch collect_resident(const QueryOptions& q, const Normalization& norm, QueryTimings& t);
   RecordBatch collect_streaming(const QueryOptions& q, const Normalization& norm, QueryTimings& t);
   /// The grammar as it is loaded: whole, or document-range pieces (options_.max_piece_symbols).
-  std::vector<ShardGrammar> pieces_of(ShardGrammar g) const;
+  std::vector<PreparedShard> pieces_of(PreparedShard p) const;
   /// `batched`: one Engine::run_batch over the shards (the GPU engine merges them into one DAG,
   /// worth it when the set is queried again); else the shards one after the other.
   RecordBatch run_loaded(std::vector<std::unique_ptr<LoadedShard>>& loaded,
@@ -115,7 +116,8 @@ class ArchiveSession {
   std::map<int, Normalization> norms_;
   std::map<std::pair<int, uint32_t>, std::unique_ptr<SequenceOrder>> orders_;
   std::map<std::pair<bool, bool>, std::unique_ptr<DocText>> doc_texts_;
-  std::future<ShardGrammar> first_read_;  ///< streaming: the first shard, read during open()
+  /// Reads and prepares this rank's shards ahead of their load, started during open().
+  std::unique_ptr<ShardPrefetcher> prefetch_;
 };
 
 }  // namespace gtadoc

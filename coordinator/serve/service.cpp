@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
@@ -83,9 +84,9 @@ std::string read_token(const std::string& file) {
 
 /// The message every rank receives for a query: its format, then the request body.
 std::vector<uint8_t> encode(OutputFormat format, const std::string& body) {
-  std::vector<uint8_t> msg;
-  msg.push_back(static_cast<uint8_t>(format));
-  msg.insert(msg.end(), body.begin(), body.end());
+  std::vector<uint8_t> msg(body.size() + 1);
+  msg[0] = static_cast<uint8_t>(format);
+  std::copy(body.begin(), body.end(), msg.begin() + 1);
   return msg;
 }
 

@@ -47,6 +47,35 @@ uint64_t read_count(const DeviceBuffer<uint64_t>& d) {
 
 }  // namespace
 
+namespace {
+
+__global__ void ranges_of_positions_kernel(const uint64_t* begin, const uint64_t* end,
+                                           uint64_t ranges, uint64_t n, uint32_t none,
+                                           uint32_t* out) {
+  for (uint64_t p = global_thread(); p < n; p += global_stride()) {
+    uint64_t lo = 0, hi = ranges;  // first range with begin > p
+    while (lo < hi) {
+      const uint64_t mid = lo + (hi - lo) / 2;
+      if (begin[mid] <= p) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    out[p] = lo != 0 && p < end[lo - 1] ? static_cast<uint32_t>(lo - 1) : none;
+  }
+}
+
+}  // namespace
+
+void ranges_of_positions(const uint64_t* begin, const uint64_t* end, uint64_t ranges, uint64_t n,
+                         uint32_t none, uint32_t* out, cudaStream_t stream) {
+  if (n == 0) return;
+  ranges_of_positions_kernel<<<grid_for(n), kBlock, 0, stream>>>(begin, end, ranges, n, none,
+                                                                  out);
+  GTADOC_CHECK_LAUNCH();
+}
+
 uint64_t exclusive_offsets(const uint32_t* counts, uint64_t n, uint64_t* out, MemoryPool& pool) {
   return offsets_impl(thrust::make_transform_iterator(counts, ToU64{}), n, out, pool);
 }

@@ -87,6 +87,13 @@ void gather_async(const T* in, const I* idx, T* out, uint64_t n, cudaStream_t st
   GTADOC_CHECK_LAUNCH();
 }
 
+/// For every position p < n: the range u (of `ranges`, begin non-decreasing, ranges disjoint)
+/// with begin[u] <= p < end[u], or `none` where no range covers p (a binary search per
+/// position: balanced whatever the range lengths). The unit of every body position of a shard
+/// (end = unit ends), the row of every entry of a CSR (begin = off, end = off + 1).
+void ranges_of_positions(const uint64_t* begin, const uint64_t* end, uint64_t ranges, uint64_t n,
+                         uint32_t none, uint32_t* out, cudaStream_t stream);
+
 // ------------------------------------------------------------------ CUB entry points
 // (primitives.cu instantiates them; n may be 0.)
 

@@ -1,9 +1,11 @@
-// Downloads of large results into fresh host memory (record arrays). A plain cudaMemcpy into
+// Large copies between host and device memory: downloads of results into fresh host memory
+// (record arrays), uploads of a shard's layout at load. A plain cudaMemcpy into
 // pageable memory that was never touched runs at the speed of page faults taken one at a time
 // inside the driver (measured: ~7 GB/s where the link does 55 GB/s pinned). Here the copy is
 // split into chunks; several host threads each own a pinned staging slot and a stream of the
 // device context, DMA a chunk into their slot and copy it out to the destination, so the PCIe
-// transfer of one chunk overlaps the copies (and page faults) of others.
+// transfer of one chunk overlaps the copies (and page faults) of others. Uploads go the other
+// way through the same slots (a pageable upload is staged by the driver on one thread).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -43,12 +45,20 @@ void DeviceContext::StagingDeleter::operator()(DownloadStaging* p) const noexcep
   delete p;
 }
 
-void download_host(const DeviceContext& ctx, void* dst, const void* src, size_t bytes) {
-  if (bytes == 0) return;
-  CUDA_TRY(cudaStreamSynchronize(ctx.stream.get()));  // src is written on the context's stream
+namespace {
+
+/// Copies `bytes` between host memory and device memory in chunks through the context's pinned
+/// slots, on several host threads (each with its own slot and stream). `to_device`: host `src`
+/// into device `dst`; else device `src` into host `dst`.
+void staged_copy(const DeviceContext& ctx, void* dst, const void* src, size_t bytes,
+                 bool to_device) {
+  // src or dst is ordered on the context's stream (written there, or allocated there).
+  CUDA_TRY(cudaStreamSynchronize(ctx.stream.get()));
   constexpr size_t kDirectBelow = size_t{4} << 20;
   if (bytes < kDirectBelow) {
-    CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, ctx.stream.get()));
+    CUDA_TRY(cudaMemcpyAsync(dst, src, bytes,
+                             to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost,
+                             ctx.stream.get()));
     CUDA_TRY(cudaStreamSynchronize(ctx.stream.get()));
     return;
   }
@@ -64,14 +74,32 @@ void download_host(const DeviceContext& ctx, void* dst, const void* src, size_t 
   parallel_for(threads, threads, [&](size_t t) {
     CUDA_TRY(cudaSetDevice(ctx.device));
     cudaStream_t stream = st.streams[t].get();
+    void* slot = st.slots[t].get();
     for (size_t c = next++; c < chunks; c = next++) {
       const size_t at = c * chunk, len = std::min(chunk, bytes - at);
-      CUDA_TRY(cudaMemcpyAsync(st.slots[t].get(), static_cast<const char*>(src) + at, len,
-                               cudaMemcpyDeviceToHost, stream));
-      CUDA_TRY(cudaStreamSynchronize(stream));
-      std::memcpy(static_cast<char*>(dst) + at, st.slots[t].get(), len);
+      if (to_device) {
+        std::memcpy(slot, static_cast<const char*>(src) + at, len);
+        CUDA_TRY(cudaMemcpyAsync(static_cast<char*>(dst) + at, slot, len, cudaMemcpyHostToDevice,
+                                 stream));
+        CUDA_TRY(cudaStreamSynchronize(stream));
+      } else {
+        CUDA_TRY(cudaMemcpyAsync(slot, static_cast<const char*>(src) + at, len,
+                                 cudaMemcpyDeviceToHost, stream));
+        CUDA_TRY(cudaStreamSynchronize(stream));
+        std::memcpy(static_cast<char*>(dst) + at, slot, len);
+      }
     }
   });
+}
+
+}  // namespace
+
+void download_host(const DeviceContext& ctx, void* dst, const void* src, size_t bytes) {
+  if (bytes != 0) staged_copy(ctx, dst, src, bytes, false);
+}
+
+void upload_host(const DeviceContext& ctx, void* dst, const void* src, size_t bytes) {
+  if (bytes != 0) staged_copy(ctx, dst, src, bytes, true);
 }
 
 RecordBatch download_records(Query& Q, const DeviceBuffer<uint32_t>& keys,

@@ -227,12 +227,24 @@ class GpuEngine final : public Engine {
   std::string name() const override { return "gpu"; }
 
   std::unique_ptr<LoadedShard> load(ShardGrammar grammar) override {
+    return load_prepared(PreparedShard{std::move(grammar), nullptr});
+  }
+
+  std::unique_ptr<LoadedShard> load_prepared(PreparedShard prepared) override {
     std::lock_guard<std::mutex> lock(mu_);
     ctx_->activate();
-    const uint64_t symbols = grammar.symbols.size();
+    const uint64_t symbols = prepared.grammar.symbols.size();
     try {
-      auto shard = std::make_unique<GpuShard>(std::move(grammar), ctx_);  // synchronizes
+      auto shard = std::make_unique<GpuShard>(std::move(prepared.grammar),
+                                              std::move(prepared.layout), ctx_);  // synchronizes
+      PhaseLog phases(ctx_->stream.get());
       ctx_->pool.trim(kKeepBetweenQueries);  // the load's sort buffers are no longer needed
+      if (phases.enabled()) {
+        phases.mark("trim");
+        spdlog::warn("gpu load phases: shard of docs {}..{}, {} symbols, {} units:{}{}",
+                     shard->g.first_doc, shard->g.first_doc + shard->num_docs, shard->S,
+                     shard->units, shard->load_phases, phases.summary());
+      }
       return shard;
     } catch (const ResourceError& e) {
       throw ResourceError("gpu engine: not enough GPU memory to load a shard of " +

@@ -76,6 +76,9 @@ struct DeviceContext {
 /// Copies `bytes` from device memory (written on ctx.stream) to host memory and waits: large
 /// copies go through pinned staging slots on several host threads (download.cpp).
 void download_host(const DeviceContext& ctx, void* dst, const void* src, size_t bytes);
+/// Copies `bytes` of host memory into device memory (allocated on ctx.stream) and waits, the
+/// same way.
+void upload_host(const DeviceContext& ctx, void* dst, const void* src, size_t bytes);
 
 /// Rules of one height level grouped by workload class: sched[begin, begin + threads) are the
 /// thread-class rules (sorted by body length so neighbouring lanes do similar work), then
@@ -126,7 +129,9 @@ struct QueryCache {
 
 class GpuShard final : public LoadedShard {
  public:
-  GpuShard(ShardGrammar grammar, std::shared_ptr<DeviceContext> ctx);
+  /// `layout`: the grammar's shard layout built ahead (prepare_shard), or null to build it here.
+  GpuShard(ShardGrammar grammar, std::shared_ptr<const plan::ShardLayout> layout,
+           std::shared_ptr<DeviceContext> ctx);
   /// An empty shard to be filled by merge_shards (a batch: one merged DAG of several shards).
   explicit GpuShard(std::shared_ptr<DeviceContext> ctx);
   const ShardGrammar& grammar() const override { return g; }
@@ -177,6 +182,7 @@ class GpuShard final : public LoadedShard {
   mutable std::vector<uint32_t> h_ch_item;  ///< see host_children()
   mutable bool have_h_ch_item = false;
   std::vector<uint64_t> h_body_len;  ///< units: body symbols
+  std::string load_phases;  ///< GTADOC_GPU_PHASES=1: the load's phase times ("name=ms ...")
 
   /// Reused preparations of earlier queries (mutable: queries are serialized by the engine).
   mutable QueryCache cache;

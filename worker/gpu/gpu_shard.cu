@@ -1,8 +1,8 @@
 // Load-time work of the GPU engine, done once per shard and reused by every query: the plan
 // layer's shard layout (worker/plan/shard_layout.h: local vocabulary, re-encoded bodies, children
-// and terms bags, root uses; built on the host's threads, as the CPU engine builds it) uploaded,
-// with the unit of every position and of every bag entry, and the per-level schedules of the
-// static DAG grouped by workload class.
+// and terms bags, root uses; built on the host's threads, as the CPU engine builds it) uploaded;
+// the unit of every position and of every bag entry derived on the device; and the per-level
+// schedules of the static DAG grouped by workload class.
 #include <algorithm>
 #include <atomic>
 #include <string>
@@ -93,16 +93,26 @@ plan::Exec DeviceContext::host_exec() {
   return plan::Exec{host_pool_.get(), host_pool_->size()};
 }
 
-GpuShard::GpuShard(ShardGrammar grammar, std::shared_ptr<DeviceContext> context)
+GpuShard::GpuShard(ShardGrammar grammar, std::shared_ptr<const plan::ShardLayout> prepared,
+                   std::shared_ptr<DeviceContext> context)
     : ctx(std::move(context)), serial(next_serial()), g(std::move(grammar)) {
   ctx->activate();
   MemoryPool& pool = ctx->pool;
   GTADOC_EXPECTS(g.num_docs >= 1, "gpu engine: a shard without documents");
 
-  // 1. The plan layer's layout, built on the host's threads (the same as the CPU engine's).
+  // 1. The plan layer's layout, built ahead (prepare_shard) or here on the host's threads (the
+  // same as the CPU engine's).
   std::lock_guard<std::mutex> host_lock(ctx->host_mutex);
-  const plan::Exec ex = ctx->host_exec();
-  plan::ShardLayout layout = plan::build_shard_layout(g, ex);
+  PhaseLog phases(ctx->stream.get());
+  auto mark = [&](const char* phase) {
+    if (phases.enabled()) phases.mark(phase);
+  };
+  if (!prepared) prepared = std::make_shared<const plan::ShardLayout>(
+                     plan::build_shard_layout(g, ctx->host_exec()));
+  const plan::ShardLayout& layout = *prepared;
+  GTADOC_EXPECTS(layout.body.size() == g.symbols.size() && layout.num_docs == g.num_docs,
+                 "gpu engine: the prepared layout is not this shard's");
+  mark("layout");
   inner = layout.num_inner;
   num_docs = layout.num_docs;
   units = inner + num_docs;
@@ -110,33 +120,56 @@ GpuShard::GpuShard(ShardGrammar grammar, std::shared_ptr<DeviceContext> context)
   h_body_len.resize(units);
   for (uint32_t u = 0; u < units; ++u) h_body_len[u] = layout.body_length(u);
 
-  // 2. Uploaded: bodies, the unit of every position, unit ranges, the bags with the unit of each
-  // entry, the rules' uses in the root and the rules the root uses.
-  body = DeviceBuffer<uint32_t>(layout.body, pool);
-  sym_unit = DeviceBuffer<uint32_t>(plan::unit_of_positions(layout, ex), pool);
-  unit_begin = DeviceBuffer<uint64_t>(layout.unit_begin, pool);
-  unit_end = DeviceBuffer<uint64_t>(layout.unit_end, pool);
-  ch_off = DeviceBuffer<uint64_t>(layout.children.off, pool);
-  ch_unit = DeviceBuffer<uint32_t>(plan::row_of_entries(layout.children, ex), pool);
-  ch_item = DeviceBuffer<uint32_t>(layout.children.item, pool);
-  ch_cnt = DeviceBuffer<uint32_t>(layout.children.cnt, pool);
-  tm_off = DeviceBuffer<uint64_t>(layout.terms.off, pool);
-  tm_unit = DeviceBuffer<uint32_t>(plan::row_of_entries(layout.terms, ex), pool);
-  tm_item = DeviceBuffer<uint32_t>(layout.terms.item, pool);
-  tm_cnt = DeviceBuffer<uint32_t>(layout.terms.cnt, pool);
-  root_uses = DeviceBuffer<uint64_t>(layout.root_uses, pool);
+  // 2. Uploaded: bodies, unit ranges, the bags, the rules' uses in the root and the rules the
+  // root uses; every buffer allocated first, then filled through the pinned staging slots. The
+  // unit of every position and of every bag entry are derived on the device.
   std::vector<uint32_t> top;
   for (uint32_t r = 0; r < inner; ++r)
     if (layout.root_uses[r] != 0) top.push_back(r);
-  top_rules = DeviceBuffer<uint32_t>(top, pool);
-  h_ch_off = std::move(layout.children.off);
-  h_tm_off = std::move(layout.terms.off);
-  local_words = std::move(layout.local_words);
+  struct Upload {
+    void* dst;
+    const void* src;
+    size_t bytes;
+  };
+  std::vector<Upload> uploads;
+  auto alloc = [&]<class T>(DeviceBuffer<T>& buf, const std::vector<T>& host) {
+    buf = DeviceBuffer<T>(host.size(), pool);
+    uploads.push_back({buf.data(), host.data(), host.size() * sizeof(T)});
+  };
+  alloc(body, layout.body);
+  alloc(unit_begin, layout.unit_begin);
+  alloc(unit_end, layout.unit_end);
+  alloc(ch_off, layout.children.off);
+  alloc(ch_item, layout.children.item);
+  alloc(ch_cnt, layout.children.cnt);
+  alloc(tm_off, layout.terms.off);
+  alloc(tm_item, layout.terms.item);
+  alloc(tm_cnt, layout.terms.cnt);
+  alloc(root_uses, layout.root_uses);
+  alloc(top_rules, top);
+  sym_unit = DeviceBuffer<uint32_t>(S, pool);
+  ch_unit = DeviceBuffer<uint32_t>(layout.children.item.size(), pool);
+  tm_unit = DeviceBuffer<uint32_t>(layout.terms.item.size(), pool);
+  mark("alloc");
+  for (const Upload& u : uploads) upload_host(*ctx, u.dst, u.src, u.bytes);
+  mark("copy");
+  ranges_of_positions(unit_begin.data(), unit_end.data(), units, S, plan::kNoUnit,
+                      sym_unit.data(), pool.stream());
+  ranges_of_positions(ch_off.data(), ch_off.data() + 1, units, ch_unit.size(), plan::kNoUnit,
+                      ch_unit.data(), pool.stream());
+  ranges_of_positions(tm_off.data(), tm_off.data() + 1, units, tm_unit.size(), plan::kNoUnit,
+                      tm_unit.data(), pool.stream());
+  h_ch_off = layout.children.off;
+  h_tm_off = layout.terms.off;
+  local_words = layout.local_words;
+  mark("derive");
 
   // 3. Heights and the level schedules (workload classes by body length).
   build_level_schedule(*this,
                        std::vector<uint32_t>(g.level_offsets.begin(), g.level_offsets.end() - 1));
   ctx->stream.synchronize();
+  mark("schedule");
+  if (phases.enabled()) load_phases = phases.summary();
 }
 
 }  // namespace gtadoc::gpu

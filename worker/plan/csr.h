@@ -4,8 +4,11 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <vector>
+
+#include "common/big_alloc.h"
 
 #include "worker/plan/thread_pool.h"
 
@@ -31,49 +34,88 @@ struct CsrView {
   static CsrView of(const Csr<C>& c) { return {c.off.data(), c.item.data(), c.cnt.data()}; }
 };
 
-/// Builds a Csr with `rows` rows in parallel: fn(tid, row, items, counts) appends row's pairs.
-template <class C, class Fn>
-Csr<C> build_csr(const Exec& ex, uint64_t rows, uint64_t grain, Fn&& fn) {
-  Csr<C> out;
-  out.off.assign(rows + 1, 0);
+/// Where a row builder appends one row's (item, count) pairs.
+template <class C>
+struct CsrSink {
+  std::vector<uint32_t>* item;
+  std::vector<C>* cnt;
+  void push(uint32_t i, C c) const {
+    item->push_back(i);
+    cnt->push_back(c);
+  }
+};
+
+/// Builds N Csrs with `rows` rows each in one parallel pass: fn(tid, row, sinks) appends row's
+/// pairs of Csr k to sinks[k] (so one reading of a row can fill several bags). Rows are claimed
+/// in chunks of `grain`; the result is the same whatever the thread count.
+template <class C, size_t N, class Fn>
+std::array<Csr<C>, N> build_csrs(const Exec& ex, uint64_t rows, uint64_t grain, Fn&& fn) {
+  std::array<Csr<C>, N> out;
+  for (Csr<C>& o : out) o.off.assign(rows + 1, 0);
+  std::array<CsrSink<C>, N> sinks;
   if (ex.threads <= 1 || rows <= grain) {
+    for (size_t k = 0; k < N; ++k) sinks[k] = {&out[k].item, &out[k].cnt};
     for (uint64_t r = 0; r < rows; ++r) {
-      fn(0u, r, out.item, out.cnt);
-      out.off[r + 1] = out.item.size();
+      fn(0u, r, sinks);
+      for (size_t k = 0; k < N; ++k) out[k].off[r + 1] = out[k].item.size();
     }
     return out;
   }
   struct Chunk {
-    uint64_t lo, hi, start;
+    uint64_t lo, hi;
+    std::array<uint64_t, N> start;
   };
   struct Buf {
-    std::vector<uint32_t> item;
-    std::vector<C> cnt;
+    std::array<std::vector<uint32_t>, N> item;
+    std::array<std::vector<C>, N> cnt;
     std::vector<Chunk> chunks;
   };
   std::vector<Buf> bufs(ex.threads);
   ex.parallel_for(0, rows, grain, [&](unsigned tid, uint64_t lo, uint64_t hi) {
     Buf& b = bufs[tid];
-    b.chunks.push_back({lo, hi, b.item.size()});
+    Chunk chunk{lo, hi, {}};
+    std::array<CsrSink<C>, N> mine;
+    for (size_t k = 0; k < N; ++k) {
+      chunk.start[k] = b.item[k].size();
+      mine[k] = {&b.item[k], &b.cnt[k]};
+    }
+    b.chunks.push_back(chunk);
+    std::array<uint64_t, N> before = chunk.start;
     for (uint64_t r = lo; r < hi; ++r) {
-      uint64_t before = b.item.size();
-      fn(tid, r, b.item, b.cnt);
-      out.off[r + 1] = b.item.size() - before;
+      fn(tid, r, mine);
+      for (size_t k = 0; k < N; ++k) {
+        out[k].off[r + 1] = b.item[k].size() - before[k];
+        before[k] = b.item[k].size();
+      }
     }
   });
-  for (uint64_t r = 0; r < rows; ++r) out.off[r + 1] += out.off[r];
-  out.item.resize(out.off[rows]);
-  out.cnt.resize(out.off[rows]);
+  for (Csr<C>& o : out) {
+    for (uint64_t r = 0; r < rows; ++r) o.off[r + 1] += o.off[r];
+    resize_on_huge_pages(o.item, o.off[rows]);
+    resize_on_huge_pages(o.cnt, o.off[rows]);
+  }
   ex.on_all([&](unsigned tid) {
-    for (const Chunk& c : bufs[tid].chunks) {
-      uint64_t n = out.off[c.hi] - out.off[c.lo];
-      std::copy_n(bufs[tid].item.begin() + c.start, n, out.item.begin() + out.off[c.lo]);
-      std::copy_n(bufs[tid].cnt.begin() + c.start, n, out.cnt.begin() + out.off[c.lo]);
+    Buf& b = bufs[tid];
+    for (size_t k = 0; k < N; ++k) {
+      Csr<C>& o = out[k];
+      for (const Chunk& c : b.chunks) {
+        const uint64_t n = o.off[c.hi] - o.off[c.lo];
+        std::copy_n(b.item[k].begin() + c.start[k], n, o.item.begin() + o.off[c.lo]);
+        std::copy_n(b.cnt[k].begin() + c.start[k], n, o.cnt.begin() + o.off[c.lo]);
+      }
+      std::vector<uint32_t>().swap(b.item[k]);
+      std::vector<C>().swap(b.cnt[k]);
     }
-    std::vector<uint32_t>().swap(bufs[tid].item);
-    std::vector<C>().swap(bufs[tid].cnt);
   });
   return out;
+}
+
+/// Builds a Csr with `rows` rows in parallel: fn(tid, row, items, counts) appends row's pairs.
+template <class C, class Fn>
+Csr<C> build_csr(const Exec& ex, uint64_t rows, uint64_t grain, Fn&& fn) {
+  return std::move(build_csrs<C, 1>(ex, rows, grain, [&](unsigned tid, uint64_t r, auto& sinks) {
+    fn(tid, r, *sinks[0].item, *sinks[0].cnt);
+  })[0]);
 }
 
 }  // namespace gtadoc::plan

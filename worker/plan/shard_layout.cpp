@@ -2,30 +2,81 @@
 #include "worker/plan/shard_layout.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <new>
 
+#include "common/big_alloc.h"
 #include "common/error.h"
+#include "common/timer.h"
 #include "worker/plan/id_set.h"
 
 namespace gtadoc::plan {
 namespace {
 
-/// Sorts `v` and appends (value, multiplicity) runs to items/cnts.
-void append_runs(std::vector<uint32_t>& v, std::vector<uint32_t>& items,
-                 std::vector<uint32_t>& cnts) {
-  if (v.size() > 1) std::sort(v.begin(), v.end());
+/// Bodies up to this length are bagged by sorting their symbols; longer ones (document segments,
+/// mostly) by counting into dense per-thread counters and sorting only the distinct ids.
+constexpr uint64_t kShortBody = 32;
+
+/// Dense counters, zeroed: calloc'ed on first use (untouched pages stay unmapped), and reset to
+/// zero after each use.
+class ZeroedCounts {
+ public:
+  ZeroedCounts() = default;
+  ZeroedCounts(const ZeroedCounts&) = delete;
+  ZeroedCounts& operator=(const ZeroedCounts&) = delete;
+  ~ZeroedCounts() { std::free(p_); }
+  uint32_t* get(size_t n) {
+    if (p_ == nullptr) {
+      p_ = static_cast<uint32_t*>(std::calloc(std::max<size_t>(n, 1), sizeof(uint32_t)));
+      if (p_ == nullptr) throw std::bad_alloc();
+    }
+    return p_;
+  }
+
+ private:
+  uint32_t* p_ = nullptr;
+};
+
+struct BagScratch {
+  ZeroedCounts rule_counts, word_counts;
+  std::vector<uint32_t> rules, words;
+};
+
+/// Sorts a short `v` (insertion sort) and appends its (value, multiplicity) runs.
+void emit_sorted_runs(std::vector<uint32_t>& v, const CsrSink<uint32_t>& out) {
+  for (size_t i = 1; i < v.size(); ++i) {
+    const uint32_t x = v[i];
+    size_t j = i;
+    for (; j > 0 && v[j - 1] > x; --j) v[j] = v[j - 1];
+    v[j] = x;
+  }
   for (size_t i = 0; i < v.size();) {
     size_t j = i + 1;
     while (j < v.size() && v[j] == v[i]) ++j;
-    GTADOC_EXPECTS(j - i < 0xFFFFFFFFull, "shard layout: a symbol repeats 2^32 times in one body");
-    items.push_back(v[i]);
-    cnts.push_back(static_cast<uint32_t>(j - i));
+    out.push(v[i], static_cast<uint32_t>(j - i));
     i = j;
+  }
+}
+
+/// Appends the distinct ids of `distinct` ascending with their counts, and zeroes the counts.
+void emit_counted(std::vector<uint32_t>& distinct, uint32_t* counts,
+                  const CsrSink<uint32_t>& out) {
+  std::sort(distinct.begin(), distinct.end());
+  for (uint32_t x : distinct) {
+    out.push(x, counts[x]);
+    counts[x] = 0;
   }
 }
 
 }  // namespace
 
-ShardLayout build_shard_layout(const ShardGrammar& g, const Exec& ex) {
+ShardLayout build_shard_layout(const ShardGrammar& g, const Exec& ex, StepTimes* steps) {
+  Timer step_timer;
+  auto step = [&](const char* name) {
+    if (steps == nullptr) return;
+    steps->emplace_back(name, step_timer.seconds());
+    step_timer.reset();
+  };
   GTADOC_EXPECTS(g.rule_offsets.size() >= 2 && g.rule_offsets.back() == g.symbols.size(),
                  "shard layout: bad rule offsets");
   GTADOC_EXPECTS(g.num_rules() < kRuleFlag && g.num_words < kRuleFlag,
@@ -53,9 +104,10 @@ ShardLayout build_shard_layout(const ShardGrammar& g, const Exec& ex) {
   });
   words.rank();
   s.local_words = words.members();
+  step("vocabulary");
 
   // 2. Bodies re-encoded with local word indices; unit ranges.
-  s.body.resize(S);
+  resize_on_huge_pages(s.body, S);
   ex.parallel_for(0, S, 1 << 16, [&](unsigned, uint64_t lo, uint64_t hi) {
     for (uint64_t i = lo; i < hi; ++i) {
       const Symbol x = g.symbols[i];
@@ -84,37 +136,43 @@ ShardLayout build_shard_layout(const ShardGrammar& g, const Exec& ex) {
     s.unit_end[s.num_inner + d] = e;
   }
 
-  // 3. Bags per unit: child rules and words with their multiplicities.
-  struct Scratch {
-    std::vector<uint32_t> rules, words;
-  };
-  std::vector<Scratch> scratch(ex.threads);
-  auto collect = [&](unsigned tid, uint64_t u) {
-    Scratch& sc = scratch[tid];
+  step("bodies");
+
+  // 3. Bags per unit, children and terms in one reading of each body.
+  const uint32_t num_local = static_cast<uint32_t>(s.local_words.size());
+  std::vector<BagScratch> scratch(ex.threads);
+  auto bags = build_csrs<uint32_t, 2>(ex, units, 64, [&](unsigned tid, uint64_t u, auto& out) {
+    BagScratch& sc = scratch[tid];
     sc.rules.clear();
     sc.words.clear();
+    const uint64_t b = s.unit_begin[u], e = s.unit_end[u];
+    GTADOC_EXPECTS(e - b < 0xFFFFFFFFull, "shard layout: a body of 2^32 symbols or more");
     const uint32_t limit = u < s.num_inner ? static_cast<uint32_t>(u) : s.num_inner;
-    for (uint64_t i = s.unit_begin[u]; i < s.unit_end[u]; ++i) {
+    const bool dense = e - b > kShortBody;
+    uint32_t* rule_counts = dense ? sc.rule_counts.get(s.num_inner) : nullptr;
+    uint32_t* word_counts = dense ? sc.word_counts.get(num_local) : nullptr;
+    for (uint64_t i = b; i < e; ++i) {
       const uint32_t x = s.body[i];
       GTADOC_EXPECTS(x != kBoundaryCode, "shard layout: boundary symbol inside a rule or document");
       if (x & kRuleFlag) {
         const uint32_t c = x & ~kRuleFlag;
         GTADOC_EXPECTS(c < limit, "shard layout: rule references a rule of greater id");
-        sc.rules.push_back(c);
-      } else {
+        if (!dense || rule_counts[c]++ == 0) sc.rules.push_back(c);
+      } else if (!dense || word_counts[x]++ == 0) {
         sc.words.push_back(x);
       }
     }
-    return &sc;
-  };
-  s.children =
-      build_csr<uint32_t>(ex, units, 256, [&](unsigned tid, uint64_t u, auto& items, auto& cnts) {
-        append_runs(collect(tid, u)->rules, items, cnts);
-      });
-  s.terms =
-      build_csr<uint32_t>(ex, units, 256, [&](unsigned tid, uint64_t u, auto& items, auto& cnts) {
-        append_runs(collect(tid, u)->words, items, cnts);
-      });
+    if (dense) {
+      emit_counted(sc.rules, rule_counts, out[0]);
+      emit_counted(sc.words, word_counts, out[1]);
+    } else {
+      emit_sorted_runs(sc.rules, out[0]);
+      emit_sorted_runs(sc.words, out[1]);
+    }
+  });
+  s.children = std::move(bags[0]);
+  s.terms = std::move(bags[1]);
+  step("bags");
 
   // 4. Uses in the root, and the height of every inner rule.
   s.root_uses.assign(s.num_inner, 0);
@@ -125,28 +183,8 @@ ShardLayout build_shard_layout(const ShardGrammar& g, const Exec& ex) {
   const uint32_t inner_levels = s.num_inner == 0 ? 0 : g.num_levels() - 1;
   for (uint32_t h = 0; h < inner_levels; ++h)
     for (uint32_t r = g.level_offsets[h]; r < g.level_offsets[h + 1]; ++r) s.level_of[r] = h;
+  step("root uses and levels");
   return s;
-}
-
-std::vector<uint32_t> unit_of_positions(const ShardLayout& s, const Exec& ex) {
-  std::vector<uint32_t> out(s.body.size(), kNoUnit);
-  ex.parallel_for(0, s.num_units(), 256, [&](unsigned, uint64_t lo, uint64_t hi) {
-    for (uint64_t u = lo; u < hi; ++u)
-      std::fill(out.begin() + static_cast<std::ptrdiff_t>(s.unit_begin[u]),
-                out.begin() + static_cast<std::ptrdiff_t>(s.unit_end[u]), static_cast<uint32_t>(u));
-  });
-  return out;
-}
-
-std::vector<uint32_t> row_of_entries(const Csr<uint32_t>& bags, const Exec& ex) {
-  std::vector<uint32_t> out(bags.item.size());
-  ex.parallel_for(0, bags.rows(), 1024, [&](unsigned, uint64_t lo, uint64_t hi) {
-    for (uint64_t r = lo; r < hi; ++r)
-      std::fill(out.begin() + static_cast<std::ptrdiff_t>(bags.off[r]),
-                out.begin() + static_cast<std::ptrdiff_t>(bags.off[r + 1]),
-                static_cast<uint32_t>(r));
-  });
-  return out;
 }
 
 }  // namespace gtadoc::plan

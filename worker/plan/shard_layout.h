@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -44,14 +45,13 @@ struct ShardLayout {
   uint64_t body_length(uint64_t u) const { return unit_end[u] - unit_begin[u]; }
 };
 
-/// Builds the layout of `g` (already validated by formats/grammar.h's validate_grammar) on the
-/// threads of `ex`. Throws InternalError on a structure the engines cannot traverse (a boundary
-/// inside a unit, a rule using a rule of greater id, more units than 32-bit ids hold).
-ShardLayout build_shard_layout(const ShardGrammar& g, const Exec& ex);
+/// Seconds spent in each step of build_shard_layout, in step order (for benchmarks).
+using StepTimes = std::vector<std::pair<std::string, double>>;
 
-/// Fills unit_of[p] for every body position (kNoUnit at boundaries), in parallel.
-std::vector<uint32_t> unit_of_positions(const ShardLayout& s, const Exec& ex);
-/// Fills the unit of every entry of a bag (entry -> row), in parallel.
-std::vector<uint32_t> row_of_entries(const Csr<uint32_t>& bags, const Exec& ex);
+/// Builds the layout of `g` (already validated by formats/grammar.h's validate_grammar) on the
+/// threads of `ex`; the result is the same whatever the thread count. Throws InternalError on a
+/// structure the engines cannot traverse (a boundary inside a unit, a rule using a rule of
+/// greater id, more units than 32-bit ids hold). `steps`, when given, receives step timings.
+ShardLayout build_shard_layout(const ShardGrammar& g, const Exec& ex, StepTimes* steps = nullptr);
 
 }  // namespace gtadoc::plan

@@ -1,0 +1,80 @@
+// ShardPrefetcher (coordinator/pipeline/shard_prefetch.h).
+#include "coordinator/pipeline/shard_prefetch.h"
+
+#include <algorithm>
+#include <memory>
+#include <utility>
+
+#include "common/parallel.h"
+
+namespace gtadoc {
+
+unsigned ShardPrefetcher::depth_for(const std::string& engine, unsigned threads) {
+  if (engine != "gpu") return 2;
+  return std::clamp(resolve_threads(threads) / 2, 2u, 8u);
+}
+
+ShardPrefetcher::ShardPrefetcher(std::filesystem::path archive, const Manifest& manifest,
+                                 std::vector<uint32_t> shards, std::string engine,
+                                 unsigned threads, uint64_t prepare_bound)
+    : archive_(std::move(archive)),
+      manifest_(manifest),
+      shards_(std::move(shards)),
+      engine_(std::move(engine)),
+      depth_(depth_for(engine_, threads)),
+      threads_(resolve_threads(threads)),
+      threads_each_(std::max(1u, threads_ / depth_)),
+      prepare_bound_(prepare_bound) {
+  fill();
+}
+
+ShardPrefetcher::~ShardPrefetcher() {
+  for (auto& f : inflight_)
+    if (f.valid()) f.wait();
+}
+
+void ShardPrefetcher::fill() {
+  while (started_ < shards_.size() && inflight_.size() < depth_) {
+    const uint32_t id = shards_[started_];
+    const uint64_t symbols = id < manifest_.shards.size() ? manifest_.shards[id].symbols : 0;
+    if (!inflight_.empty() && symbols_in_flight_ + symbols > kSymbolBudget) break;
+    const bool prepare = prepare_bound_ == 0 || symbols <= prepare_bound_;
+    // Reads go one after the other in shard order (HDF5 is entered by one thread at a time, and
+    // the first shard is the one the load waits for); each preparation starts after its read.
+    // The first shard is prepared on every thread: nothing else is ready to run yet.
+    const unsigned threads = started_ == 0 ? threads_ : threads_each_;
+    std::shared_future<void> previous = last_read_;
+    auto read_done = std::make_shared<std::promise<void>>();
+    last_read_ = read_done->get_future().share();
+    inflight_.push_back(std::async(std::launch::async, [this, id, prepare, threads, previous,
+                                                        read_done] {
+      ShardGrammar g;
+      try {
+        if (previous.valid()) previous.wait();
+        g = read_shard_grammar(archive_, manifest_, id);
+      } catch (...) {
+        read_done->set_value();
+        throw;
+      }
+      read_done->set_value();
+      if (!prepare || (prepare_bound_ != 0 && g.symbols.size() > prepare_bound_))
+        return PreparedShard{std::move(g), nullptr};
+      return prepare_shard(engine_, std::move(g), threads);
+    }));
+    symbols_in_flight_ += symbols;
+    ++started_;
+  }
+}
+
+PreparedShard ShardPrefetcher::next(uint32_t* id) {
+  const uint32_t shard = shards_.at(taken_);
+  if (id != nullptr) *id = shard;
+  std::future<PreparedShard> f = std::move(inflight_.front());
+  inflight_.pop_front();
+  ++taken_;
+  symbols_in_flight_ -= shard < manifest_.shards.size() ? manifest_.shards[shard].symbols : 0;
+  fill();  // the next shards start before this one is waited for
+  return f.get();
+}
+
+}  // namespace gtadoc

@@ -1,0 +1,63 @@
+// ShardPrefetcher: a rank's shards read ahead of their load and prepared on the host for the
+// engine (prepare_shard: the GPU engine's shard layout), several at once, so that reading,
+// preparing and the engine's own start-up and loads overlap. Shards come out in order; what a
+// shard's read or preparation threw is rethrown when that shard is taken.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <filesystem>
+#include <future>
+#include <string>
+#include <vector>
+
+#include "formats/archive.h"
+#include "worker/engine.h"
+
+namespace gtadoc {
+
+class ShardPrefetcher {
+ public:
+  /// Starts reading `shards` of `archive` (whose manifest must outlive this object) in order.
+  /// Up to depth_for(engine, threads) shards are in flight, more than one only while their
+  /// manifest symbol counts stay within kSymbolBudget. Reads run in shard order, one at a time;
+  /// the first shard is prepared on `threads` threads (0: every usable CPU), the others on
+  /// threads / depth (at least one). A shard of more than `prepare_bound` symbols (0: no bound) is read
+  /// but not prepared: it will be loaded in document-range pieces, which the load prepares.
+  ShardPrefetcher(std::filesystem::path archive, const Manifest& manifest,
+                  std::vector<uint32_t> shards, std::string engine, unsigned threads,
+                  uint64_t prepare_bound);
+  /// Waits for the work in flight (its results and errors are dropped).
+  ~ShardPrefetcher();
+  ShardPrefetcher(const ShardPrefetcher&) = delete;
+  ShardPrefetcher& operator=(const ShardPrefetcher&) = delete;
+
+  /// True while no shard has been taken.
+  bool fresh() const { return taken_ == 0; }
+  /// True once every shard has been taken.
+  bool done() const { return taken_ == shards_.size(); }
+  /// The next shard (id in `id`), waiting for it if needed; starts more work behind it.
+  PreparedShard next(uint32_t* id);
+
+  /// Symbols in flight beyond the first shard: about 24 bytes each while prepared (1.5 GB).
+  static constexpr uint64_t kSymbolBudget = uint64_t{64} << 20;
+  /// Shards read and prepared at once: the GPU engine's layouts scale better across shards than
+  /// within one (docs/PERFORMANCE.md §4); the CPU engine only reads ahead.
+  static unsigned depth_for(const std::string& engine, unsigned threads);
+
+ private:
+  void fill();
+
+  std::filesystem::path archive_;
+  const Manifest& manifest_;
+  std::vector<uint32_t> shards_;
+  std::string engine_;
+  unsigned depth_, threads_, threads_each_;
+  uint64_t prepare_bound_;
+  size_t started_ = 0, taken_ = 0;
+  uint64_t symbols_in_flight_ = 0;
+  std::deque<std::future<PreparedShard>> inflight_;
+  std::shared_future<void> last_read_;  ///< the read of the last shard started
+};
+
+}  // namespace gtadoc

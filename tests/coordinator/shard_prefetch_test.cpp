@@ -1,0 +1,112 @@
+// ShardPrefetcher (coordinator/pipeline/shard_prefetch.h) and prepare_shard (worker/engine.h):
+// shards come out in the order asked, each equal to a direct read; for the GPU engine with the
+// layout that build_shard_layout gives on one thread, whatever the prefetch's thread count; a
+// shard above the prepare bound comes unprepared; a damaged shard's error comes with that shard
+// and no other, and the prefetcher is destroyed cleanly with work in flight.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "coordinator/pipeline/shard_prefetch.h"
+#include "formats/archive.h"
+#include "tests/testutil/corpus.h"
+#include "worker/plan/shard_layout.h"
+
+namespace gtadoc {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Archive {
+  testutil::TempDir tmp;
+  fs::path path = tmp / "s.gtd";
+  Manifest manifest;
+  Archive() {
+    auto r = testutil::run_gtadoc({"compress", (testutil::source_dir() / "data/sample").string(),
+                                   "-o", path.string(), "--shards", "6"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    manifest = read_manifest(path);
+  }
+};
+
+void expect_same_layout(const plan::ShardLayout& a, const plan::ShardLayout& b) {
+  EXPECT_EQ(a.num_inner, b.num_inner);
+  EXPECT_EQ(a.num_docs, b.num_docs);
+  EXPECT_EQ(a.local_words, b.local_words);
+  EXPECT_EQ(a.body, b.body);
+  EXPECT_EQ(a.unit_begin, b.unit_begin);
+  EXPECT_EQ(a.unit_end, b.unit_end);
+  EXPECT_EQ(a.children.off, b.children.off);
+  EXPECT_EQ(a.children.item, b.children.item);
+  EXPECT_EQ(a.children.cnt, b.children.cnt);
+  EXPECT_EQ(a.terms.off, b.terms.off);
+  EXPECT_EQ(a.terms.item, b.terms.item);
+  EXPECT_EQ(a.terms.cnt, b.terms.cnt);
+  EXPECT_EQ(a.root_uses, b.root_uses);
+  EXPECT_EQ(a.level_of, b.level_of);
+}
+
+TEST(ShardPrefetch, InOrderEqualToDirectReadsWithTheGpuLayout) {
+  Archive a;
+  ASSERT_EQ(a.manifest.shards.size(), 6u);
+  const std::vector<uint32_t> order{4, 0, 5, 2, 1, 3};
+  for (const std::string engine : {"gpu", "cpu"})
+    for (unsigned threads : {1u, 3u, 16u}) {
+      ShardPrefetcher prefetch(a.path, a.manifest, order, engine, threads, 0);
+      EXPECT_TRUE(prefetch.fresh());
+      for (uint32_t want : order) {
+        ASSERT_FALSE(prefetch.done());
+        uint32_t id = 99;
+        PreparedShard p = prefetch.next(&id);
+        EXPECT_FALSE(prefetch.fresh());
+        EXPECT_EQ(id, want);
+        const ShardGrammar g = read_shard_grammar(a.path, a.manifest, want);
+        EXPECT_EQ(p.grammar.symbols, g.symbols);
+        EXPECT_EQ(p.grammar.first_doc, g.first_doc);
+        EXPECT_EQ(p.grammar.num_docs, g.num_docs);
+        if (engine == "gpu") {
+          ASSERT_NE(p.layout, nullptr);
+          expect_same_layout(*p.layout, plan::build_shard_layout(g, plan::Exec{}));
+        } else {
+          EXPECT_EQ(p.layout, nullptr);
+        }
+      }
+      EXPECT_TRUE(prefetch.done());
+    }
+}
+
+TEST(ShardPrefetch, ShardsAboveThePrepareBoundComeUnprepared) {
+  Archive a;
+  uint64_t smallest = ~uint64_t{0};
+  for (const ShardEntry& s : a.manifest.shards) smallest = std::min(smallest, s.symbols);
+  ShardPrefetcher prefetch(a.path, a.manifest, {0, 1, 2, 3, 4, 5}, "gpu", 4, smallest);
+  int prepared = 0;
+  while (!prefetch.done()) {
+    uint32_t id = 0;
+    PreparedShard p = prefetch.next(&id);
+    EXPECT_EQ(p.layout != nullptr, p.grammar.symbols.size() <= smallest) << id;
+    prepared += p.layout != nullptr;
+  }
+  EXPECT_GE(prepared, 1);
+}
+
+TEST(ShardPrefetch, ADamagedShardFailsAloneAndInFlightWorkEndsCleanly) {
+  Archive a;
+  fs::resize_file(a.path / shard_file_name(2), 100);
+  {
+    ShardPrefetcher prefetch(a.path, a.manifest, {0, 1, 2, 3, 4, 5}, "gpu", 8, 0);
+    EXPECT_NO_THROW(prefetch.next(nullptr));
+    EXPECT_NO_THROW(prefetch.next(nullptr));
+    EXPECT_THROW(prefetch.next(nullptr), Error);
+    EXPECT_NO_THROW(prefetch.next(nullptr));  // shard 3
+  }  // shards 4 and 5 may still be in flight
+  ShardPrefetcher again(a.path, a.manifest, {2}, "cpu", 1, 0);
+  EXPECT_THROW(again.next(nullptr), Error);
+  EXPECT_TRUE(again.done());
+}
+
+}  // namespace
+}  // namespace gtadoc
