@@ -114,9 +114,8 @@ std::unique_ptr<ArchiveSession> ArchiveSession::open(Comm& comm, const SessionOp
       for (const auto& sh : s->manifest_.shards) sizes.push_back(sh.input_bytes);
       s->mine_ = assign_by_size(sizes, comm.size())[comm.rank()];
       if (!s->mine_.empty())
-        s->prefetch_ = std::make_unique<ShardPrefetcher>(s->path_, s->manifest_, s->mine_, engine,
-                                                         s->threads_,
-                                                         s->options_.max_piece_symbols);
+        s->prefetch_ = std::make_unique<ShardPrefetcher>(
+            s->path_, s->manifest_, s->mine_, engine, s->threads_, s->options_.max_piece_symbols);
       s->normalization(options.lowercase, options.alnum);
     } catch (...) {
       try {
@@ -311,8 +310,8 @@ RecordBatch ArchiveSession::collect_streaming(const QueryOptions& q, const Norma
     } catch (const Error& e) {
       throw Error(e.kind(), shard_where(s) + ": " + e.what(), e.file().c_str(), e.line());
     }
-    spdlog::debug("{}: waited {:.3f} s for the read, loaded in {:.3f} s", shard_where(s),
-                  read_wait, std::max(0.0, load_timer.seconds() - read_wait));
+    spdlog::debug("{}: waited {:.3f} s for the read, loaded in {:.3f} s", shard_where(s), read_wait,
+                  std::max(0.0, load_timer.seconds() - read_wait));
     t.load += load_timer.seconds();
     progress.add(1);
   }

@@ -15,8 +15,8 @@ unsigned ShardPrefetcher::depth_for(const std::string& engine, unsigned threads)
 }
 
 ShardPrefetcher::ShardPrefetcher(std::filesystem::path archive, const Manifest& manifest,
-                                 std::vector<uint32_t> shards, std::string engine,
-                                 unsigned threads, uint64_t prepare_bound)
+                                 std::vector<uint32_t> shards, std::string engine, unsigned threads,
+                                 uint64_t prepare_bound)
     : archive_(std::move(archive)),
       manifest_(manifest),
       shards_(std::move(shards)),
@@ -46,21 +46,21 @@ void ShardPrefetcher::fill() {
     std::shared_future<void> previous = last_read_;
     auto read_done = std::make_shared<std::promise<void>>();
     last_read_ = read_done->get_future().share();
-    inflight_.push_back(std::async(std::launch::async, [this, id, prepare, threads, previous,
-                                                        read_done] {
-      ShardGrammar g;
-      try {
-        if (previous.valid()) previous.wait();
-        g = read_shard_grammar(archive_, manifest_, id);
-      } catch (...) {
-        read_done->set_value();
-        throw;
-      }
-      read_done->set_value();
-      if (!prepare || (prepare_bound_ != 0 && g.symbols.size() > prepare_bound_))
-        return PreparedShard{std::move(g), nullptr};
-      return prepare_shard(engine_, std::move(g), threads);
-    }));
+    inflight_.push_back(
+        std::async(std::launch::async, [this, id, prepare, threads, previous, read_done] {
+          ShardGrammar g;
+          try {
+            if (previous.valid()) previous.wait();
+            g = read_shard_grammar(archive_, manifest_, id);
+          } catch (...) {
+            read_done->set_value();
+            throw;
+          }
+          read_done->set_value();
+          if (!prepare || (prepare_bound_ != 0 && g.symbols.size() > prepare_bound_))
+            return PreparedShard{std::move(g), nullptr};
+          return prepare_shard(engine_, std::move(g), threads);
+        }));
     symbols_in_flight_ += symbols;
     ++started_;
   }

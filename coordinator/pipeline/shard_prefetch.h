@@ -22,8 +22,8 @@ class ShardPrefetcher {
   /// Up to depth_for(engine, threads) shards are in flight, more than one only while their
   /// manifest symbol counts stay within kSymbolBudget. Reads run in shard order, one at a time;
   /// the first shard is prepared on `threads` threads (0: every usable CPU), the others on
-  /// threads / depth (at least one). A shard of more than `prepare_bound` symbols (0: no bound) is read
-  /// but not prepared: it will be loaded in document-range pieces, which the load prepares.
+  /// threads / depth (at least one). A shard of more than `prepare_bound` symbols (0: no bound) is
+  /// read but not prepared: it will be loaded in document-range pieces, which the load prepares.
   ShardPrefetcher(std::filesystem::path archive, const Manifest& manifest,
                   std::vector<uint32_t> shards, std::string engine, unsigned threads,
                   uint64_t prepare_bound);

@@ -1,9 +1,9 @@
 #include "coordinator/serve/service.h"
 
 #include <spdlog/spdlog.h>
+#include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <fstream>

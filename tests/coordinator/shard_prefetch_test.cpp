@@ -102,7 +102,7 @@ TEST(ShardPrefetch, ADamagedShardFailsAloneAndInFlightWorkEndsCleanly) {
     EXPECT_NO_THROW(prefetch.next(nullptr));
     EXPECT_THROW(prefetch.next(nullptr), Error);
     EXPECT_NO_THROW(prefetch.next(nullptr));  // shard 3
-  }  // shards 4 and 5 may still be in flight
+  }                                           // shards 4 and 5 may still be in flight
   ShardPrefetcher again(a.path, a.manifest, {2}, "cpu", 1, 0);
   EXPECT_THROW(again.next(nullptr), Error);
   EXPECT_TRUE(again.done());

@@ -98,9 +98,9 @@ TEST(ShardLayoutTest, MatchesTheGrammarOnAnyThreadCount) {
   // segments long enough for the dense-counting path, with words and rules repeating in them.
   for (uint64_t seed : {1u, 2u, 3u, 4u, 5u}) {
     const ShardGrammar g =
-        seed <= 3 ? sample_grammar(seed)
-                  : finalize_grammar(
-                        60, 7, 300, testutil::random_raw_grammar(60, 300, 700, 200, seed));
+        seed <= 3
+            ? sample_grammar(seed)
+            : finalize_grammar(60, 7, 300, testutil::random_raw_grammar(60, 300, 700, 200, seed));
     std::map<WordId, uint32_t> local;
     for (Symbol x : g.symbols)
       if (is_word(x, g.num_words)) local.emplace(x, 0);

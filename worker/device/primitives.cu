@@ -71,8 +71,7 @@ __global__ void ranges_of_positions_kernel(const uint64_t* begin, const uint64_t
 void ranges_of_positions(const uint64_t* begin, const uint64_t* end, uint64_t ranges, uint64_t n,
                          uint32_t none, uint32_t* out, cudaStream_t stream) {
   if (n == 0) return;
-  ranges_of_positions_kernel<<<grid_for(n), kBlock, 0, stream>>>(begin, end, ranges, n, none,
-                                                                  out);
+  ranges_of_positions_kernel<<<grid_for(n), kBlock, 0, stream>>>(begin, end, ranges, n, none, out);
   GTADOC_CHECK_LAUNCH();
 }
 

@@ -107,8 +107,9 @@ GpuShard::GpuShard(ShardGrammar grammar, std::shared_ptr<const plan::ShardLayout
   auto mark = [&](const char* phase) {
     if (phases.enabled()) phases.mark(phase);
   };
-  if (!prepared) prepared = std::make_shared<const plan::ShardLayout>(
-                     plan::build_shard_layout(g, ctx->host_exec()));
+  if (!prepared)
+    prepared =
+        std::make_shared<const plan::ShardLayout>(plan::build_shard_layout(g, ctx->host_exec()));
   const plan::ShardLayout& layout = *prepared;
   GTADOC_EXPECTS(layout.body.size() == g.symbols.size() && layout.num_docs == g.num_docs,
                  "gpu engine: the prepared layout is not this shard's");
@@ -153,8 +154,8 @@ GpuShard::GpuShard(ShardGrammar grammar, std::shared_ptr<const plan::ShardLayout
   mark("alloc");
   for (const Upload& u : uploads) upload_host(*ctx, u.dst, u.src, u.bytes);
   mark("copy");
-  ranges_of_positions(unit_begin.data(), unit_end.data(), units, S, plan::kNoUnit,
-                      sym_unit.data(), pool.stream());
+  ranges_of_positions(unit_begin.data(), unit_end.data(), units, S, plan::kNoUnit, sym_unit.data(),
+                      pool.stream());
   ranges_of_positions(ch_off.data(), ch_off.data() + 1, units, ch_unit.size(), plan::kNoUnit,
                       ch_unit.data(), pool.stream());
   ranges_of_positions(tm_off.data(), tm_off.data() + 1, units, tm_unit.size(), plan::kNoUnit,

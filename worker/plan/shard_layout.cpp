@@ -59,8 +59,7 @@ void emit_sorted_runs(std::vector<uint32_t>& v, const CsrSink<uint32_t>& out) {
 }
 
 /// Appends the distinct ids of `distinct` ascending with their counts, and zeroes the counts.
-void emit_counted(std::vector<uint32_t>& distinct, uint32_t* counts,
-                  const CsrSink<uint32_t>& out) {
+void emit_counted(std::vector<uint32_t>& distinct, uint32_t* counts, const CsrSink<uint32_t>& out) {
   std::sort(distinct.begin(), distinct.end());
   for (uint32_t x : distinct) {
     out.push(x, counts[x]);
