@@ -162,7 +162,8 @@ ShardLayout build_layout(ShardTokens& t) {
 /// Global word ids, Sequitur, finalization and the shard file.
 void encode_shard(ShardWork& w, ShardTokens t, const std::vector<WordId>& to_global,
                   const Vocabulary& vocab, uint32_t num_words, const fs::path& dir,
-                  uint64_t archive_id, const CompressOptions& options, std::mutex& h5_mutex) {
+                  uint64_t archive_id, const CompressOptions& options, unsigned threads,
+                  std::mutex& h5_mutex) {
   std::vector<WordId> local_to_global(t.word_ids.size());
   for (size_t l = 0; l < t.word_ids.size(); ++l)
     local_to_global[l] = to_global[vocab.dense(t.word_ids[l])];
@@ -177,8 +178,9 @@ void encode_shard(ShardWork& w, ShardTokens t, const std::vector<WordId>& to_glo
   ShardLayout layout = build_layout(t);
   fs::path file = dir / shard_file_name(w.index);
   {
-    std::lock_guard<std::mutex> lock(h5_mutex);  // the HDF5 library is not thread-safe
-    write_shard_file(file, archive_id, w.index, g, layout, {options.deflate_level});
+    // The HDF5 library is not thread-safe; the chunks' deflate runs on `threads` threads inside.
+    std::lock_guard<std::mutex> lock(h5_mutex);
+    write_shard_file(file, archive_id, w.index, g, layout, {options.deflate_level, threads});
   }
   w.entry.first_doc = w.plan.first_doc;
   w.entry.num_docs = w.plan.num_docs;
@@ -557,7 +559,7 @@ CompressStats compress(const std::vector<std::string>& inputs, const fs::path& o
         ShardTokens t = w.kept ? std::move(*w.kept) : read_spill(spill_file(dir, w.index));
         w.kept.reset();
         encode_shard(w, std::move(t), to_global, *vocab, static_cast<uint32_t>(num_words), dir,
-                     archive_id, options, h5_mutex);
+                     archive_id, options, threads, h5_mutex);
       } catch (...) {
         gate.release(estimate);
         throw;
@@ -624,7 +626,7 @@ CompressStats compress(const std::vector<std::string>& inputs, const fs::path& o
         dict_spilled ? read_dictionary_spill(dictionary_spill_file(dir)) : std::move(dict);
     stats.vocabulary = manifest.dict.size();
     seal_shard_digests(dir, manifest, threads);  // recorded in the manifest (gtadoc verify)
-    write_manifest_file(dir / kManifestFile, manifest, {options.deflate_level});
+    write_manifest_file(dir / kManifestFile, manifest, {options.deflate_level, threads});
     stats.archive_bytes = directory_bytes(dir);
     output->commit();
   });

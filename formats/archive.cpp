@@ -56,6 +56,7 @@ h5::WriteOptions write_options(const ArchiveOptions& o) {
   GTADOC_EXPECTS(o.deflate_level >= 0 && o.deflate_level <= 9, "deflate level must be 0..9");
   h5::WriteOptions w;
   w.deflate_level = o.deflate_level;
+  w.threads = o.threads;
   return w;
 }
 

@@ -60,6 +60,7 @@ bool has_shard_digests(const Manifest& manifest);
 
 struct ArchiveOptions {
   int deflate_level = 6;  ///< 0 disables deflate; integer arrays also get the shuffle filter
+  unsigned threads = 0;   ///< threads that deflate a dataset's chunks (0: every usable CPU)
 };
 
 inline const char* kManifestFile = "manifest.h5";

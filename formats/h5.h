@@ -128,6 +128,11 @@ constexpr Width width_of() {
 struct WriteOptions {
   int deflate_level = 0;  ///< 0: no deflate; 1..9: shuffle + deflate at that level
   bool shuffle = true;    ///< with deflate: byte shuffle first (useless for 1-byte elements)
+  unsigned threads = 0;   ///< threads that filter chunks (0: every usable CPU)
+  /// Filter chunks on threads and store them with H5Dwrite_chunk (false, or the environment
+  /// variable GTADOC_H5_SERIAL_WRITE set: H5Dwrite, HDF5's own serial pipeline). Both store the
+  /// same bytes (tests/formats/h5_write_test.cpp).
+  bool parallel = true;
 };
 
 /// Largest chunk, in bytes, of the datasets written here.
@@ -135,7 +140,11 @@ inline constexpr uint64_t kMaxChunkBytes = uint64_t{1} << 20;
 
 /// Writes a 1-D chunked dataset with a Fletcher32 checksum on every chunk (plus shuffle and
 /// deflate per `options`). `data` holds `n` elements of `mem` width; they are stored as `store`
-/// (HDF5 converts; values must fit). An empty dataset gets an unlimited maximum size.
+/// (values must fit). An empty dataset gets an unlimited maximum size. The chunks are filtered
+/// (converted, shuffled, deflated, summed exactly as HDF5's pipeline does) on `options.threads`
+/// threads without entering HDF5, which is not thread-safe, and stored in order by
+/// H5Dwrite_chunk: HDF5's own pipeline runs on the calling thread only, under the process-wide
+/// lock, so it serialized the deflate of every shard a compression writes.
 void write_raw(Id loc, const std::string& name, const void* data, uint64_t n, Width mem,
                Width store, const WriteOptions& options);
 
