@@ -33,12 +33,15 @@ ShardPrefetcher::~ShardPrefetcher() {
     if (f.valid()) f.wait();
 }
 
+uint64_t ShardPrefetcher::manifest_symbols(uint32_t id) const {
+  return id < manifest_.shards.size() ? manifest_.shards[id].symbols : 0;
+}
+
 void ShardPrefetcher::fill() {
   while (started_ < shards_.size() && inflight_.size() < depth_) {
     const uint32_t id = shards_[started_];
-    const uint64_t symbols = id < manifest_.shards.size() ? manifest_.shards[id].symbols : 0;
+    const uint64_t symbols = manifest_symbols(id);
     if (!inflight_.empty() && symbols_in_flight_ + symbols > kSymbolBudget) break;
-    const bool prepare = prepare_bound_ == 0 || symbols <= prepare_bound_;
     // Reads go one after the other in shard order (HDF5 is entered by one thread at a time, and
     // the first shard is the one the load waits for); each preparation starts after its read.
     // The first shard is prepared on every thread: nothing else is ready to run yet.
@@ -46,21 +49,20 @@ void ShardPrefetcher::fill() {
     std::shared_future<void> previous = last_read_;
     auto read_done = std::make_shared<std::promise<void>>();
     last_read_ = read_done->get_future().share();
-    inflight_.push_back(
-        std::async(std::launch::async, [this, id, prepare, threads, previous, read_done] {
-          ShardGrammar g;
-          try {
-            if (previous.valid()) previous.wait();
-            g = read_shard_grammar(archive_, manifest_, id);
-          } catch (...) {
-            read_done->set_value();
-            throw;
-          }
-          read_done->set_value();
-          if (!prepare || (prepare_bound_ != 0 && g.symbols.size() > prepare_bound_))
-            return PreparedShard{std::move(g), nullptr};
-          return prepare_shard(engine_, std::move(g), threads);
-        }));
+    inflight_.push_back(std::async(std::launch::async, [this, id, threads, previous, read_done] {
+      ShardGrammar g;
+      try {
+        if (previous.valid()) previous.wait();
+        g = read_shard_grammar(archive_, manifest_, id);
+      } catch (...) {
+        read_done->set_value();
+        throw;
+      }
+      read_done->set_value();
+      if (prepare_bound_ != 0 && g.symbols.size() > prepare_bound_)
+        return PreparedShard{std::move(g), nullptr};
+      return prepare_shard(engine_, std::move(g), threads);
+    }));
     symbols_in_flight_ += symbols;
     ++started_;
   }
@@ -72,7 +74,7 @@ PreparedShard ShardPrefetcher::next(uint32_t* id) {
   std::future<PreparedShard> f = std::move(inflight_.front());
   inflight_.pop_front();
   ++taken_;
-  symbols_in_flight_ -= shard < manifest_.shards.size() ? manifest_.shards[shard].symbols : 0;
+  symbols_in_flight_ -= manifest_symbols(shard);
   fill();  // the next shards start before this one is waited for
   return f.get();
 }

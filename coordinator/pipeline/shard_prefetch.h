@@ -47,6 +47,8 @@ class ShardPrefetcher {
 
  private:
   void fill();
+  /// The shard's symbols as the manifest records them (the in-flight budget's unit).
+  uint64_t manifest_symbols(uint32_t id) const;
 
   std::filesystem::path archive_;
   const Manifest& manifest_;
