@@ -44,7 +44,6 @@ uint64_t scaled_share(uint64_t total, uint32_t p, uint32_t parts) {
 }
 
 constexpr size_t kSampleBytes = sizeof(uint32_t) + sizeof(uint64_t);
-constexpr size_t kMaxCandidates = size_t{1} << 18;  // local values sorted to draw samples
 
 }  // namespace
 
@@ -131,6 +130,23 @@ std::vector<uint32_t> choose_range_splitters(Comm& comm, const RecordBatch& loca
   const size_t n = local.size();
   const uint32_t w = local.width;
   GTADOC_EXPECTS(w >= 1 && local.keys.size() == n * w, "record keys do not match counts and width");
+  // Local candidates: every first key value, or an evenly strided subset of kSplitterCandidates.
+  const size_t m = std::min(n, kSplitterCandidates);
+  std::vector<uint32_t> cand(m);
+  for (size_t j = 0; j < m; ++j) {
+    const size_t i = static_cast<size_t>((static_cast<unsigned __int128>(j) * n) / m);
+    cand[j] = local.keys[i * w];
+  }
+  return choose_range_splitters(comm, std::move(cand), n, parts);
+}
+
+std::vector<uint32_t> choose_range_splitters(Comm& comm, std::vector<uint32_t> cand, uint64_t rows,
+                                             uint32_t parts) {
+  if (parts <= 1) return {};
+  const size_t n = rows;
+  const size_t m = cand.size();
+  GTADOC_EXPECTS(m == std::min<uint64_t>(rows, kSplitterCandidates),
+                 "range splitters: wrong number of candidates");
 
   // Samples drawn in proportion to each rank's row count, about 64 per partition in total.
   const uint64_t global_rows = comm.allreduce(static_cast<uint64_t>(n), ReduceOp::kSum);
@@ -141,14 +157,6 @@ std::vector<uint32_t> choose_range_splitters(Comm& comm, const RecordBatch& loca
   if (n > 0) {
     local_samples = static_cast<size_t>(std::ceil(double(n) * target / double(global_rows)));
     local_samples = std::clamp<size_t>(local_samples, 1, n);
-  }
-
-  // Local candidates: every first key value, or an evenly strided subset of kMaxCandidates.
-  const size_t m = std::min(n, kMaxCandidates);
-  std::vector<uint32_t> cand(m);
-  for (size_t j = 0; j < m; ++j) {
-    const size_t i = static_cast<size_t>((static_cast<unsigned __int128>(j) * n) / m);
-    cand[j] = local.keys[i * w];
   }
   std::sort(cand.begin(), cand.end());
 

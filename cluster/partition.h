@@ -50,4 +50,11 @@ PartitionedRecords partition_records(const RecordBatch& batch, const KeyLayout& 
 /// in one partition. Returns an empty vector for parts <= 1.
 std::vector<uint32_t> choose_range_splitters(Comm& comm, const RecordBatch& local, uint32_t parts);
 
+/// The same from candidates already drawn: the first key values of min(rows,
+/// kSplitterCandidates) records at indices floor(j * rows / m) of the `rows` local records (what
+/// the overload above draws; DeviceRecords::strided_first_values for records on a GPU).
+inline constexpr size_t kSplitterCandidates = size_t{1} << 18;
+std::vector<uint32_t> choose_range_splitters(Comm& comm, std::vector<uint32_t> candidates,
+                                             uint64_t rows, uint32_t parts);
+
 }  // namespace gtadoc

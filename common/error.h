@@ -1,5 +1,6 @@
 // Error vocabulary of gtadoc: typed exceptions that carry an exit code and a source location, and
-// the one place where every check macro (EXPECTS, FAIL, H5_TRY, MPI_TRY, CUDA_TRY) is defined.
+// the one place where every check macro (EXPECTS, FAIL, H5_TRY, MPI_TRY, CUDA_TRY, NCCL_TRY) is
+// defined.
 // The CLI turns any gtadoc::Error into a one-line message and its exit code (see coordinator/cli).
 #pragma once
 
@@ -43,7 +44,9 @@ inline std::string one_line(std::string_view text, size_t max = std::string_view
 }
 
 /// User-supplied text quoted for a message: "text", one line, at most 80 bytes of it.
-inline std::string user_text(std::string_view text) { return '"' + one_line(text, 80) + '"'; }
+inline std::string user_text(std::string_view text) {
+  return '"' + one_line(text, 80) + '"';
+}
 
 /// Base of every exception gtadoc throws on purpose. `what()` is the user-facing one-liner: the
 /// constructor guarantees it has no line break whatever the message echoes.
@@ -85,10 +88,12 @@ class InternalError : public Error {
 
 namespace detail {
 // Implemented next to the library they wrap (formats/h5.cpp, cluster/comm.cpp,
-// worker/device/cuda_check.cu); each throws a typed Error naming the failed call and location.
+// worker/device/cuda_check.cu, cluster/nccl_comm.cpp); each throws a typed Error naming the failed
+// call and location.
 [[noreturn]] void throw_h5_error(const char* expr, const char* file, int line);
 [[noreturn]] void throw_mpi_error(int code, const char* expr, const char* file, int line);
 [[noreturn]] void throw_cuda_error(int code, const char* expr, const char* file, int line);
+[[noreturn]] void throw_nccl_error(int code, const char* expr, const char* file, int line);
 }  // namespace detail
 
 }  // namespace gtadoc
@@ -113,6 +118,13 @@ namespace detail {
     int mpi_try_rc_ = (call);                                                    \
     if (mpi_try_rc_ != 0)                                                        \
       ::gtadoc::detail::throw_mpi_error(mpi_try_rc_, #call, __FILE__, __LINE__); \
+  } while (0)
+/// NCCL call returning ncclSuccess (0) on success.
+#define NCCL_TRY(call)                                                             \
+  do {                                                                             \
+    int nccl_try_rc_ = static_cast<int>(call);                                     \
+    if (nccl_try_rc_ != 0)                                                         \
+      ::gtadoc::detail::throw_nccl_error(nccl_try_rc_, #call, __FILE__, __LINE__); \
   } while (0)
 /// CUDA runtime call returning cudaSuccess (0) on success.
 #define CUDA_TRY(call)                                                             \

@@ -132,6 +132,16 @@ if [ "${ran:-0}" -ne "${gpu_total}" ] || [ "${skipped:-0}" -ne 0 ]; then
   failed=1
 fi
 
+# Records kept on the GPU (issue 10): partition, ranks and samples on the device against the
+# host path (tests/cluster/device_partition_test.cpp); must run, not skip.
+if step build-cluster-tests cmake --build "$BUILD_DIR" -j "$JOBS" --target cluster_tests; then
+  step device-partition "$BUILD_DIR/tests/cluster_tests" --gtest_filter='DevicePartitionTest.*'
+  if grep -q 'SKIPPED' "$OUT/device-partition.log"; then
+    note "FAIL  DevicePartitionTest skipped (is a GPU visible?)"
+    failed=1
+  fi
+fi
+
 # The whole pipeline on the GPU: gtadoc run (1 and 2 ranks) and gtadoc serve against the
 # raw-text reference, every task.
 if cmake --build "$BUILD_DIR" -j "$JOBS" --target gtadoc_reference >"$OUT/reference-build.log" 2>&1; then

@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # The whole pipeline on the GPU (device machine only; CI has no GPU): the bundled sample
 # compressed into 4 shards, every task through `gtadoc run --engine gpu` (1 rank and, with two
-# GPUs, `mpirun -np 2`) and through `gtadoc serve --engine gpu` (resident shards, one merged
-# batch), each compared byte for byte with the raw-text reference.
+# GPUs, `mpirun -np 2` with the default MPI shuffle and with the NCCL one forced) and through
+# `gtadoc serve --engine gpu` (resident shards, one merged batch; with two GPUs also under
+# `mpirun -np 2`, where the records move by NCCL), each compared byte for byte with the
+# raw-text reference.
 #   scripts/gpu-pipeline-check.sh BUILD_DIR     (after building gtadoc and gtadoc_reference)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 B=${1:-build-device}
 BIN=$PWD/$B/gtadoc REF=$PWD/$B/tests/gtadoc_reference
 W=$(mktemp -d /tmp/gpu-pipeline.XXXXXX)
-trap 'kill $SP 2>/dev/null; rm -rf "$W"' EXIT
+trap 'kill $SP ${SP2:-} 2>/dev/null; rm -rf "$W"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
 bad=0
 "$BIN" compress data/sample -o "$W/s.gtd" --shards 4 || exit 1
@@ -20,6 +22,15 @@ gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
 SP=$!
 for _ in $(seq 300); do grep -q 'listening on' "$W/serve.err" && break; sleep 0.1; done
 PORT=$(grep -o 'listening on http://[^ ]*' "$W/serve.err" | sed 's/.*://')
+if [[ $gpus -ge 2 ]]; then  # the service on two GPUs: resident shards, the NCCL shuffle
+  mpirun -np 2 --bind-to none "$BIN" serve "$W/s.gtd" --engine gpu --listen 127.0.0.1:0 -v \
+    2>"$W/serve2.err" </dev/null &
+  SP2=$!
+  for _ in $(seq 300); do grep -q 'listening on' "$W/serve2.err" && break; sleep 0.1; done
+  PORT2=$(grep -o 'listening on http://[^ ]*' "$W/serve2.err" | sed 's/.*://')
+  grep -q 'shuffle: NCCL' "$W/serve2.err" && echo "ok   serve gpu np2 uses NCCL" ||
+    { echo "FAIL serve gpu np2 does not use NCCL"; tail -5 "$W/serve2.err"; bad=1; }
+fi
 for t in "${TASKS[@]}"; do
   # shellcheck disable=SC2086
   "$REF" data/sample $t >"$W/want"
@@ -27,9 +38,18 @@ for t in "${TASKS[@]}"; do
   "$BIN" run "$W/s.gtd" $t --engine gpu >"$W/got" && cmp -s "$W/want" "$W/got" &&
     echo "ok   run gpu: $t" || { echo "FAIL run gpu: $t"; bad=1; }
   if [[ $gpus -ge 2 ]]; then
+    # Two GPUs: the records shuffled by NCCL (forced: a one-query run takes MPI by default; the
+    # log must say NCCL) and by MPI (the default).
     # shellcheck disable=SC2086
-    mpirun -np 2 --bind-to none "$BIN" run "$W/s.gtd" $t --engine gpu >"$W/got" </dev/null &&
-      cmp -s "$W/want" "$W/got" && echo "ok   run gpu np2: $t" || { echo "FAIL run gpu np2: $t"; bad=1; }
+    mpirun -np 2 --bind-to none -x GTADOC_SHUFFLE=nccl "$BIN" run "$W/s.gtd" $t --engine gpu -v \
+      >"$W/got" \
+      2>"$W/np2.err" </dev/null && cmp -s "$W/want" "$W/got" &&
+      grep -q 'shuffle: NCCL' "$W/np2.err" && echo "ok   run gpu np2 nccl: $t" ||
+      { echo "FAIL run gpu np2 nccl: $t"; tail -5 "$W/np2.err"; bad=1; }
+    # shellcheck disable=SC2086
+    mpirun -np 2 --bind-to none "$BIN" run "$W/s.gtd" $t --engine gpu \
+      >"$W/got" </dev/null && cmp -s "$W/want" "$W/got" && echo "ok   run gpu np2 mpi: $t" ||
+      { echo "FAIL run gpu np2 mpi: $t"; bad=1; }
   fi
   # The same options as a JSON body ("--top 7 --lowercase" -> "top": 7, "lowercase": true).
   body=$(echo "$t" | awk '{ printf "{\"task\":\"%s\",\"format\":\"tsv\"", $1
@@ -38,6 +58,13 @@ for t in "${TASKS[@]}"; do
     print "}" }')
   curl -s -d "$body" "127.0.0.1:$PORT/v1/query" >"$W/got" && cmp -s "$W/want" "$W/got" &&
     echo "ok   serve gpu: $body" || { echo "FAIL serve gpu: $body"; bad=1; }
+  if [[ -n ${SP2:-} ]]; then
+    curl -s -d "$body" "127.0.0.1:$PORT2/v1/query" >"$W/got" && cmp -s "$W/want" "$W/got" &&
+      echo "ok   serve gpu np2: $body" || { echo "FAIL serve gpu np2: $body"; bad=1; }
+  fi
 done
 kill -TERM $SP && wait $SP || { echo "FAIL serve did not exit 0"; bad=1; }
+if [[ -n ${SP2:-} ]]; then
+  kill -TERM $SP2 && wait $SP2 || { echo "FAIL serve np2 did not exit 0"; bad=1; }
+fi
 exit $bad

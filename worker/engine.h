@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "formats/grammar.h"
+#include "worker/device_records.h"
 #include "worker/query.h"
 #include "worker/records.h"
 
@@ -71,6 +72,17 @@ class Engine {
   virtual RecordBatch run_batch(std::span<LoadedShard* const> shards, const QueryOptions& q,
                                 const Normalization& norm, std::vector<ShardRunStats>& stats,
                                 unsigned threads);
+
+  /// Device-resident records (issue 10): while on, run() and run_batch() keep the records they
+  /// produce in the engine's device memory and return empty batches (of the key width);
+  /// take_records() hands over every record kept since keep_records(true), as one set, in the
+  /// order the runs produced them, and turns keeping off. Engines without a device ignore
+  /// keep_records, and their take_records returns nullptr.
+  virtual void keep_records(bool on) { (void)on; }
+  virtual std::unique_ptr<DeviceRecords> take_records(uint32_t width) {
+    (void)width;
+    return nullptr;
+  }
 };
 
 /// The CPU engine (worker/cpu). `threads` = 0 uses every hardware thread.
@@ -82,6 +94,10 @@ namespace gtadoc {
 
 /// True when this build has the GPU engine and a CUDA device is visible.
 bool gpu_available();
+/// CUDA devices visible to this process (0 without the GPU engine or a driver).
+int gpu_count();
+/// The device the GPU engine of local rank `local_rank` uses (local rank % visible devices).
+int gpu_device_of(int local_rank);
 /// Device memory of the GPU that local rank `local_rank` uses (local rank % visible devices):
 /// bytes in use (by every process) and in total. False without a GPU.
 bool gpu_memory(int local_rank, uint64_t* used, uint64_t* total);

@@ -38,10 +38,18 @@ bool gpu_memory(int local_rank, uint64_t* used, uint64_t* total) {
 bool gpu_available() {
   return false;
 }
+int gpu_count() {
+  return 0;
+}
 std::unique_ptr<Engine> make_gpu_engine(int) {
   throw ResourceError("--engine gpu: this build of gtadoc has no GPU engine (built without CUDA)");
 }
 #endif
+
+int gpu_device_of(int local_rank) {
+  const int n = gpu_count();
+  return n <= 0 ? 0 : ((local_rank % n) + n) % n;
+}
 
 std::unique_ptr<Engine> make_engine(const std::string& name, unsigned threads, int local_rank) {
   if (name == "cpu") return make_cpu_engine(threads);

@@ -9,6 +9,7 @@
 #include "cluster/assignment.h"
 #include "cluster/collective_error.h"
 #include "cluster/comm.h"
+#include "cluster/nccl_comm.h"
 #include "common/cpus.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -68,6 +69,13 @@ ArchiveSession::ArchiveSession(Comm& comm, SessionOptions options)
     : comm_(comm), options_(std::move(options)), path_(options_.archive) {}
 
 ArchiveSession::~ArchiveSession() {
+  if (nccl_init_.valid()) {
+    try {
+      nccl_ = nccl_init_.get();
+    } catch (...) {  // reported by the query that needed it, if any
+    }
+  }
+  nccl_.reset();  // before the engine's CUDA context
   prefetch_.reset();
   loaded_.clear();  // before the engine that owns their device memory pool
 }
@@ -126,6 +134,18 @@ std::unique_ptr<ArchiveSession> ArchiveSession::open(Comm& comm, const SessionOp
     }
     s->engine_ = made.get();
   });
+  // NCCL's set-up (~0.1-0.3 s) runs on a thread of its own while the shards load; the first
+  // query that shuffles waits for it (nccl()).
+  std::string why;
+  bool nccl = false;
+  run_collectively(comm, [&] {
+    nccl = use_nccl_shuffle(comm, s->engine_name_ == "gpu", s->options_.resident, &why);
+  });
+  if (nccl) {
+    auto starter = NcclComm::start(comm, gpu_device_of(comm.local_rank()));
+    s->nccl_init_ = std::async(std::launch::async, std::move(starter));
+  }
+  if (comm.size() > 1 && comm.rank() == 0) spdlog::info("shuffle: {}", why);
   if (timings != nullptr) timings->open += timer.seconds();
   if (options.resident) {
     Timer load_timer;
@@ -148,6 +168,11 @@ std::unique_ptr<ArchiveSession> ArchiveSession::open(Comm& comm, const SessionOp
     if (timings != nullptr) timings->load += load_timer.seconds();
   }
   return s;
+}
+
+NcclComm* ArchiveSession::nccl() {
+  if (nccl_init_.valid()) nccl_ = nccl_init_.get();
+  return nccl_.get();
 }
 
 const Normalization& ArchiveSession::normalization(bool lowercase, bool alnum) {
@@ -175,9 +200,21 @@ const DocText& ArchiveSession::doc_text(bool ids, OutputFormat format) {
 }
 
 RecordBatch ArchiveSession::collect(const QueryOptions& q, const Normalization& norm,
-                                    QueryTimings& t) {
+                                    QueryTimings& t, std::unique_ptr<DeviceRecords>* on_device) {
+  struct Keeping {  // the engine keeps records on its device for this call only
+    Engine* engine;
+    ~Keeping() {
+      if (engine != nullptr) engine->keep_records(false);
+    }
+  } keeping{on_device != nullptr ? engine_.get() : nullptr};
+  if (on_device != nullptr) engine_->keep_records(true);
   RecordBatch out =
       options_.resident ? collect_resident(q, norm, t) : collect_streaming(q, norm, t);
+  if (on_device != nullptr) {
+    Timer timer;
+    *on_device = engine_->take_records(key_layout(q).width);
+    t.collect += timer.seconds();
+  }
   set_crash_context(comm_.size() > 1 ? "rank " + std::to_string(comm_.rank()) +
                                            " (after its shards, exchanging results)"
                                      : "");

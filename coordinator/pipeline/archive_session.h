@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "cluster/nccl_comm.h"
 #include "cluster/rows/render.h"
 #include "cluster/rows/sequence_order.h"
 #include "coordinator/pipeline/shard_prefetch.h"
@@ -87,8 +88,14 @@ class ArchiveSession {
   const DocText& doc_text(bool ids, OutputFormat format);
 
   /// This rank's records of query `q` over all its shards (collective only through the
-  /// failures: call inside run_collectively). Errors name the shard.
-  RecordBatch collect(const QueryOptions& q, const Normalization& norm, QueryTimings& t);
+  /// failures: call inside run_collectively). Errors name the shard. With `on_device` and an
+  /// engine that has a device, the records stay in its memory and come back there (the
+  /// returned batch is then empty); other engines leave *on_device null.
+  RecordBatch collect(const QueryOptions& q, const Normalization& norm, QueryTimings& t,
+                      std::unique_ptr<DeviceRecords>* on_device = nullptr);
+  /// The NCCL communicator between the ranks' GPUs, or null when the shuffle uses MPI
+  /// (use_nccl_shuffle, decided at open). Waits for its set-up; throws when that failed.
+  NcclComm* nccl();
 
  private:
   ArchiveSession(Comm& comm, SessionOptions options);
@@ -118,6 +125,8 @@ class ArchiveSession {
   std::map<std::pair<bool, bool>, std::unique_ptr<DocText>> doc_texts_;
   /// Reads and prepares this rank's shards ahead of their load, started during open().
   std::unique_ptr<ShardPrefetcher> prefetch_;
+  std::future<std::unique_ptr<NcclComm>> nccl_init_;  ///< NCCL's set-up, started at open()
+  std::unique_ptr<NcclComm> nccl_;
 };
 
 }  // namespace gtadoc

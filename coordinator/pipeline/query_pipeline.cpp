@@ -11,6 +11,7 @@
 
 #include "cluster/collective_error.h"
 #include "cluster/comm.h"
+#include "cluster/nccl_comm.h"
 #include "cluster/partition.h"
 #include "cluster/reduce.h"
 #include "cluster/shuffle.h"
@@ -180,13 +181,24 @@ std::unique_ptr<QueryResult> run_query(Comm& comm, ArchiveSession& session, cons
 
   RecordBatch local;
   PointFilter filter;
+  // With NCCL between the ranks' GPUs, the records stay on the GPUs through the shuffle (point
+  // filters are applied on the host, so a filtered query takes the host path).
+  std::unique_ptr<DeviceRecords> on_device;
+  NcclComm* nccl = nullptr;
   run_collectively(comm, [&] {
     res.norm = &session.normalization(q.lowercase, q.alnum);
     filter = resolve_filter(spec, m, *res.norm);
-    local = session.collect(q, *res.norm, t);
+    if (comm.size() > 1 && !filter.any()) {
+      Timer wait;  // NCCL's set-up, when the shards loaded faster
+      nccl = session.nccl();
+      t.init += wait.seconds();
+    }
+    local = session.collect(q, *res.norm, t, nccl != nullptr ? &on_device : nullptr);
     apply_filter(local, q, filter);
   });
-  t.records += local.size();
+  // Every rank of an NCCL job runs the GPU engine, so all or none hold device records.
+  if (on_device == nullptr) nccl = nullptr;
+  t.records += on_device != nullptr ? on_device->size() : local.size();
 
   Timer shuffle_timer;
   const KeyLayout layout = key_layout(q);
@@ -206,6 +218,8 @@ std::unique_ptr<QueryResult> run_query(Comm& comm, ArchiveSession& session, cons
       keys_order = &*ranks_order;
       const uint32_t w = local.width, off = q.per_doc ? 1 : 0;
       const SequenceOrder& order = *res.words_order;
+      if (on_device != nullptr)
+        run_collectively(comm, [&] { on_device->map_keys(off, q.n - 1, order.space_ranks()); });
       parallel_for(local.size() / 4096 + 1, threads, [&](size_t b) {
         for (size_t i = b * 4096; i < std::min(local.size(), (b + 1) * 4096); ++i)
           order.to_ranks(local.keys.data() + i * w + off);
@@ -216,6 +230,25 @@ std::unique_ptr<QueryResult> run_query(Comm& comm, ArchiveSession& session, cons
   RecordBatch owned;
   if (parts == 1) {  // one owner: nothing to partition or move
     owned = std::move(local);
+  } else if (on_device != nullptr) {  // partitioned on the GPU, moved by NCCL
+    const uint64_t n = on_device->size();
+    if (layout.range_partition) {
+      std::vector<uint32_t> candidates;
+      run_collectively(comm, [&] {
+        candidates = on_device->strided_first_values(std::min<uint64_t>(n, kSplitterCandidates));
+      });
+      splitters = choose_range_splitters(comm, std::move(candidates), n, parts);
+    }
+    std::vector<uint64_t> offsets;
+    Timer step;
+    run_collectively(comm, [&] { offsets = on_device->partition(layout, parts, splitters); });
+    const double partition_s = step.seconds();
+    const uint32_t me = static_cast<uint32_t>(comm.rank());
+    t.shuffle_bytes += (n - (offsets[me + 1] - offsets[me])) * shuffle_record_bytes(layout.width);
+    owned = shuffle_device_records(comm, *nccl, *on_device, offsets);
+    on_device.reset();
+    spdlog::debug("device shuffle: {} records, partition {:.3f}s, NCCL and download {:.3f}s", n,
+                  partition_s, step.seconds() - partition_s);
   } else {
     if (layout.range_partition) splitters = choose_range_splitters(comm, local, parts);
     PartitionedRecords partitioned = partition_records(local, layout, parts, splitters, threads);

@@ -290,6 +290,23 @@ class GpuEngine final : public Engine {
     return out;
   }
 
+  void keep_records(bool on) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    keep_ = on;
+    if (!on) {
+      ctx_->activate();
+      sink_.parts.clear();
+    }
+  }
+
+  std::unique_ptr<DeviceRecords> take_records(uint32_t width) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    keep_ = false;
+    std::unique_ptr<DeviceRecords> out = join_records(ctx_, std::move(sink_), width);
+    sink_.parts.clear();
+    return out;
+  }
+
  private:
   GpuShard& own_shard(LoadedShard& shard) const {
     auto* s = dynamic_cast<GpuShard*>(&shard);
@@ -370,6 +387,7 @@ class GpuEngine final : public Engine {
     const bool seq = is_sequence_task(q.task);
     Timer init_timer;
     Query Q(*s, q);
+    Q.sink = keep_ ? &sink_ : nullptr;
     Q.pv = prepared_vocab(*s, norm, Q.pool);
     Q.lnorm = Q.pv->lnorm.data();
     Q.item_word = Q.pv->item_word.data();
@@ -447,6 +465,8 @@ class GpuEngine final : public Engine {
 
   std::shared_ptr<DeviceContext> ctx_;
   std::mutex mu_;
+  bool keep_ = false;  ///< keep_records: queries hand their records to sink_
+  RecordSink sink_;
   /// Merged DAGs of the sets of shards run together (keyed by the shards' serials, in order);
   /// kept while later calls use the same sets.
   std::map<BatchKey, std::unique_ptr<GpuShard>> batches_;
@@ -459,6 +479,10 @@ class GpuEngine final : public Engine {
 
 bool gpu_available() {
   return gpu::visible_devices() > 0;
+}
+
+int gpu_count() {
+  return gpu::visible_devices();
 }
 
 std::unique_ptr<Engine> make_gpu_engine(int device) {

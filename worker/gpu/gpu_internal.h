@@ -23,6 +23,7 @@
 #include "common/types.h"
 #include "formats/grammar.h"
 #include "worker/device/device_buffer.cuh"
+#include "worker/device_records.h"
 #include "worker/engine.h"
 #include "worker/plan/selector.h"
 #include "worker/plan/shard_layout.h"
@@ -242,6 +243,18 @@ class PhaseLog {
   std::vector<std::pair<std::string, double>> totals_;
 };
 
+/// Where a query's records go while the engine keeps them on the device (Engine::keep_records):
+/// the device arrays of every batch the traversals emit, in order.
+struct RecordSink {
+  struct Part {
+    DeviceBuffer<uint32_t> keys;
+    DeviceBuffer<uint64_t> counts;
+    uint64_t n = 0;
+    uint32_t width = 0;
+  };
+  std::vector<Part> parts;
+};
+
 struct Query {
   Query(const GpuShard& shard, const QueryOptions& options)
       : s(shard),
@@ -254,6 +267,7 @@ struct Query {
   MemoryPool& pool;
   cudaStream_t stream;
   PhaseLog phases;
+  RecordSink* sink = nullptr;  ///< set: records stay on the device (hand_over_records)
   void mark(const char* phase) {
     if (phases.enabled()) phases.mark(phase);
   }
@@ -333,8 +347,19 @@ RecordBatch emit_pairs(Query& Q, const uint64_t* keys, const uint64_t* sums, uin
 /// The first n records of device key/count arrays as a host RecordBatch (download_host).
 RecordBatch download_records(Query& Q, const DeviceBuffer<uint32_t>& keys,
                              const DeviceBuffer<uint64_t>& counts, uint64_t n, uint32_t width);
+/// The end of every traversal: the first n records of device key/count arrays as a host
+/// RecordBatch (download_records), or, when the query has a sink, moved into it (an empty batch
+/// of that width is returned).
+RecordBatch hand_over_records(Query& Q, DeviceBuffer<uint32_t>&& keys,
+                              DeviceBuffer<uint64_t>&& counts, uint64_t n, uint32_t width);
 /// Concatenates record batches; with `merge`, equal keys across batches are summed.
 RecordBatch merge_batches(std::vector<RecordBatch>& parts, uint32_t width, bool merge);
+
+// device_records.cu
+/// The records of a sink as one device-resident set (worker/device_records.h); the sink is
+/// emptied.
+std::unique_ptr<DeviceRecords> join_records(std::shared_ptr<DeviceContext> ctx, RecordSink&& sink,
+                                            uint32_t width);
 
 // selector.cpp
 /// The estimates for the query's kind (Q.vocab and Q.k set); global tasks need none.

@@ -80,7 +80,7 @@ RecordBatch emit_dense(Query& Q, const uint64_t* acc, uint64_t items) {
     GTADOC_CHECK_LAUNCH();
   }
   Q.mark("records");
-  RecordBatch b = download_records(Q, keys, counts, n, width);
+  RecordBatch b = hand_over_records(Q, std::move(keys), std::move(counts), n, width);
   Q.mark("download");
   return b;
 }
@@ -97,7 +97,7 @@ RecordBatch emit_pairs(Query& Q, const uint64_t* pkeys, const uint64_t* sums, ui
     GTADOC_CHECK_LAUNCH();
   }
   Q.mark("records");
-  RecordBatch b = download_records(Q, keys, counts, n, width);
+  RecordBatch b = hand_over_records(Q, std::move(keys), std::move(counts), n, width);
   Q.mark("download");
   return b;
 }

@@ -475,7 +475,7 @@ RecordBatch sequence_count_topdown(Query& Q, const WindowIndex& idx, const uint6
       counts.data());
   GTADOC_CHECK_LAUNCH();
   Q.mark("records");
-  out = download_records(Q, keys, counts, G, Q.n);
+  out = hand_over_records(Q, std::move(keys), std::move(counts), G, Q.n);
   Q.mark("download");
   return out;
 }

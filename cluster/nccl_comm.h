@@ -1,0 +1,70 @@
+// NCCL between the ranks' GPUs (issue 10 item 1): one communicator over the ranks of a Comm,
+// each rank on its own GPU, built from the MPI one (rank 0's unique id broadcast over MPI), and
+// the shuffle of device-resident records through it. NCCL errors go through NCCL_TRY
+// (common/error.h). nccl.h stays in nccl_comm.cpp.
+//
+// Guarantees:
+//  - NcclComm::start is collective over MPI on the calling thread; the returned starter creates
+//    the communicator (blocking until every rank has joined) and connects every pair of ranks,
+//    and may run on another thread, so that NCCL's set-up overlaps loading the shards.
+//  - shuffle_device_records delivers, byte for byte, what shuffle_records (shuffle.h) delivers
+//    for the same records partitioned by partition_records: the records from rank 0 first, then
+//    rank 1, ..., each source's records in its partitioned order; only the records this rank
+//    owns are downloaded to the host.
+//  - Without NCCL in the build, available() is false and start() throws InternalError.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "worker/device_records.h"
+#include "worker/records.h"
+
+namespace gtadoc {
+
+class Comm;
+
+class NcclComm {
+ public:
+  /// True when this build has NCCL.
+  static bool available();
+  /// Collective (MPI): agrees on a unique id, then returns the starter that creates this rank's
+  /// communicator on CUDA device `device`.
+  static std::function<std::unique_ptr<NcclComm>()> start(Comm& comm, int device);
+  ~NcclComm();
+  NcclComm(const NcclComm&) = delete;
+  NcclComm& operator=(const NcclComm&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  int device() const { return device_; }
+  /// The ncclComm_t.
+  void* handle() const { return handle_; }
+
+ private:
+  NcclComm(void* handle, int rank, int size, int device)
+      : handle_(handle), rank_(rank), size_(size), device_(device) {}
+  /// One small exchange with every peer, so that NCCL's lazy connection set-up happens here.
+  void connect_peers();
+  void* handle_;
+  int rank_, size_, device_;
+};
+
+/// Whether this job's shuffle runs on the GPUs with NCCL: every rank runs the GPU engine on a
+/// GPU of its own, NCCL is built, and GTADOC_SHUFFLE (auto | nccl | mpi, default auto) allows
+/// it. `auto` takes NCCL for resident shards (gtadoc serve: NCCL's set-up, ~0.9 s on two H100s,
+/// is paid once and every shuffle is 10-20x faster than MPI's) and MPI for a one-query process
+/// (gtadoc run: the set-up would cost more than the shuffle saves; docs/PERFORMANCE.md §8).
+/// Collective; `why` gets the reason of the choice. UsageError for another GTADOC_SHUFFLE.
+bool use_nccl_shuffle(Comm& comm, bool gpu_engine, bool resident, std::string* why);
+
+/// The shuffle of records resident on this rank's GPU, partitioned by owner with `offsets`
+/// (DeviceRecords::partition): every partition goes to its owner over NCCL, and the records this
+/// rank owns come back to the host. Collective over comm (MPI for the sizes) and nccl.
+RecordBatch shuffle_device_records(Comm& comm, NcclComm& nccl, DeviceRecords& records,
+                                   std::span<const uint64_t> offsets);
+
+}  // namespace gtadoc

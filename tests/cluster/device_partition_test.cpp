@@ -1,0 +1,135 @@
+// Records kept on the GPU (worker/device_records.h) against the host path they replace before
+// the NCCL shuffle: the records a query keeps on the device equal, in order, the records the
+// same runs download; map_keys, strided_first_values and partition (hash and range layouts,
+// 1-4 parts) equal the host rewrite, choose_range_splitters' candidates and partition_records,
+// byte for byte. Compiles without CUDA; skips at run time without a GPU.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cluster/partition.h"
+#include "formats/dictionary.h"
+#include "formats/grammar.h"
+#include "tests/testutil/engine_cases.h"
+#include "tests/testutil/grammars.h"
+#include "worker/engine.h"
+
+namespace gtadoc {
+namespace {
+
+void expect_same(const RecordBatch& want, const RecordBatch& got) {
+  EXPECT_EQ(want.width, got.width);
+  ASSERT_EQ(want.size(), got.size());
+  EXPECT_TRUE(std::equal(want.keys.begin(), want.keys.end(), got.keys.begin()));
+  EXPECT_TRUE(std::equal(want.counts.begin(), want.counts.end(), got.counts.begin()));
+}
+
+TEST(DevicePartitionTest, CpuEngineKeepsNothingOnADevice) {
+  auto engine = make_cpu_engine(1);
+  engine->keep_records(true);
+  EXPECT_EQ(engine->take_records(1), nullptr);
+}
+
+TEST(DevicePartitionTest, EqualsTheHostPathForEveryTaskAndLayout) {
+  if (!gpu_available()) GTEST_SKIP() << "no CUDA device visible";
+  Dictionary dict;
+  for (int i = 0; i < 64; ++i) dict.push_back("w" + std::to_string(100 + i));
+  const uint32_t V = dict.size();
+  auto engine = make_gpu_engine(0);
+  std::vector<std::unique_ptr<LoadedShard>> shards;
+  DocId first = 3;
+  for (uint32_t i = 0; i < 3; ++i) {
+    const uint32_t docs = 5 + 7 * i;
+    shards.push_back(engine->load(finalize_grammar(
+        V, first, docs, testutil::random_raw_grammar(V, docs, 40 + 60 * i, 25, 77 + i))));
+    first += docs;
+  }
+  const Normalization norm = normalize_dictionary(dict, false, false);
+  std::mt19937_64 rng(5);
+  std::vector<uint32_t> table(V);  // a permutation of word ids, as sequence ranks are
+  std::iota(table.begin(), table.end(), 0u);
+  std::shuffle(table.begin(), table.end(), rng);
+
+  for (const testutil::TaskCase& tc : testutil::kTaskCases) {
+    QueryOptions q;
+    q.task = tc.task;
+    q.per_doc = tc.per_doc;
+    q.n = 3;
+    const KeyLayout layout = key_layout(q);
+    SCOPED_TRACE(std::string(task_name(q.task)) + (q.per_doc ? " per-doc" : ""));
+    // The host path: every shard's records downloaded, in order.
+    RecordBatch host;
+    host.width = layout.width;
+    for (auto& s : shards) {
+      ShardRunStats st;
+      host.append(engine->run(*s, q, norm, st));
+    }
+    ASSERT_GT(host.size(), 0u);
+    // The same runs keeping their records on the device.
+    engine->keep_records(true);
+    for (auto& s : shards) {
+      ShardRunStats st;
+      EXPECT_EQ(engine->run(*s, q, norm, st).size(), 0u);
+    }
+    std::unique_ptr<DeviceRecords> dev = engine->take_records(layout.width);
+    ASSERT_NE(dev, nullptr);
+    ASSERT_EQ(dev->width(), layout.width);
+    expect_same(host, dev->download());
+
+    for (uint64_t m : {uint64_t{1}, uint64_t{7}, host.size()}) {
+      const std::vector<uint32_t> got = dev->strided_first_values(m);
+      ASSERT_EQ(got.size(), m);
+      for (uint64_t j = 0; j < m; ++j)
+        EXPECT_EQ(got[j], host.keys[(j * host.size() / m) * layout.width]) << "m " << m;
+    }
+
+    if (is_sequence_task(q.task)) {  // words 1..n-1 into ranks, as the pipeline does
+      const uint32_t off = q.per_doc ? 1 : 0;
+      dev->map_keys(off, q.n - 1, table);
+      for (size_t i = 0; i < host.size(); ++i)
+        for (uint32_t j = off; j < off + q.n - 1; ++j) {
+          uint32_t& k = host.keys[i * layout.width + j];
+          k = table[k];
+        }
+      expect_same(host, dev->download());
+    }
+
+    // Partitions chained: each reorders what the previous one left, on both sides.
+    for (uint32_t parts = 1; parts <= 4; ++parts) {
+      for (bool range : {false, true}) {
+        KeyLayout l = layout;
+        l.range_partition = range;
+        std::vector<uint32_t> splitters;
+        if (range && parts > 1) {
+          std::vector<uint32_t> firsts;
+          for (size_t i = 0; i < host.size(); ++i) firsts.push_back(host.keys[i * l.width]);
+          std::sort(firsts.begin(), firsts.end());
+          for (uint32_t p = 1; p < parts; ++p)
+            splitters.push_back(firsts[firsts.size() * p / parts]);
+        }
+        SCOPED_TRACE(std::to_string(parts) + (range ? " ranges" : " hashed"));
+        PartitionedRecords want = partition_records(host, l, parts, splitters, 2);
+        const std::vector<uint64_t> offsets = dev->partition(l, parts, splitters);
+        ASSERT_EQ(offsets.size(), want.offsets.size());
+        for (size_t p = 0; p < offsets.size(); ++p) EXPECT_EQ(offsets[p], want.offsets[p]);
+        expect_same(want.records, dev->download());
+        host = std::move(want.records);
+        if (HasFailure()) return;
+      }
+    }
+    std::unique_ptr<DeviceRecords> empty = dev->allocate(0);
+    EXPECT_EQ(empty->size(), 0u);
+    KeyLayout hashed = layout;
+    hashed.range_partition = false;
+    EXPECT_EQ(empty->partition(hashed, 3, {}), (std::vector<uint64_t>{0, 0, 0, 0}));
+    EXPECT_EQ(empty->download().size(), 0u);
+  }
+}
+
+}  // namespace
+}  // namespace gtadoc

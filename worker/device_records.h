@@ -1,0 +1,51 @@
+// Records kept in one GPU's memory (issue 10 item 1): the GPU engine's output of a query left on
+// the device, so that partitioning by owner runs there and the records move between GPUs with
+// NCCL (cluster/nccl_shuffle.h); only the records a rank owns come back to the host.
+// A host-side interface: no CUDA type appears here (the implementation is worker/gpu).
+//
+// Guarantees (the same as the host path, so both paths give identical bytes):
+//  - map_keys / partition / download keep the records' multiset; partition() is the stable
+//    grouping by owner of partition_records (cluster/partition.h), with owner_of's owners.
+//  - strided_first_values(m) returns the first key value of the records at indices
+//    floor(j * size() / m), j = 0..m-1 (choose_range_splitters' candidates).
+//  - Every call is ordered on the records' stream and returns when its results are usable.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "worker/query.h"
+#include "worker/records.h"
+
+namespace gtadoc {
+
+class DeviceRecords {
+ public:
+  virtual ~DeviceRecords() = default;
+
+  virtual uint32_t width() const = 0;
+  virtual uint64_t size() const = 0;
+  /// The CUDA device, the stream (a cudaStream_t) the records are ordered on, and the record
+  /// arrays in device memory: size() * width() key values row-major, size() counts.
+  virtual int device() const = 0;
+  virtual void* stream() const = 0;
+  virtual uint32_t* keys() = 0;
+  virtual uint64_t* counts() = 0;
+
+  /// Rewrites key values [first, first + count) of every record v -> table[v] (sequence
+  /// n-grams into ranks, cluster/rows/sequence_order.h). Every value must be < table.size().
+  virtual void map_keys(uint32_t first, uint32_t count, std::span<const uint32_t> table) = 0;
+  /// The first key value of m evenly strided records (see above); m <= size().
+  virtual std::vector<uint32_t> strided_first_values(uint64_t m) = 0;
+  /// Reorders the records by owner (stable); returns offsets, parts + 1 entries.
+  virtual std::vector<uint64_t> partition(const KeyLayout& layout, uint32_t parts,
+                                          std::span<const uint32_t> range_splitters) = 0;
+  /// Fresh uninitialized records of the same width on the same device and stream.
+  virtual std::unique_ptr<DeviceRecords> allocate(uint64_t n) const = 0;
+  /// A host copy of the records, in order.
+  virtual RecordBatch download() const = 0;
+};
+
+}  // namespace gtadoc

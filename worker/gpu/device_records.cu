@@ -1,0 +1,238 @@
+// The GPU engine's records kept in device memory (worker/device_records.h): what a query's
+// traversals emitted (a RecordSink of device arrays) joined into one set, and the operations
+// the device shuffle needs before NCCL moves the records: sequence keys rewritten into ranks,
+// a strided sample of first key values for range splitters, and the stable grouping by owner.
+// Owners are computed exactly as cluster/partition.cpp computes them (the same hash, the same
+// splitter search), so the device and host shuffles deliver the same bytes.
+#include <algorithm>
+
+#include "common/hash.h"
+#include "worker/device/primitives.cuh"
+#include "worker/device_records.h"
+#include "worker/gpu/gpu_internal.h"
+
+namespace gtadoc::gpu {
+namespace {
+
+__global__ void map_keys_kernel(uint32_t* keys, uint64_t n, uint32_t width, uint32_t first,
+                                uint32_t count, const uint32_t* table) {
+  const uint64_t total = n * count;
+  for (uint64_t i = global_thread(); i < total; i += global_stride()) {
+    uint32_t* k = keys + (i / count) * width + first + i % count;
+    *k = table[*k];
+  }
+}
+
+__global__ void strided_first_kernel(const uint32_t* keys, uint64_t n, uint32_t width, uint64_t m,
+                                     uint32_t* out) {
+  for (uint64_t j = global_thread(); j < m; j += global_stride())
+    out[j] = keys[static_cast<uint64_t>((static_cast<unsigned __int128>(j) * n) / m) * width];
+}
+
+/// owner_of (cluster/partition.cpp) of every record.
+__global__ void owners_kernel(const uint32_t* keys, uint64_t n, uint32_t width,
+                              uint32_t partition_width, uint32_t parts, const uint32_t* splitters,
+                              bool range, uint32_t* owner, uint32_t* index) {
+  for (uint64_t i = global_thread(); i < n; i += global_stride()) {
+    const uint32_t* k = keys + i * width;
+    uint32_t o;
+    if (range) {
+      uint32_t lo = 0, hi = parts - 1;  // upper_bound of k[0] in splitters[0 .. parts-1)
+      while (lo < hi) {
+        const uint32_t mid = (lo + hi) / 2;
+        if (splitters[mid] <= k[0])
+          lo = mid + 1;
+        else
+          hi = mid;
+      }
+      o = lo;
+    } else {
+      o = static_cast<uint32_t>(hash_u32s(std::span<const uint32_t>(k, partition_width)) % parts);
+    }
+    owner[i] = o;
+    index[i] = static_cast<uint32_t>(i);
+  }
+}
+
+__global__ void gather_records_kernel(const uint32_t* keys, const uint64_t* counts,
+                                      const uint32_t* perm, uint64_t n, uint32_t width,
+                                      uint32_t* keys_out, uint64_t* counts_out) {
+  const uint64_t total = n * width;
+  for (uint64_t i = global_thread(); i < total; i += global_stride()) {
+    const uint64_t r = i / width, c = i % width;
+    keys_out[i] = keys[static_cast<uint64_t>(perm[r]) * width + c];
+    if (c == 0) counts_out[r] = counts[perm[r]];
+  }
+}
+
+/// offsets[p] = first position of owner >= p in the sorted owners (parts + 1 entries).
+__global__ void owner_offsets_kernel(const uint32_t* sorted, uint64_t n, uint32_t parts,
+                                     uint64_t* offsets) {
+  for (uint64_t i = global_thread(); i < n; i += global_stride()) {
+    const uint32_t prev = i == 0 ? 0 : sorted[i - 1] + 1;
+    for (uint32_t p = prev; p <= sorted[i]; ++p) offsets[p] = i;
+    if (i + 1 == n)
+      for (uint32_t p = sorted[i] + 1; p <= parts; ++p) offsets[p] = n;
+  }
+}
+
+class GpuDeviceRecords final : public DeviceRecords {
+ public:
+  GpuDeviceRecords(std::shared_ptr<DeviceContext> ctx, uint32_t width, uint64_t n)
+      : ctx_(std::move(ctx)),
+        width_(width),
+        n_(n),
+        keys_(n * width, ctx_->pool),
+        counts_(n, ctx_->pool) {}
+  GpuDeviceRecords(std::shared_ptr<DeviceContext> ctx, uint32_t width, uint64_t n,
+                   DeviceBuffer<uint32_t> keys, DeviceBuffer<uint64_t> counts)
+      : ctx_(std::move(ctx)),
+        width_(width),
+        n_(n),
+        keys_(std::move(keys)),
+        counts_(std::move(counts)) {}
+  ~GpuDeviceRecords() override {
+    cudaSetDevice(ctx_->device);  // the buffers are freed on the context's stream
+    keys_.reset();
+    counts_.reset();
+  }
+
+  uint32_t width() const override { return width_; }
+  uint64_t size() const override { return n_; }
+  int device() const override { return ctx_->device; }
+  void* stream() const override { return ctx_->stream.get(); }
+  uint32_t* keys() override { return keys_.data(); }
+  uint64_t* counts() override { return counts_.data(); }
+
+  void map_keys(uint32_t first, uint32_t count, std::span<const uint32_t> table) override {
+    GTADOC_EXPECTS(first + count <= width_, "map_keys: key values out of the key");
+    if (n_ == 0 || count == 0) return;
+    ctx_->activate();
+    DeviceBuffer<uint32_t> t(table.size(), ctx_->pool);
+    t.upload(table.data(), table.size());
+    map_keys_kernel<<<grid_for(n_ * count), kBlock, 0, ctx_->stream.get()>>>(
+        keys_.data(), n_, width_, first, count, t.data());
+    GTADOC_CHECK_LAUNCH();
+    ctx_->stream.synchronize();
+  }
+
+  std::vector<uint32_t> strided_first_values(uint64_t m) override {
+    GTADOC_EXPECTS(m <= n_, "strided_first_values: more samples than records");
+    if (m == 0) return {};
+    ctx_->activate();
+    DeviceBuffer<uint32_t> out(m, ctx_->pool);
+    strided_first_kernel<<<grid_for(m), kBlock, 0, ctx_->stream.get()>>>(keys_.data(), n_, width_,
+                                                                         m, out.data());
+    GTADOC_CHECK_LAUNCH();
+    return out.to_host();
+  }
+
+  std::vector<uint64_t> partition(const KeyLayout& layout, uint32_t parts,
+                                  std::span<const uint32_t> range_splitters) override {
+    GTADOC_EXPECTS(parts >= 1 && layout.width == width_ && layout.partition_width >= 1 &&
+                       layout.partition_width <= width_,
+                   "partition: bad key layout");
+    const bool range = layout.range_partition && parts > 1;
+    GTADOC_EXPECTS(!range || range_splitters.size() == parts - 1,
+                   "partition: range partitioning needs parts - 1 splitters");
+    GTADOC_EXPECTS(n_ < (uint64_t{1} << 32), "partition: 2^32 records or more on one GPU");
+    std::vector<uint64_t> offsets(parts + 1, 0);
+    if (parts == 1 || n_ == 0) {
+      std::fill(offsets.begin() + 1, offsets.end(), n_);
+      return offsets;
+    }
+    ctx_->activate();
+    MemoryPool& pool = ctx_->pool;
+    cudaStream_t st = ctx_->stream.get();
+    DeviceBuffer<uint32_t> split(std::max<size_t>(1, range_splitters.size()), pool);
+    if (range) split.upload(range_splitters.data(), range_splitters.size());
+    DeviceBuffer<uint32_t> owner(n_, pool), owner_alt(n_, pool), perm(n_, pool), perm_alt(n_, pool);
+    owners_kernel<<<grid_for(n_), kBlock, 0, st>>>(keys_.data(), n_, width_, layout.partition_width,
+                                                   parts, split.data(), range, owner.data(),
+                                                   perm.data());
+    GTADOC_CHECK_LAUNCH();
+    sort_pairs(owner, owner_alt, perm, perm_alt, n_, bits_for(parts - 1), pool);  // stable
+    owner_alt.reset();
+    perm_alt.reset();
+    DeviceBuffer<uint64_t> off(parts + 1, pool);
+    owner_offsets_kernel<<<grid_for(n_), kBlock, 0, st>>>(owner.data(), n_, parts, off.data());
+    GTADOC_CHECK_LAUNCH();
+    DeviceBuffer<uint32_t> keys(n_ * width_, pool);
+    DeviceBuffer<uint64_t> counts(n_, pool);
+    gather_records_kernel<<<grid_for(n_ * width_), kBlock, 0, st>>>(
+        keys_.data(), counts_.data(), perm.data(), n_, width_, keys.data(), counts.data());
+    GTADOC_CHECK_LAUNCH();
+    off.download(offsets.data(), parts + 1);  // synchronizes
+    keys_ = std::move(keys);
+    counts_ = std::move(counts);
+    return offsets;
+  }
+
+  std::unique_ptr<DeviceRecords> allocate(uint64_t n) const override {
+    ctx_->activate();
+    return std::make_unique<GpuDeviceRecords>(ctx_, width_, n);
+  }
+
+  RecordBatch download() const override {
+    ctx_->activate();
+    RecordBatch b;
+    b.width = width_;
+    b.keys.resize(n_ * width_);
+    b.counts.resize(n_);
+    download_host(*ctx_, b.keys.data(), keys_.data(), b.keys.size() * sizeof(uint32_t));
+    download_host(*ctx_, b.counts.data(), counts_.data(), b.counts.size() * sizeof(uint64_t));
+    return b;
+  }
+
+ private:
+  std::shared_ptr<DeviceContext> ctx_;
+  uint32_t width_;
+  uint64_t n_;
+  DeviceBuffer<uint32_t> keys_;
+  DeviceBuffer<uint64_t> counts_;
+};
+
+}  // namespace
+
+RecordBatch hand_over_records(Query& Q, DeviceBuffer<uint32_t>&& keys,
+                              DeviceBuffer<uint64_t>&& counts, uint64_t n, uint32_t width) {
+  if (Q.sink == nullptr) return download_records(Q, keys, counts, n, width);
+  GTADOC_EXPECTS(keys.size() >= n * width && counts.size() >= n,
+                 "hand_over_records: buffers smaller than the records");
+  if (n > 0) Q.sink->parts.push_back({std::move(keys), std::move(counts), n, width});
+  RecordBatch empty;
+  empty.width = width;
+  return empty;
+}
+
+std::unique_ptr<DeviceRecords> join_records(std::shared_ptr<DeviceContext> ctx, RecordSink&& sink,
+                                            uint32_t width) {
+  ctx->activate();
+  for (const RecordSink::Part& p : sink.parts)
+    GTADOC_EXPECTS(p.width == width, "join_records: parts of another key width");
+  if (sink.parts.size() == 1 && sink.parts[0].keys.size() == sink.parts[0].n * width &&
+      sink.parts[0].counts.size() == sink.parts[0].n) {
+    RecordSink::Part& p = sink.parts[0];
+    auto out =
+        std::make_unique<GpuDeviceRecords>(ctx, width, p.n, std::move(p.keys), std::move(p.counts));
+    sink.parts.clear();
+    return out;
+  }
+  uint64_t n = 0;
+  for (const RecordSink::Part& p : sink.parts) n += p.n;
+  auto out = std::make_unique<GpuDeviceRecords>(ctx, width, n);
+  uint64_t at = 0;
+  cudaStream_t st = ctx->stream.get();
+  for (RecordSink::Part& p : sink.parts) {
+    copy_async(out->keys() + at * width, p.keys.data(), p.n * width, st);
+    copy_async(out->counts() + at, p.counts.data(), p.n, st);
+    at += p.n;
+    p.keys.reset();  // stream-ordered: freed after the copy
+    p.counts.reset();
+  }
+  sink.parts.clear();
+  ctx->stream.synchronize();
+  return out;
+}
+
+}  // namespace gtadoc::gpu
