@@ -105,8 +105,9 @@ NcclComm::~NcclComm() {
   }
 }
 
-RecordBatch shuffle_device_records(Comm& comm, NcclComm& nccl, DeviceRecords& records,
-                                   std::span<const uint64_t> offsets) {
+std::unique_ptr<DeviceRecords> shuffle_device_records(Comm& comm, NcclComm& nccl,
+                                                      DeviceRecords& records,
+                                                      std::span<const uint64_t> offsets) {
   const int parts = comm.size(), me = comm.rank();
   GTADOC_EXPECTS(nccl.size() == parts && nccl.rank() == me,
                  "NCCL communicator does not match the MPI one");
@@ -146,7 +147,7 @@ RecordBatch shuffle_device_records(Comm& comm, NcclComm& nccl, DeviceRecords& re
   }
   NCCL_TRY(ncclGroupEnd());
   CUDA_TRY(cudaStreamSynchronize(stream));
-  return out->download();
+  return out;
 }
 
 #else  // no NCCL in this build: the MPI shuffle is the only one
@@ -171,7 +172,8 @@ NcclComm::~NcclComm() = default;
 
 void NcclComm::connect_peers() {}
 
-RecordBatch shuffle_device_records(Comm&, NcclComm&, DeviceRecords&, std::span<const uint64_t>) {
+std::unique_ptr<DeviceRecords> shuffle_device_records(Comm&, NcclComm&, DeviceRecords&,
+                                                      std::span<const uint64_t>) {
   GTADOC_FAIL("this build of gtadoc has no NCCL");
 }
 

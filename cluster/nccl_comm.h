@@ -9,8 +9,8 @@
 //    and may run on another thread, so that NCCL's set-up overlaps loading the shards.
 //  - shuffle_device_records delivers, byte for byte, what shuffle_records (shuffle.h) delivers
 //    for the same records partitioned by partition_records: the records from rank 0 first, then
-//    rank 1, ..., each source's records in its partitioned order; only the records this rank
-//    owns are downloaded to the host.
+//    rank 1, ..., each source's records in its partitioned order (left on this rank's GPU, where
+//    the owner's reduce runs before they are downloaded).
 //  - Without NCCL in the build, available() is false and start() throws InternalError.
 #pragma once
 
@@ -62,9 +62,10 @@ class NcclComm {
 bool use_nccl_shuffle(Comm& comm, bool gpu_engine, bool resident, std::string* why);
 
 /// The shuffle of records resident on this rank's GPU, partitioned by owner with `offsets`
-/// (DeviceRecords::partition): every partition goes to its owner over NCCL, and the records this
-/// rank owns come back to the host. Collective over comm (MPI for the sizes) and nccl.
-RecordBatch shuffle_device_records(Comm& comm, NcclComm& nccl, DeviceRecords& records,
-                                   std::span<const uint64_t> offsets);
+/// (DeviceRecords::partition): every partition goes to its owner over NCCL; returns the records
+/// this rank owns, on its GPU. Collective over comm (MPI for the sizes) and nccl.
+std::unique_ptr<DeviceRecords> shuffle_device_records(Comm& comm, NcclComm& nccl,
+                                                      DeviceRecords& records,
+                                                      std::span<const uint64_t> offsets);
 
 }  // namespace gtadoc

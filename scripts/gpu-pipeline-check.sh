@@ -64,7 +64,11 @@ for t in "${TASKS[@]}"; do
   fi
 done
 kill -TERM $SP && wait $SP || { echo "FAIL serve did not exit 0"; bad=1; }
-if [[ -n ${SP2:-} ]]; then
-  kill -TERM $SP2 && wait $SP2 || { echo "FAIL serve np2 did not exit 0"; bad=1; }
+if [[ -n ${SP2:-} ]]; then  # SIGTERM to rank 0 drains the service: mpirun must exit 0
+  r0=
+  for c in $(pgrep -P "$SP2"); do
+    tr '\0' '\n' <"/proc/$c/environ" 2>/dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=0' && r0=$c
+  done
+  [[ -n $r0 ]] && kill -TERM "$r0" && wait $SP2 || { echo "FAIL serve np2 did not exit 0"; bad=1; }
 fi
 exit $bad

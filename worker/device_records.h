@@ -42,6 +42,10 @@ class DeviceRecords {
   /// Reorders the records by owner (stable); returns offsets, parts + 1 entries.
   virtual std::vector<uint64_t> partition(const KeyLayout& layout, uint32_t parts,
                                           std::span<const uint32_t> range_splitters) = 0;
+  /// Sorts the records by key and sums the counts of equal keys: afterwards they are exactly
+  /// what reduce_records (cluster/reduce.h) makes of them (keys strictly increasing). May throw
+  /// ResourceError (device memory), leaving the same records, perhaps reordered.
+  virtual void reduce() = 0;
   /// Fresh uninitialized records of the same width on the same device and stream.
   virtual std::unique_ptr<DeviceRecords> allocate(uint64_t n) const = 0;
   /// A host copy of the records, in order.

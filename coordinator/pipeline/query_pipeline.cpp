@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <cstdlib>
 #include <deque>
 #include <future>
 #include <mutex>
@@ -127,6 +128,11 @@ void render_on_this_thread(const RowRenderer& renderer, uint64_t chunk_bytes,
 
 }  // namespace
 
+bool device_records_wanted() {
+  const char* v = std::getenv("GTADOC_DEVICE_RECORDS");
+  return v == nullptr || std::string(v) != "0";
+}
+
 void check_filter_docs(const QuerySpec& spec, const Manifest& manifest) {
   if (!spec.docs_given) return;
   QuerySpec docs_only = spec;
@@ -181,23 +187,25 @@ std::unique_ptr<QueryResult> run_query(Comm& comm, ArchiveSession& session, cons
 
   RecordBatch local;
   PointFilter filter;
-  // With NCCL between the ranks' GPUs, the records stay on the GPUs through the shuffle (point
-  // filters are applied on the host, so a filtered query takes the host path).
+  // With the GPU engine the records stay on the GPU until they are reduced (device_records_wanted):
+  // with one rank straight away, with several through the NCCL shuffle. Point filters are
+  // applied on the host, so a filtered query takes the host path.
   std::unique_ptr<DeviceRecords> on_device;
   NcclComm* nccl = nullptr;
   run_collectively(comm, [&] {
     res.norm = &session.normalization(q.lowercase, q.alnum);
     filter = resolve_filter(spec, m, *res.norm);
-    if (comm.size() > 1 && !filter.any()) {
+    bool device = !filter.any() && session.engine_name() == "gpu" && device_records_wanted();
+    if (device && comm.size() > 1) {
       Timer wait;  // NCCL's set-up, when the shards loaded faster
       nccl = session.nccl();
       t.init += wait.seconds();
+      device = nccl != nullptr;
     }
-    local = session.collect(q, *res.norm, t, nccl != nullptr ? &on_device : nullptr);
+    local = session.collect(q, *res.norm, t, device ? &on_device : nullptr);
     apply_filter(local, q, filter);
   });
   // Every rank of an NCCL job runs the GPU engine, so all or none hold device records.
-  if (on_device == nullptr) nccl = nullptr;
   t.records += on_device != nullptr ? on_device->size() : local.size();
 
   Timer shuffle_timer;
@@ -228,8 +236,10 @@ std::unique_ptr<QueryResult> run_query(Comm& comm, ArchiveSession& session, cons
   }
   std::vector<uint32_t> splitters;
   RecordBatch owned;
+  std::unique_ptr<DeviceRecords> owned_on_device;
   if (parts == 1) {  // one owner: nothing to partition or move
     owned = std::move(local);
+    owned_on_device = std::move(on_device);
   } else if (on_device != nullptr) {  // partitioned on the GPU, moved by NCCL
     const uint64_t n = on_device->size();
     if (layout.range_partition) {
@@ -245,10 +255,10 @@ std::unique_ptr<QueryResult> run_query(Comm& comm, ArchiveSession& session, cons
     const double partition_s = step.seconds();
     const uint32_t me = static_cast<uint32_t>(comm.rank());
     t.shuffle_bytes += (n - (offsets[me + 1] - offsets[me])) * shuffle_record_bytes(layout.width);
-    owned = shuffle_device_records(comm, *nccl, *on_device, offsets);
+    owned_on_device = shuffle_device_records(comm, *nccl, *on_device, offsets);
     on_device.reset();
-    spdlog::debug("device shuffle: {} records, partition {:.3f}s, NCCL and download {:.3f}s", n,
-                  partition_s, step.seconds() - partition_s);
+    spdlog::debug("device shuffle: {} records, partition {:.3f}s, NCCL {:.3f}s", n, partition_s,
+                  step.seconds() - partition_s);
   } else {
     if (layout.range_partition) splitters = choose_range_splitters(comm, local, parts);
     PartitionedRecords partitioned = partition_records(local, layout, parts, splitters, threads);
@@ -261,6 +271,19 @@ std::unique_ptr<QueryResult> run_query(Comm& comm, ArchiveSession& session, cons
   t.shuffle += shuffle_timer.seconds();
 
   Timer merge_timer;
+  if (owned_on_device != nullptr) {  // the owner's reduce on its GPU, then the download
+    run_collectively(comm, [&] {
+      try {
+        owned_on_device->reduce();
+      } catch (const ResourceError& e) {
+        spdlog::warn("reduce on the GPU: {}; reducing on the host", e.what());
+      }
+      owned = owned_on_device->download();
+    });
+    owned_on_device.reset();
+    spdlog::debug("reduce on the GPU and download: {} records in {:.3f}s", owned.size(),
+                  merge_timer.seconds());
+  }
   reduce_records(owned, threads);
   spdlog::debug("reduce: {} records in {:.3f}s", owned.size(), merge_timer.seconds());
   // term-vector: every document of this rank's range gets a row, with words or without.

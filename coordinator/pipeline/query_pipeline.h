@@ -3,6 +3,10 @@
 // -> this rank's slice of the rows (cluster/rows) -> bytes, written to a file / parts / standard
 // output (gtadoc run) or streamed to rank 0 in order (gtadoc serve). The same code answers both,
 // so the service gives the same bytes as `gtadoc run`.
+// With the GPU engine the records stay in GPU memory until the owner has reduced them there
+// (worker/device_records.h): sequence ranks, partitioning and the reduce run on the device and,
+// between ranks, NCCL moves them (cluster/nccl_comm.h; MPI when use_nccl_shuffle says so, and
+// then the records come back to the host before the shuffle). Either way the bytes are the same.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +32,10 @@ struct PointFilter {
   std::vector<uint8_t> words, docs;
   bool any() const { return !words.empty() || !docs.empty(); }
 };
+
+/// False when GTADOC_DEVICE_RECORDS=0: the GPU engine's records then come back to the host
+/// right after the traversal and every later stage runs there (for comparisons).
+bool device_records_wanted();
 
 /// Checks that every document the filter names exists (UsageError otherwise).
 void check_filter_docs(const QuerySpec& spec, const Manifest& manifest);

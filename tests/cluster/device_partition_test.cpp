@@ -1,8 +1,9 @@
-// Records kept on the GPU (worker/device_records.h) against the host path they replace before
+// Records kept on the GPU (worker/device_records.h) against the host path they replace around
 // the NCCL shuffle: the records a query keeps on the device equal, in order, the records the
-// same runs download; map_keys, strided_first_values and partition (hash and range layouts,
-// 1-4 parts) equal the host rewrite, choose_range_splitters' candidates and partition_records,
-// byte for byte. Compiles without CUDA; skips at run time without a GPU.
+// same runs download; map_keys, strided_first_values, partition (hash and range layouts, 1-4
+// parts) and reduce equal the host rewrite, choose_range_splitters' candidates,
+// partition_records and reduce_records, byte for byte. Compiles without CUDA; skips at run time
+// without a GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "cluster/partition.h"
+#include "cluster/reduce.h"
 #include "formats/dictionary.h"
 #include "formats/grammar.h"
 #include "tests/testutil/engine_cases.h"
@@ -122,12 +124,21 @@ TEST(DevicePartitionTest, EqualsTheHostPathForEveryTaskAndLayout) {
         if (HasFailure()) return;
       }
     }
+    // The owner's reduce on the device equals reduce_records, from the shuffled order and
+    // from an already reduced set.
+    reduce_records(host, 2);
+    dev->reduce();
+    expect_same(host, dev->download());
+    dev->reduce();
+    expect_same(host, dev->download());
     std::unique_ptr<DeviceRecords> empty = dev->allocate(0);
     EXPECT_EQ(empty->size(), 0u);
     KeyLayout hashed = layout;
     hashed.range_partition = false;
     EXPECT_EQ(empty->partition(hashed, 3, {}), (std::vector<uint64_t>{0, 0, 0, 0}));
     EXPECT_EQ(empty->download().size(), 0u);
+    empty->reduce();
+    EXPECT_EQ(empty->size(), 0u);
   }
 }
 

@@ -1,7 +1,8 @@
 // The GPU engine's records kept in device memory (worker/device_records.h): what a query's
 // traversals emitted (a RecordSink of device arrays) joined into one set, and the operations
 // the device shuffle needs before NCCL moves the records: sequence keys rewritten into ranks,
-// a strided sample of first key values for range splitters, and the stable grouping by owner.
+// a strided sample of first key values for range splitters, and the stable grouping by owner;
+// after it, the owner's reduce (LSD radix sorts over the key values, sums of equal keys).
 // Owners are computed exactly as cluster/partition.cpp computes them (the same hash, the same
 // splitter search), so the device and host shuffles deliver the same bytes.
 #include <algorithm>
@@ -73,6 +74,42 @@ __global__ void owner_offsets_kernel(const uint32_t* sorted, uint64_t n, uint32_
     for (uint32_t p = prev; p <= sorted[i]; ++p) offsets[p] = i;
     if (i + 1 == n)
       for (uint32_t p = sorted[i] + 1; p <= parts; ++p) offsets[p] = n;
+  }
+}
+
+/// flags[i] = 1 when record i starts a new key (i == 0 or its key differs from record i - 1);
+/// *unsorted = 1 when some key is below its predecessor.
+__global__ void key_starts_kernel(const uint32_t* keys, uint64_t n, uint32_t width, uint32_t* flags,
+                                  uint32_t* unsorted) {
+  for (uint64_t i = global_thread(); i < n; i += global_stride()) {
+    uint32_t start = 1;
+    if (i > 0) {
+      const uint32_t* a = keys + (i - 1) * width;
+      const uint32_t* b = keys + i * width;
+      uint32_t c = 0;
+      while (c < width && a[c] == b[c]) ++c;
+      start = c < width;
+      if (c < width && a[c] > b[c]) *unsorted = 1;
+    }
+    flags[i] = start;
+  }
+}
+
+__global__ void key_column_kernel(const uint32_t* keys, const uint32_t* perm, uint64_t n,
+                                  uint32_t width, uint32_t column, uint32_t* out) {
+  for (uint64_t i = global_thread(); i < n; i += global_stride())
+    out[i] = keys[static_cast<uint64_t>(perm[i]) * width + column];
+}
+
+/// Sums the counts of each run of equal keys (pos: exclusive offsets of the starts).
+__global__ void sum_runs_kernel(const uint32_t* keys, const uint64_t* counts, const uint32_t* flags,
+                                const uint64_t* pos, uint64_t n, uint32_t width, uint32_t* keys_out,
+                                unsigned long long* counts_out) {
+  for (uint64_t i = global_thread(); i < n; i += global_stride()) {
+    const uint64_t g = pos[i] + flags[i] - 1;
+    if (flags[i] != 0)
+      for (uint32_t c = 0; c < width; ++c) keys_out[g * width + c] = keys[i * width + c];
+    atomicAdd(counts_out + g, static_cast<unsigned long long>(counts[i]));
   }
 }
 
@@ -166,6 +203,60 @@ class GpuDeviceRecords final : public DeviceRecords {
     keys_ = std::move(keys);
     counts_ = std::move(counts);
     return offsets;
+  }
+
+  void reduce() override {
+    if (n_ == 0) return;
+    ctx_->activate();
+    MemoryPool& pool = ctx_->pool;
+    cudaStream_t st = ctx_->stream.get();
+    DeviceBuffer<uint32_t> flags(n_, pool), unsorted(1, pool);
+    unsorted.memset_async(0);
+    key_starts_kernel<<<grid_for(n_), kBlock, 0, st>>>(keys_.data(), n_, width_, flags.data(),
+                                                       unsorted.data());
+    GTADOC_CHECK_LAUNCH();
+    if (unsorted.get(0) != 0) {
+      // LSD over the key values, last to first: stable radix sorts of one value each, carrying
+      // the permutation; then the records gathered in key order and the starts found again.
+      GTADOC_EXPECTS(n_ < (uint64_t{1} << 32), "reduce: 2^32 records or more on one GPU");
+      flags.reset();
+      DeviceBuffer<uint32_t> perm(n_, pool), perm_alt(n_, pool), col(n_, pool), col_alt(n_, pool);
+      iota_async(perm.data(), n_, st);
+      for (uint32_t c = width_; c-- > 0;) {
+        key_column_kernel<<<grid_for(n_), kBlock, 0, st>>>(keys_.data(), perm.data(), n_, width_, c,
+                                                           col.data());
+        GTADOC_CHECK_LAUNCH();
+        sort_pairs(col, col_alt, perm, perm_alt, n_, 32, pool);
+      }
+      col.reset();
+      col_alt.reset();
+      perm_alt.reset();
+      DeviceBuffer<uint32_t> keys(n_ * width_, pool);
+      DeviceBuffer<uint64_t> counts(n_, pool);
+      gather_records_kernel<<<grid_for(n_ * width_), kBlock, 0, st>>>(
+          keys_.data(), counts_.data(), perm.data(), n_, width_, keys.data(), counts.data());
+      GTADOC_CHECK_LAUNCH();
+      keys_ = std::move(keys);
+      counts_ = std::move(counts);
+      flags = DeviceBuffer<uint32_t>(n_, pool);
+      key_starts_kernel<<<grid_for(n_), kBlock, 0, st>>>(keys_.data(), n_, width_, flags.data(),
+                                                         unsorted.data());
+      GTADOC_CHECK_LAUNCH();
+    }
+    DeviceBuffer<uint64_t> pos(n_ + 1, pool);
+    const uint64_t groups = exclusive_offsets(flags.data(), n_, pos.data(), pool);
+    if (groups == n_) return;  // sorted and unique already
+    DeviceBuffer<uint32_t> keys(groups * width_, pool);
+    DeviceBuffer<uint64_t> counts(groups, pool);
+    counts.memset_async(0);
+    sum_runs_kernel<<<grid_for(n_), kBlock, 0, st>>>(
+        keys_.data(), counts_.data(), flags.data(), pos.data(), n_, width_, keys.data(),
+        reinterpret_cast<unsigned long long*>(counts.data()));
+    GTADOC_CHECK_LAUNCH();
+    ctx_->stream.synchronize();
+    keys_ = std::move(keys);
+    counts_ = std::move(counts);
+    n_ = groups;
   }
 
   std::unique_ptr<DeviceRecords> allocate(uint64_t n) const override {
