@@ -188,26 +188,25 @@ std::unique_ptr<QueryResult> run_query(Comm& comm, ArchiveSession& session, cons
   RecordBatch local;
   PointFilter filter;
   // With the GPU engine the records stay on the GPU until they are reduced (device_records_wanted):
-  // with one rank straight away, with several through the NCCL shuffle. Point filters are
-  // applied on the host, so a filtered query takes the host path.
+  // with one rank straight away, with several through the NCCL shuffle, or, when the shuffle
+  // is MPI's, reduced on this rank's GPU first (fewer records to send, and sorted runs that the
+  // owner merges instead of sorting). Point filters are applied on the host, so a filtered
+  // query takes the host path.
   std::unique_ptr<DeviceRecords> on_device;
   NcclComm* nccl = nullptr;
   run_collectively(comm, [&] {
     res.norm = &session.normalization(q.lowercase, q.alnum);
     filter = resolve_filter(spec, m, *res.norm);
-    bool device = !filter.any() && session.engine_name() == "gpu" && device_records_wanted();
+    const bool device = !filter.any() && session.engine_name() == "gpu" && device_records_wanted();
     if (device && comm.size() > 1) {
       Timer wait;  // NCCL's set-up, when the shards loaded faster
       nccl = session.nccl();
       t.init += wait.seconds();
-      device = nccl != nullptr;
     }
     local = session.collect(q, *res.norm, t, device ? &on_device : nullptr);
     apply_filter(local, q, filter);
   });
-  // Every rank of an NCCL job runs the GPU engine, so all or none hold device records.
-  t.records += on_device != nullptr ? on_device->size() : local.size();
-
+  // Every rank runs the same engine (chosen collectively), so all or none hold device records.
   Timer shuffle_timer;
   const KeyLayout layout = key_layout(q);
   const uint32_t parts = static_cast<uint32_t>(comm.size());
@@ -226,14 +225,32 @@ std::unique_ptr<QueryResult> run_query(Comm& comm, ArchiveSession& session, cons
       keys_order = &*ranks_order;
       const uint32_t w = local.width, off = q.per_doc ? 1 : 0;
       const SequenceOrder& order = *res.words_order;
-      if (on_device != nullptr)
-        run_collectively(comm, [&] { on_device->map_keys(off, q.n - 1, order.space_ranks()); });
+      run_collectively(comm, [&] {  // on every rank: a mixed job's CPU ranks hold none
+        if (on_device != nullptr) on_device->map_keys(off, q.n - 1, order.space_ranks());
+      });
       parallel_for(local.size() / 4096 + 1, threads, [&](size_t b) {
         for (size_t i = b * 4096; i < std::min(local.size(), (b + 1) * 4096); ++i)
           order.to_ranks(local.keys.data() + i * w + off);
       });
     }
   }
+  if (parts > 1 && nccl == nullptr) {  // the MPI shuffle follows
+    Timer step;
+    run_collectively(comm, [&] {  // on every rank: a mixed job's CPU ranks hold none
+      if (on_device == nullptr) return;
+      try {
+        on_device->reduce();
+      } catch (const ResourceError& e) {
+        spdlog::warn("reduce on the GPU: {}; the owners reduce on the host", e.what());
+      }
+      local = on_device->download();
+    });
+    if (on_device != nullptr)
+      spdlog::debug("local reduce on the GPU and download: {} records in {:.3f}s", local.size(),
+                    step.seconds());
+    on_device.reset();
+  }
+  t.records += on_device != nullptr ? on_device->size() : local.size();
   std::vector<uint32_t> splitters;
   RecordBatch owned;
   std::unique_ptr<DeviceRecords> owned_on_device;
