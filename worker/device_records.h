@@ -46,6 +46,10 @@ class DeviceRecords {
   /// what reduce_records (cluster/reduce.h) makes of them (keys strictly increasing). May throw
   /// ResourceError (device memory), leaving the same records, perhaps reordered.
   virtual void reduce() = 0;
+  /// Keeps, in order, the records whose count is at least the k-th largest count (every record
+  /// when k == 0 or size() <= k): the only candidates for the k rows of a count-ordered --top,
+  /// whatever the order among equal counts, so that only they cross to the host.
+  virtual void keep_top_counts(uint64_t k) = 0;
   /// Fresh uninitialized records of the same width on the same device and stream.
   virtual std::unique_ptr<DeviceRecords> allocate(uint64_t n) const = 0;
   /// A host copy of the records, in order.

@@ -292,6 +292,8 @@ std::unique_ptr<QueryResult> run_query(Comm& comm, ArchiveSession& session, cons
     run_collectively(comm, [&] {
       try {
         owned_on_device->reduce();
+        // A count-ordered --top K: only the candidates for this rank's first K rows come back.
+        if (count_ordered(q) && q.top > 0) owned_on_device->keep_top_counts(q.top);
       } catch (const ResourceError& e) {
         spdlog::warn("reduce on the GPU: {}; reducing on the host", e.what());
       }

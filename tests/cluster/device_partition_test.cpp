@@ -1,12 +1,13 @@
 // Records kept on the GPU (worker/device_records.h) against the host path they replace around
 // the NCCL shuffle: the records a query keeps on the device equal, in order, the records the
 // same runs download; map_keys, strided_first_values, partition (hash and range layouts, 1-4
-// parts) and reduce equal the host rewrite, choose_range_splitters' candidates,
-// partition_records and reduce_records, byte for byte. Compiles without CUDA; skips at run time
-// without a GPU.
+// parts), reduce and keep_top_counts equal the host rewrite, choose_range_splitters'
+// candidates, partition_records, reduce_records and a count threshold, byte for byte. Compiles
+// without CUDA; skips at run time without a GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <numeric>
 #include <random>
@@ -131,6 +132,20 @@ TEST(DevicePartitionTest, EqualsTheHostPathForEveryTaskAndLayout) {
     expect_same(host, dev->download());
     dev->reduce();
     expect_same(host, dev->download());
+    // A count-ordered --top keeps, in order, the records of at least the k-th largest count
+    // (chained: each k filters what the previous one kept; ties at the cut all stay).
+    for (uint64_t k : {host.size() + 1, std::max<uint64_t>(1, host.size() / 3), uint64_t{1}}) {
+      std::vector<uint64_t> c(host.counts.begin(), host.counts.end());
+      std::sort(c.begin(), c.end(), std::greater<uint64_t>());
+      const uint64_t threshold = host.size() <= k ? 0 : c[k - 1];
+      RecordBatch want;
+      want.width = host.width;
+      for (size_t i = 0; i < host.size(); ++i)
+        if (host.counts[i] >= threshold) want.push(host.key(i), host.counts[i]);
+      dev->keep_top_counts(k);
+      expect_same(want, dev->download());
+      host = std::move(want);
+    }
     std::unique_ptr<DeviceRecords> empty = dev->allocate(0);
     EXPECT_EQ(empty->size(), 0u);
     KeyLayout hashed = layout;

@@ -2,7 +2,8 @@
 // traversals emitted (a RecordSink of device arrays) joined into one set, and the operations
 // the device shuffle needs before NCCL moves the records: sequence keys rewritten into ranks,
 // a strided sample of first key values for range splitters, and the stable grouping by owner;
-// after it, the owner's reduce (LSD radix sorts over the key values, sums of equal keys).
+// after it, the owner's reduce (LSD radix sorts over the key values, sums of equal keys) and,
+// for a count-ordered --top, the candidates of the first rows.
 // Owners are computed exactly as cluster/partition.cpp computes them (the same hash, the same
 // splitter search), so the device and host shuffles deliver the same bytes.
 #include <algorithm>
@@ -110,6 +111,22 @@ __global__ void sum_runs_kernel(const uint32_t* keys, const uint64_t* counts, co
     if (flags[i] != 0)
       for (uint32_t c = 0; c < width; ++c) keys_out[g * width + c] = keys[i * width + c];
     atomicAdd(counts_out + g, static_cast<unsigned long long>(counts[i]));
+  }
+}
+
+__global__ void at_least_kernel(const uint64_t* counts, uint64_t n, uint64_t threshold,
+                                uint32_t* flags) {
+  for (uint64_t i = global_thread(); i < n; i += global_stride()) flags[i] = counts[i] >= threshold;
+}
+
+__global__ void compact_records_kernel(const uint32_t* keys, const uint64_t* counts,
+                                       const uint32_t* flags, const uint64_t* pos, uint64_t n,
+                                       uint32_t width, uint32_t* keys_out, uint64_t* counts_out) {
+  for (uint64_t i = global_thread(); i < n; i += global_stride()) {
+    if (flags[i] == 0) continue;
+    const uint64_t at = pos[i];
+    for (uint32_t c = 0; c < width; ++c) keys_out[at * width + c] = keys[i * width + c];
+    counts_out[at] = counts[i];
   }
 }
 
@@ -257,6 +274,35 @@ class GpuDeviceRecords final : public DeviceRecords {
     keys_ = std::move(keys);
     counts_ = std::move(counts);
     n_ = groups;
+  }
+
+  void keep_top_counts(uint64_t k) override {
+    if (k == 0 || n_ <= k) return;
+    ctx_->activate();
+    MemoryPool& pool = ctx_->pool;
+    cudaStream_t st = ctx_->stream.get();
+    uint64_t threshold = 0;
+    {
+      DeviceBuffer<uint64_t> sorted(n_, pool), alt(n_, pool);
+      copy_async(sorted.data(), counts_.data(), n_, st);
+      sort_keys(sorted, alt, n_, 64, pool);
+      threshold = sorted.get(n_ - k);  // the k-th largest
+    }
+    DeviceBuffer<uint32_t> flags(n_, pool);
+    at_least_kernel<<<grid_for(n_), kBlock, 0, st>>>(counts_.data(), n_, threshold, flags.data());
+    GTADOC_CHECK_LAUNCH();
+    DeviceBuffer<uint64_t> pos(n_ + 1, pool);
+    const uint64_t m = exclusive_offsets(flags.data(), n_, pos.data(), pool);
+    DeviceBuffer<uint32_t> keys(m * width_, pool);
+    DeviceBuffer<uint64_t> counts(m, pool);
+    compact_records_kernel<<<grid_for(n_), kBlock, 0, st>>>(keys_.data(), counts_.data(),
+                                                            flags.data(), pos.data(), n_, width_,
+                                                            keys.data(), counts.data());
+    GTADOC_CHECK_LAUNCH();
+    ctx_->stream.synchronize();
+    keys_ = std::move(keys);
+    counts_ = std::move(counts);
+    n_ = m;
   }
 
   std::unique_ptr<DeviceRecords> allocate(uint64_t n) const override {
