@@ -29,6 +29,21 @@ struct RankRows {
   uint64_t total_rows = 0;  ///< rows of the whole result
 };
 
+/// Global row order of the count-ordered tasks on (count, key): count desc, then the key in
+/// output order (word id, or with `order` the n-gram's joined bytes).
+struct CountKeyLess {
+  const SequenceOrder* order;
+  bool operator()(uint64_t ca, const uint32_t* ka, uint64_t cb, const uint32_t* kb) const {
+    if (ca != cb) return ca > cb;
+    return order != nullptr ? order->less(ka, kb) : ka[0] < kb[0];
+  }
+};
+
+/// One row per record of `r`, in `less` order: the merge of its sorted runs (sizes `runs`, in
+/// order; no two rows equal). Parallel on `threads`; the result does not depend on them.
+RowPlan merge_row_runs(const RecordBatch& r, const std::vector<size_t>& runs,
+                       const CountKeyLess& less, unsigned threads);
+
 /// Collective. `reduced`: this owner's records sorted by key with unique keys; `doc_begin`,
 /// `doc_end`: the documents this rank owns (term-vector rows). `order` must be given for the
 /// sequence tasks.
