@@ -171,7 +171,19 @@ std::unique_ptr<ArchiveSession> ArchiveSession::open(Comm& comm, const SessionOp
 }
 
 NcclComm* ArchiveSession::nccl() {
-  if (nccl_init_.valid()) nccl_ = nccl_init_.get();
+  if (nccl_init_.valid()) {  // the first call: collective (every rank started the set-up)
+    std::string error;
+    try {
+      nccl_ = nccl_init_.get();
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    if (!comm_.allreduce_and(error.empty())) {
+      spdlog::warn("NCCL set-up failed ({}); the shuffle uses MPI",
+                   error.empty() ? "on another rank" : error);
+      nccl_.reset();
+    }
+  }
   return nccl_.get();
 }
 

@@ -94,7 +94,8 @@ class ArchiveSession {
   RecordBatch collect(const QueryOptions& q, const Normalization& norm, QueryTimings& t,
                       std::unique_ptr<DeviceRecords>* on_device = nullptr);
   /// The NCCL communicator between the ranks' GPUs, or null when the shuffle uses MPI
-  /// (use_nccl_shuffle, decided at open). Waits for its set-up; throws when that failed.
+  /// (use_nccl_shuffle, decided at open, or a set-up that failed on some rank: then MPI from
+  /// then on, with a warning). The first call waits for the set-up and is collective.
   NcclComm* nccl();
 
  private:
