@@ -25,7 +25,9 @@
 #     wall seconds is not repeated (long runs vary by a few percent), and once the whole script
 #     has run BUDGET_S seconds every later config runs once (noted in the table). A failed run is
 #     retried once, then recorded as failed.
-#     configs: gpu (--engine gpu), gpu-np2 (mpirun -np 2, --engine gpu; needs >= 2 GPUs),
+#     configs: gpu (--engine gpu), gpu-np2 (mpirun -np 2, --engine gpu; needs >= 2 GPUs; the
+#              MPI shuffle, a one-query run's default), gpu-np2-nccl (the same with the NCCL
+#              shuffle forced, GTADOC_SHUFFLE=nccl),
 #              cpu (--engine cpu, all cores), cpu-np2 (mpirun -np 2, --engine cpu),
 #              auto (no --engine), cpu1 (--engine cpu --threads 1; small corpora only).
 #     Without a GPU the gpu configs are skipped with a note, and the default list runs cpu-np2 in
@@ -268,6 +270,7 @@ config_cmd() {  # config archive outfile statsfile task-args... -> CMD array; re
     auto) CMD=("${base[@]}") ;;
     cpu1) CMD=("${base[@]}" --engine cpu --threads 1) ;;
     gpu-np2) CMD=(mpirun "${MPIRUN_ARGS[@]}" -np 2 "${base[@]}" --engine gpu) ;;
+    gpu-np2-nccl) CMD=(mpirun "${MPIRUN_ARGS[@]}" -np 2 -x GTADOC_SHUFFLE=nccl "${base[@]}" --engine gpu) ;;
     cpu-np2) CMD=(mpirun "${MPIRUN_ARGS[@]}" -np 2 "${base[@]}" --engine cpu) ;;
     *) return 2 ;;
   esac
@@ -276,7 +279,7 @@ config_cmd() {  # config archive outfile statsfile task-args... -> CMD array; re
 skip_reason() {  # config small(0/1) -> prints a reason when the config does not apply
   case $1 in
     gpu) [ "$GPUS" -ge 1 ] || echo "no GPU" ;;
-    gpu-np2) if [ "$GPUS" -lt 2 ]; then echo "needs 2 GPUs ($GPUS found)";
+    gpu-np2 | gpu-np2-nccl) if [ "$GPUS" -lt 2 ]; then echo "needs 2 GPUs ($GPUS found)";
              elif [ "$HAVE_MPI" = 0 ]; then echo "no mpirun"; fi ;;
     cpu-np2) [ "$HAVE_MPI" = 1 ] || echo "no mpirun" ;;
     cpu1) [ "$2" = 1 ] || echo "large corpus" ;;
