@@ -120,8 +120,8 @@ ShardTokens tokenize_shard(ShardWork& w, const std::vector<InputDocument>& docs,
       t.tokens.clear();
       t.gaps.clear();
       if (t.tokens.capacity() > 4 * kPiece) {  // after a huge document
-        std::vector<Symbol>().swap(t.tokens);
-        std::vector<uint32_t>().swap(t.gaps);
+        decltype(t.tokens)().swap(t.tokens);
+        decltype(t.gaps)().swap(t.gaps);
       }
     }
   }
@@ -129,8 +129,8 @@ ShardTokens tokenize_shard(ShardWork& w, const std::vector<InputDocument>& docs,
     stream->tokens(t.tokens);
     stream->gaps(t.gaps);
     tokens += t.tokens.size(), gaps += t.gaps.size();
-    std::vector<Symbol>().swap(t.tokens);
-    std::vector<uint32_t>().swap(t.gaps);
+    decltype(t.tokens)().swap(t.tokens);
+    decltype(t.gaps)().swap(t.gaps);
   }
   if (vocab.size() >= kBoundaryBit / 2)
     throw InputError("shard " + std::to_string(w.index) + ": vocabulary too large");
@@ -154,8 +154,9 @@ ShardLayout build_layout(ShardTokens& t) {
     new_id[order[i]] = i;
     layout.ws_dict.emplace_back(t.ws.get(order[i]));
   }
-  layout.gaps = std::move(t.gaps);
-  for (uint32_t& g : layout.gaps) g = new_id[g];
+  resize_on_huge_pages(layout.gaps, t.gaps.size());
+  for (size_t i = 0; i < t.gaps.size(); ++i) layout.gaps[i] = new_id[t.gaps[i]];
+  decltype(t.gaps)().swap(t.gaps);
   return layout;
 }
 
@@ -172,7 +173,7 @@ void encode_shard(ShardWork& w, ShardTokens t, const std::vector<WordId>& to_glo
     if (!is_boundary(s)) s = local_to_global[s];
   std::vector<WordId>().swap(local_to_global);
   RawGrammar raw = sequitur(t.tokens, num_words);
-  std::vector<Symbol>().swap(t.tokens);
+  decltype(t.tokens)().swap(t.tokens);
   ShardGrammar g = finalize_grammar(num_words, w.plan.first_doc, w.plan.num_docs, raw);
   raw = RawGrammar{};
   ShardLayout layout = build_layout(t);

@@ -50,7 +50,7 @@ class Writer {
   }
   void put64(uint64_t v) { put(&v, 8); }
   template <class T>
-  void put_array(const std::vector<T>& v) {
+  void put_array(std::span<const T> v) {
     put64(v.size());
     put(v.data(), v.size() * sizeof(T));
   }
@@ -176,7 +176,7 @@ SpillWriter::SpillWriter(const fs::path& file) : file_(std::make_unique<File>(fi
 
 SpillWriter::~SpillWriter() = default;
 
-void SpillWriter::tokens(const std::vector<Symbol>& piece) {
+void SpillWriter::tokens(std::span<const Symbol> piece) {
   if (piece.empty()) return;
   file_->put64(kTokens);
   file_->put_array(piece);
@@ -184,7 +184,7 @@ void SpillWriter::tokens(const std::vector<Symbol>& piece) {
   bytes_ += 16 + piece.size() * 4;
 }
 
-void SpillWriter::gaps(const std::vector<uint32_t>& piece) {
+void SpillWriter::gaps(std::span<const uint32_t> piece) {
   if (piece.empty()) return;
   file_->put64(kGaps);
   file_->put_array(piece);
@@ -194,7 +194,7 @@ void SpillWriter::gaps(const std::vector<uint32_t>& piece) {
 
 void SpillWriter::finish(const std::vector<uint32_t>& word_ids, const StringTable& ws) {
   file_->put64(kWordIds);
-  file_->put_array(word_ids);
+  file_->put_array(std::span<const uint32_t>(word_ids));
   bytes_ += 16 + word_ids.size() * 4;
   file_->put64(kWhitespace);
   file_->put64(ws.size());

@@ -176,11 +176,11 @@ TEST(CompressSpill, ShardTokensAndDictionaryRoundTrip) {
   const fs::path pieces = spill_file(tmp.path(), 7);
   {
     SpillWriter w(pieces);
-    w.tokens({0, 1});
-    w.gaps({0});
-    w.tokens({});
-    w.tokens({2, kBoundaryBit | 0, 1, 1});
-    w.gaps({1, 1, 0, 2, 1, 1, 0});
+    w.tokens(std::vector<Symbol>{0, 1});
+    w.gaps(std::vector<uint32_t>{0});
+    w.tokens(std::vector<Symbol>{});
+    w.tokens(std::vector<Symbol>{2, kBoundaryBit | 0, 1, 1});
+    w.gaps(std::vector<uint32_t>{1, 1, 0, 2, 1, 1, 0});
     w.finish(t.word_ids, t.ws);
   }
   back = read_spill(pieces);
@@ -189,7 +189,7 @@ TEST(CompressSpill, ShardTokensAndDictionaryRoundTrip) {
   EXPECT_EQ(back.tokens.capacity(), t.tokens.size()) << "arrays are allocated once";
   {  // A writer that never finishes leaves nothing.
     SpillWriter w(spill_file(tmp.path(), 8));
-    w.tokens({1, 2, 3});
+    w.tokens(std::vector<Symbol>{1, 2, 3});
   }
   EXPECT_FALSE(fs::exists(spill_file(tmp.path(), 8)));
 
