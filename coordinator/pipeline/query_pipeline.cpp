@@ -126,6 +126,19 @@ void render_on_this_thread(const RowRenderer& renderer, uint64_t chunk_bytes,
   if (sink_failure) std::rethrow_exception(sink_failure);
 }
 
+/// Records on a GPU reduced there and, with `top` > 0 (a count-ordered --top), cut to the
+/// candidates for the first `top` rows, then downloaded. Out of device memory, they come back as
+/// they are: the host reduce that follows (reduce_records) does the rest.
+RecordBatch reduce_and_download(DeviceRecords& records, uint64_t top) {
+  try {
+    records.reduce();
+    if (top > 0) records.keep_top_counts(top);
+  } catch (const ResourceError& e) {
+    spdlog::warn("reduce on the GPU: {}; reducing on the host", e.what());
+  }
+  return records.download();
+}
+
 }  // namespace
 
 bool device_records_wanted() {
@@ -206,7 +219,8 @@ std::unique_ptr<QueryResult> run_query(Comm& comm, ArchiveSession& session, cons
     local = session.collect(q, *res.norm, t, device ? &on_device : nullptr);
     apply_filter(local, q, filter);
   });
-  // Every rank runs the same engine (chosen collectively), so all or none hold device records.
+  // With NCCL every rank holds device records; otherwise a job may mix engines (--engine auto on
+  // nodes with and without GPUs), so the collectives below are called on every rank.
   Timer shuffle_timer;
   const KeyLayout layout = key_layout(q);
   const uint32_t parts = static_cast<uint32_t>(comm.size());
@@ -237,13 +251,7 @@ std::unique_ptr<QueryResult> run_query(Comm& comm, ArchiveSession& session, cons
   if (parts > 1 && nccl == nullptr) {  // the MPI shuffle follows
     Timer step;
     run_collectively(comm, [&] {  // on every rank: a mixed job's CPU ranks hold none
-      if (on_device == nullptr) return;
-      try {
-        on_device->reduce();
-      } catch (const ResourceError& e) {
-        spdlog::warn("reduce on the GPU: {}; the owners reduce on the host", e.what());
-      }
-      local = on_device->download();
+      if (on_device != nullptr) local = reduce_and_download(*on_device, 0);
     });
     if (on_device != nullptr)
       spdlog::debug("local reduce on the GPU and download: {} records in {:.3f}s", local.size(),
@@ -289,16 +297,8 @@ std::unique_ptr<QueryResult> run_query(Comm& comm, ArchiveSession& session, cons
 
   Timer merge_timer;
   if (owned_on_device != nullptr) {  // the owner's reduce on its GPU, then the download
-    run_collectively(comm, [&] {
-      try {
-        owned_on_device->reduce();
-        // A count-ordered --top K: only the candidates for this rank's first K rows come back.
-        if (count_ordered(q) && q.top > 0) owned_on_device->keep_top_counts(q.top);
-      } catch (const ResourceError& e) {
-        spdlog::warn("reduce on the GPU: {}; reducing on the host", e.what());
-      }
-      owned = owned_on_device->download();
-    });
+    run_collectively(
+        comm, [&] { owned = reduce_and_download(*owned_on_device, count_ordered(q) ? q.top : 0); });
     owned_on_device.reset();
     spdlog::debug("reduce on the GPU and download: {} records in {:.3f}s", owned.size(),
                   merge_timer.seconds());
