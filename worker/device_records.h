@@ -50,6 +50,15 @@ class DeviceRecords {
   /// when k == 0 or size() <= k): the only candidates for the k rows of a count-ordered --top,
   /// whatever the order among equal counts, so that only they cross to the host.
   virtual void keep_top_counts(uint64_t k) = 0;
+  /// Puts reduced records (keys strictly increasing, as reduce() leaves them) into row order:
+  /// stably by count descending within each run of equal first `group` key values (group == 0:
+  /// the whole set is one run), so the order becomes (those values asc, count desc, key asc) --
+  /// the rows of word-count and sequence-count (group 0) and of ranked-inverted-index (group n,
+  /// postings by count desc, document asc). `keep_first` > 0 (only with group 0) then keeps the
+  /// first keep_first records: a count-ordered --top. Returns false, changing nothing, when one
+  /// 64-bit sort key cannot hold a record's run index and count (then the host orders them).
+  /// May throw ResourceError (device memory) before anything changed.
+  virtual bool order_by_count(uint32_t group, uint64_t keep_first) = 0;
   /// Fresh uninitialized records of the same width on the same device and stream.
   virtual std::unique_ptr<DeviceRecords> allocate(uint64_t n) const = 0;
   /// A host copy of the records, in order.

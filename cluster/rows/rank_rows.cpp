@@ -208,13 +208,22 @@ RankRows plan_rank_rows(Comm& comm, RecordBatch reduced, const QueryOptions& q,
                         const SequenceOrder* order, DocId doc_begin, DocId doc_end,
                         unsigned threads, const std::vector<uint8_t>* doc_rows) {
   RowPlanContext ctx{q, order, doc_begin, doc_end, threads, doc_rows};
+  RowPlan plan = plan_rows(reduced, ctx);
+  return place_rank_rows(comm, std::move(reduced), std::move(plan), q, order, threads);
+}
+
+RankRows place_rank_rows(Comm& comm, RecordBatch records, RowPlan plan, const QueryOptions& q,
+                         const SequenceOrder* order, unsigned threads) {
   RankRows out;
-  out.plan = plan_rows(reduced, ctx);
-  out.records = std::move(reduced);
+  out.plan = std::move(plan);
+  out.records = std::move(records);
   if (comm.size() > 1 && count_ordered(q)) {
     Timer timer;
     const CountKeyLess less{q.task == Task::kSequenceCount ? order : nullptr};
-    RecordBatch mine = rows_in_order(out.records, out.plan, threads);
+    const bool in_order = out.plan.order.empty() && out.plan.row_begin.empty() &&
+                          out.plan.positions == out.records.size();
+    RecordBatch mine =
+        in_order ? std::move(out.records) : rows_in_order(out.records, out.plan, threads);
     out.records = RecordBatch{};
     out.plan = RowPlan{};
     const double gathered = timer.seconds();

@@ -52,4 +52,10 @@ RankRows plan_rank_rows(Comm& comm, RecordBatch reduced, const QueryOptions& q,
                         const SequenceOrder* order, DocId doc_begin, DocId doc_end,
                         unsigned threads, const std::vector<uint8_t>* doc_rows = nullptr);
 
+/// Collective. The second half of plan_rank_rows, for records whose plan is already made (by
+/// plan_rows, or plan_ordered_rows when the GPU ordered them): the count-ordered row exchange
+/// between ranks, the global row numbering and the global --top.
+RankRows place_rank_rows(Comm& comm, RecordBatch records, RowPlan plan, const QueryOptions& q,
+                         const SequenceOrder* order, unsigned threads);
+
 }  // namespace gtadoc

@@ -328,6 +328,33 @@ bool count_ordered(const QueryOptions& q) {
   return q.task == Task::kWordCount || (q.task == Task::kSequenceCount && !q.per_doc);
 }
 
+std::optional<uint32_t> count_order_group(const QueryOptions& q) {
+  if (count_ordered(q)) return 0;
+  if (q.task == Task::kRankedInvertedIndex) return q.n;
+  return std::nullopt;
+}
+
+RowPlan plan_ordered_rows(const RecordBatch& r, const QueryOptions& q, const SequenceOrder* order,
+                          unsigned threads) {
+  const std::optional<uint32_t> group = count_order_group(q);
+  GTADOC_EXPECTS(group.has_value(), "plan_ordered_rows: the task's rows are not count-ordered");
+  GTADOC_EXPECTS(!is_sequence_task(q.task) || (order != nullptr && order->identity()),
+                 "plan_ordered_rows: sequence keys not in output order");
+  RowPlan plan;
+  plan.positions = r.size();
+  if (*group > 0) {
+    const uint32_t g = *group, w = r.width;
+    const uint32_t* keys = r.keys.data();
+    plan.row_begin = run_starts(
+        r.size(),
+        [&](uint64_t i, uint64_t j) {
+          return std::memcmp(keys + i * w, keys + j * w, g * sizeof(uint32_t)) == 0;
+        },
+        threads);
+  }
+  return plan;
+}
+
 RowPlan plan_rows(const RecordBatch& reduced, const RowPlanContext& ctx) {
   switch (ctx.q.task) {
     case Task::kWordCount:

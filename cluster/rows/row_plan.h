@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -64,5 +65,19 @@ bool count_ordered(const QueryOptions& q);
 
 /// `reduced` must be sorted by key with unique keys (reduce_records).
 RowPlan plan_rows(const RecordBatch& reduced, const RowPlanContext& ctx);
+
+/// Tasks whose rows are the reduced records reordered by count (DeviceRecords::order_by_count
+/// does it where the records are): the number of leading key values that group records into
+/// one row (0 for word-count and sequence-count, where every record is a row ordered by
+/// (count desc, key asc); n for ranked-inverted-index, whose postings are ordered by (count
+/// desc, document asc) within a row). None for the other tasks: their rows are planned here.
+std::optional<uint32_t> count_order_group(const QueryOptions& q);
+
+/// The plan of records already in row order (reduced records reordered as count_order_group
+/// says, a count-ordered --top already cut): plan_rows' rows, without reordering anything.
+/// Key order must be output order: sequence keys in an identity `order` (ranks, or word ids
+/// where they sort as the joined bytes do).
+RowPlan plan_ordered_rows(const RecordBatch& ordered, const QueryOptions& q,
+                          const SequenceOrder* order, unsigned threads);
 
 }  // namespace gtadoc

@@ -126,13 +126,29 @@ void render_on_this_thread(const RowRenderer& renderer, uint64_t chunk_bytes,
   if (sink_failure) std::rethrow_exception(sink_failure);
 }
 
-/// Records on a GPU reduced there and, with `top` > 0 (a count-ordered --top), cut to the
-/// candidates for the first `top` rows, then downloaded. Out of device memory, they come back as
-/// they are: the host reduce that follows (reduce_records) does the rest.
-RecordBatch reduce_and_download(DeviceRecords& records, uint64_t top) {
+bool device_row_order_wanted() {
+  const char* v = std::getenv("GTADOC_DEVICE_ROW_ORDER");
+  return v == nullptr || std::string(v) != "0";
+}
+
+/// Records on a GPU reduced there, then downloaded. With `rows` (the owner's records of that
+/// query) they are also put in row order there when the task's rows are count-ordered
+/// (count_order_group; `ordered` says so), or else, for a count-ordered --top, cut to the
+/// candidates for the first rows. Out of device memory, they come back as they are: the host
+/// reduce and row plan that follow do the rest.
+RecordBatch reduce_and_download(DeviceRecords& records, const QueryOptions* rows, bool& ordered) {
+  ordered = false;
   try {
     records.reduce();
-    if (top > 0) records.keep_top_counts(top);
+    if (rows != nullptr) {
+      const std::optional<uint32_t> group = count_order_group(*rows);
+      const uint64_t top = count_ordered(*rows) ? rows->top : 0;
+      if (group.has_value() && device_row_order_wanted())
+        ordered = records.order_by_count(*group, top);
+      if (!ordered && top > 0) {
+        records.keep_top_counts(top);
+      }
+    }
   } catch (const ResourceError& e) {
     spdlog::warn("reduce on the GPU: {}; reducing on the host", e.what());
   }
@@ -251,7 +267,8 @@ std::unique_ptr<QueryResult> run_query(Comm& comm, ArchiveSession& session, cons
   if (parts > 1 && nccl == nullptr) {  // the MPI shuffle follows
     Timer step;
     run_collectively(comm, [&] {  // on every rank: a mixed job's CPU ranks hold none
-      if (on_device != nullptr) local = reduce_and_download(*on_device, 0);
+      bool ordered = false;
+      if (on_device != nullptr) local = reduce_and_download(*on_device, nullptr, ordered);
     });
     if (on_device != nullptr)
       spdlog::debug("local reduce on the GPU and download: {} records in {:.3f}s", local.size(),
@@ -296,15 +313,17 @@ std::unique_ptr<QueryResult> run_query(Comm& comm, ArchiveSession& session, cons
   t.shuffle += shuffle_timer.seconds();
 
   Timer merge_timer;
+  bool ordered = false;              // the owner's records are in row order (on the GPU)
   if (owned_on_device != nullptr) {  // the owner's reduce on its GPU, then the download
-    run_collectively(
-        comm, [&] { owned = reduce_and_download(*owned_on_device, count_ordered(q) ? q.top : 0); });
+    run_collectively(comm, [&] { owned = reduce_and_download(*owned_on_device, &q, ordered); });
     owned_on_device.reset();
-    spdlog::debug("reduce on the GPU and download: {} records in {:.3f}s", owned.size(),
-                  merge_timer.seconds());
+    spdlog::debug("reduce{} on the GPU and download: {} records in {:.3f}s",
+                  ordered ? " and row order" : "", owned.size(), merge_timer.seconds());
   }
-  reduce_records(owned, threads);
-  spdlog::debug("reduce: {} records in {:.3f}s", owned.size(), merge_timer.seconds());
+  if (!ordered) {
+    reduce_records(owned, threads);
+    spdlog::debug("reduce: {} records in {:.3f}s", owned.size(), merge_timer.seconds());
+  }
   // term-vector: every document of this rank's range gets a row, with words or without.
   const DocId num_docs = static_cast<DocId>(m.docs.size());
   DocId doc_begin = 0, doc_end = num_docs;
@@ -314,8 +333,13 @@ std::unique_ptr<QueryResult> run_query(Comm& comm, ArchiveSession& session, cons
     doc_end = r + 1 == comm.size() ? num_docs : std::min(splitters[r], num_docs);
     doc_end = std::max(doc_begin, doc_end);
   }
-  res.rows = plan_rank_rows(comm, std::move(owned), q, keys_order, doc_begin, doc_end, threads,
-                            filter.docs.empty() ? nullptr : &filter.docs);
+  if (ordered) {
+    RowPlan plan = plan_ordered_rows(owned, q, keys_order, threads);
+    res.rows = place_rank_rows(comm, std::move(owned), std::move(plan), q, keys_order, threads);
+  } else {
+    res.rows = plan_rank_rows(comm, std::move(owned), q, keys_order, doc_begin, doc_end, threads,
+                              filter.docs.empty() ? nullptr : &filter.docs);
+  }
   t.merge += merge_timer.seconds();
   res.docs = &session.doc_text(q.ids, res.format);
   return result;
@@ -328,12 +352,18 @@ uint64_t write_query_result(Comm& comm, const QueryResult& result, const ResultT
 }
 
 uint64_t stream_query_result(Comm& comm, const QueryResult& result, uint64_t chunk_bytes,
-                             const std::function<bool(const char*, size_t)>& sink,
-                             unsigned threads) {
+                             const std::function<bool(const char*, size_t)>& sink, unsigned threads,
+                             const std::function<void(uint64_t)>& expect) {
   const RenderContext ctx = result.context();
   const RowRenderer renderer(result.rows.records, result.rows.plan, ctx, result.rows.first_row == 0,
                              threads);
   uint64_t bytes = renderer.bytes();
+  {  // every rank: the slices' sizes (one small collective), for `expect`
+    const std::string_view trailer = json_trailer(result.format, result.rows.total_rows);
+    uint64_t total = trailer.size();
+    for (uint64_t b : comm.allgather(bytes)) total += b;
+    if (comm.rank() == 0 && expect) expect(total);
+  }
   if (comm.rank() != 0) {
     // Pieces go to rank 0 one at a time (MPI_Send returns when rank 0 has taken it, for large
     // pieces), then an empty piece ends this rank's slice.

@@ -212,7 +212,7 @@ class Session {
         sv(req[http::field::cache_control]).find("no-cache") != std::string_view::npos;
     if (auto cached = fresh ? nullptr : state_.cache.get(job->key)) {
       cache_headers.emplace_back(http::field::unknown, std::to_string(cached->rows));
-      const bool open = co_await reply(200, cached->body, content_type(job->spec.format), keep,
+      const bool open = co_await reply(200, cached->view(), content_type(job->spec.format), keep,
                                        "/v1/query", cache_headers);
       state_.metrics.query(task, 200,
                            std::chrono::duration<double>(Clock::now() - received).count(), true);

@@ -6,6 +6,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -28,7 +29,7 @@ namespace asio = boost::asio;
 
 namespace {
 
-constexpr uint64_t kStreamChunk = uint64_t{1} << 20;
+constexpr uint64_t kStreamChunk = uint64_t{4} << 20;
 
 struct Listen {
   asio::ip::address address;
@@ -174,19 +175,24 @@ void execute(Comm& comm, ArchiveSession& session, const std::vector<uint8_t>& ms
   Timer render_timer;
   auto copy = std::make_shared<CachedResult>();
   copy->rows = result->rows.total_rows;
-  bool keep_copy = state->cache.admits(0);
+  bool keep_copy = false;
+  uint64_t copied = 0;
   stream_query_result(
       comm, *result, kStreamChunk,
       [&](const char* data, size_t size) {
+        keep_copy = keep_copy && copied + size <= copy->body.size();
         if (keep_copy) {
-          if (state->cache.admits(copy->body.size() + size))
-            copy->body.append(data, size);
-          else
-            keep_copy = false;
+          std::memcpy(copy->body.data() + copied, data, size);
+          copied += size;
         }
         return w.chunk(data, size);
       },
-      session.threads());
+      session.threads(),
+      [&](uint64_t total) {  // the cache's copy, allocated once
+        keep_copy = state->cache.admits(total);
+        if (keep_copy) copy->body.resize(total);
+      });
+  keep_copy = keep_copy && copied == copy->body.size();
   char render[64];
   std::snprintf(render, sizeof render, "render;dur=%.3f", render_timer.seconds() * 1e3);
   w.finish({{"Server-Timing", render}});

@@ -27,7 +27,8 @@
 #     retried once, then recorded as failed.
 #     configs: gpu (--engine gpu), gpu-np2 (mpirun -np 2, --engine gpu; needs >= 2 GPUs; the
 #              MPI shuffle, a one-query run's default), gpu-np2-nccl (the same with the NCCL
-#              shuffle forced, GTADOC_SHUFFLE=nccl),
+#              shuffle forced, GTADOC_SHUFFLE=nccl), gpu-hostrows (--engine gpu with the row
+#              order of count-ordered tasks planned on the host, GTADOC_DEVICE_ROW_ORDER=0),
 #              cpu (--engine cpu, all cores), cpu-np2 (mpirun -np 2, --engine cpu),
 #              auto (no --engine), cpu1 (--engine cpu --threads 1; small corpora only).
 #     Without a GPU the gpu configs are skipped with a note, and the default list runs cpu-np2 in
@@ -266,6 +267,7 @@ config_cmd() {  # config archive outfile statsfile task-args... -> CMD array; re
   local base=("$GTADOC" run "$arch" "$@" -o "$out" --force --stats "$stats")
   case $cfg in
     gpu) CMD=("${base[@]}" --engine gpu) ;;
+    gpu-hostrows) CMD=(env GTADOC_DEVICE_ROW_ORDER=0 "${base[@]}" --engine gpu) ;;
     cpu) CMD=("${base[@]}" --engine cpu) ;;
     auto) CMD=("${base[@]}") ;;
     cpu1) CMD=("${base[@]}" --engine cpu --threads 1) ;;
@@ -278,7 +280,7 @@ config_cmd() {  # config archive outfile statsfile task-args... -> CMD array; re
 
 skip_reason() {  # config small(0/1) -> prints a reason when the config does not apply
   case $1 in
-    gpu) [ "$GPUS" -ge 1 ] || echo "no GPU" ;;
+    gpu | gpu-hostrows) [ "$GPUS" -ge 1 ] || echo "no GPU" ;;
     gpu-np2 | gpu-np2-nccl) if [ "$GPUS" -lt 2 ]; then echo "needs 2 GPUs ($GPUS found)";
              elif [ "$HAVE_MPI" = 0 ]; then echo "no mpirun"; fi ;;
     cpu-np2) [ "$HAVE_MPI" = 1 ] || echo "no mpirun" ;;

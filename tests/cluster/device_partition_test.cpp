@@ -1,8 +1,9 @@
 // Records kept on the GPU (worker/device_records.h) against the host path they replace around
 // the NCCL shuffle: the records a query keeps on the device equal, in order, the records the
 // same runs download; map_keys, strided_first_values, partition (hash and range layouts, 1-4
-// parts), reduce and keep_top_counts equal the host rewrite, choose_range_splitters'
-// candidates, partition_records, reduce_records and a count threshold, byte for byte. Compiles
+// parts), reduce, keep_top_counts and order_by_count equal the host rewrite,
+// choose_range_splitters' candidates, partition_records, reduce_records, a count threshold and
+// a stable sort by count, byte for byte. Compiles
 // without CUDA; skips at run time without a GPU.
 #include <gtest/gtest.h>
 
@@ -18,6 +19,7 @@
 #include "cluster/reduce.h"
 #include "formats/dictionary.h"
 #include "formats/grammar.h"
+#include "tests/testutil/count_order.h"
 #include "tests/testutil/engine_cases.h"
 #include "tests/testutil/grammars.h"
 #include "worker/engine.h"
@@ -146,6 +148,27 @@ TEST(DevicePartitionTest, EqualsTheHostPathForEveryTaskAndLayout) {
       expect_same(want, dev->download());
       host = std::move(want);
     }
+    // The row order of count-ordered tasks (order_by_count) against its host reference, from
+    // freshly reduced records: every grouping width, all records and a --top cut.
+    for (uint32_t group = 0; group <= layout.width; ++group)
+      for (uint64_t keep : {uint64_t{0}, uint64_t{5}}) {
+        if (group > 0 && keep > 0) continue;
+        SCOPED_TRACE("order_by_count group " + std::to_string(group) + " keep " +
+                     std::to_string(keep));
+        engine->keep_records(true);
+        for (auto& s : shards) {
+          ShardRunStats st;
+          engine->run(*s, q, norm, st);
+        }
+        std::unique_ptr<DeviceRecords> fresh = engine->take_records(layout.width);
+        ASSERT_NE(fresh, nullptr);
+        RecordBatch want = fresh->download();
+        reduce_records(want, 2);
+        want = testutil::order_by_count(want, group, keep);
+        fresh->reduce();
+        ASSERT_TRUE(fresh->order_by_count(group, keep));
+        expect_same(want, fresh->download());
+      }
     std::unique_ptr<DeviceRecords> empty = dev->allocate(0);
     EXPECT_EQ(empty->size(), 0u);
     KeyLayout hashed = layout;
@@ -153,6 +176,8 @@ TEST(DevicePartitionTest, EqualsTheHostPathForEveryTaskAndLayout) {
     EXPECT_EQ(empty->partition(hashed, 3, {}), (std::vector<uint64_t>{0, 0, 0, 0}));
     EXPECT_EQ(empty->download().size(), 0u);
     empty->reduce();
+    EXPECT_EQ(empty->size(), 0u);
+    EXPECT_TRUE(empty->order_by_count(0, 3));
     EXPECT_EQ(empty->size(), 0u);
   }
 }

@@ -2,8 +2,9 @@
 // traversals emitted (a RecordSink of device arrays) joined into one set, and the operations
 // the device shuffle needs before NCCL moves the records: sequence keys rewritten into ranks,
 // a strided sample of first key values for range splitters, and the stable grouping by owner;
-// after it, the owner's reduce (LSD radix sorts over the key values, sums of equal keys) and,
-// for a count-ordered --top, the candidates of the first rows.
+// after it, the owner's reduce (LSD radix sorts over the key values, sums of equal keys), for a
+// count-ordered --top the candidates of the first rows, and the row order of the count-ordered
+// tasks (one radix sort on (run, count) keys).
 // Owners are computed exactly as cluster/partition.cpp computes them (the same hash, the same
 // splitter search), so the device and host shuffles deliver the same bytes.
 #include <algorithm>
@@ -127,6 +128,36 @@ __global__ void compact_records_kernel(const uint32_t* keys, const uint64_t* cou
     const uint64_t at = pos[i];
     for (uint32_t c = 0; c < width; ++c) keys_out[at * width + c] = keys[i * width + c];
     counts_out[at] = counts[i];
+  }
+}
+
+__global__ void max_count_kernel(const uint64_t* counts, uint64_t n, unsigned long long* out) {
+  unsigned long long m = 0;
+  for (uint64_t i = global_thread(); i < n; i += global_stride())
+    m = max(m, static_cast<unsigned long long>(counts[i]));
+  atomicMax(out, m);
+}
+
+/// flags[i] = 1 when record i starts a run of equal first `group` key values.
+__global__ void group_starts_kernel(const uint32_t* keys, uint64_t n, uint32_t width,
+                                    uint32_t group, uint32_t* flags) {
+  for (uint64_t i = global_thread(); i < n; i += global_stride()) {
+    uint32_t start = i == 0;
+    for (uint32_t c = 0; c < group && !start; ++c)
+      start = keys[(i - 1) * width + c] != keys[i * width + c];
+    flags[i] = start;
+  }
+}
+
+/// The sort key of record i: (its run's index << count_bits) | (max - count), so that ascending
+/// keys are runs in order, then counts descending; and its index.
+__global__ void count_order_keys_kernel(const uint64_t* counts, const uint64_t* run_pos,
+                                        const uint32_t* flags, uint64_t n, uint64_t max,
+                                        int count_bits, uint64_t* key, uint32_t* index) {
+  for (uint64_t i = global_thread(); i < n; i += global_stride()) {
+    const uint64_t run = run_pos == nullptr ? 0 : run_pos[i] + flags[i] - 1;  // < 2^run_bits
+    key[i] = (run == 0 ? 0 : run << count_bits) | (max - counts[i]);
+    index[i] = static_cast<uint32_t>(i);
   }
 }
 
@@ -303,6 +334,52 @@ class GpuDeviceRecords final : public DeviceRecords {
     keys_ = std::move(keys);
     counts_ = std::move(counts);
     n_ = m;
+  }
+
+  bool order_by_count(uint32_t group, uint64_t keep_first) override {
+    GTADOC_EXPECTS(group <= width_, "order_by_count: group wider than the key");
+    GTADOC_EXPECTS(group == 0 || keep_first == 0, "order_by_count: keep_first needs group 0");
+    GTADOC_EXPECTS(n_ < (uint64_t{1} << 32), "order_by_count: 2^32 records or more on one GPU");
+    if (n_ == 0) return true;
+    ctx_->activate();
+    MemoryPool& pool = ctx_->pool;
+    cudaStream_t st = ctx_->stream.get();
+    const uint64_t out_n = keep_first == 0 ? n_ : std::min(n_, keep_first);
+    // Every buffer first: out of memory, the records are untouched.
+    DeviceBuffer<uint64_t> key(n_, pool), key_alt(n_, pool), max(1, pool);
+    DeviceBuffer<uint32_t> perm(n_, pool), perm_alt(n_, pool);
+    DeviceBuffer<uint32_t> flags(group > 0 ? n_ : 0, pool);
+    DeviceBuffer<uint64_t> run_pos(group > 0 ? n_ + 1 : 0, pool);
+    DeviceBuffer<uint32_t> keys(out_n * width_, pool);
+    DeviceBuffer<uint64_t> counts(out_n, pool);
+    max.memset_async(0);
+    max_count_kernel<<<std::min(grid_for(n_), 1024u), kBlock, 0, st>>>(
+        counts_.data(), n_, reinterpret_cast<unsigned long long*>(max.data()));
+    GTADOC_CHECK_LAUNCH();
+    uint64_t runs = 1;
+    if (group > 0) {
+      group_starts_kernel<<<grid_for(n_), kBlock, 0, st>>>(keys_.data(), n_, width_, group,
+                                                           flags.data());
+      GTADOC_CHECK_LAUNCH();
+      runs = exclusive_offsets(flags.data(), n_, run_pos.data(), pool);  // synchronizes
+    }
+    const uint64_t max_count = max.get(0);
+    const int count_bits = bits_for(max_count);
+    const int run_bits = runs > 1 ? bits_for(runs - 1) : 0;
+    if (run_bits + count_bits > 64) return false;  // one sort key cannot hold (run, count)
+    count_order_keys_kernel<<<grid_for(n_), kBlock, 0, st>>>(
+        counts_.data(), group > 0 ? run_pos.data() : nullptr, flags.data(), n_, max_count,
+        count_bits, key.data(), perm.data());
+    GTADOC_CHECK_LAUNCH();
+    sort_pairs(key, key_alt, perm, perm_alt, n_, run_bits + count_bits, pool);  // stable
+    gather_records_kernel<<<grid_for(out_n * width_), kBlock, 0, st>>>(
+        keys_.data(), counts_.data(), perm.data(), out_n, width_, keys.data(), counts.data());
+    GTADOC_CHECK_LAUNCH();
+    ctx_->stream.synchronize();
+    keys_ = std::move(keys);
+    counts_ = std::move(counts);
+    n_ = out_n;
+    return true;
   }
 
   std::unique_ptr<DeviceRecords> allocate(uint64_t n) const override {

@@ -2,7 +2,7 @@
 // as a string and orders rows by SPEC §4 on those strings: random records over a dictionary
 // with words that are prefixes of others followed by bytes below 0x20 (where the joined-bytes
 // order of sequences differs from the word-id order), ties at the --top cut, documents without
-// rows, TSV and JSON, one thread and several.
+// rows, TSV and JSON, one thread and several; and records put in row order as the GPU does.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -18,6 +18,7 @@
 #include "cluster/rows/render.h"
 #include "cluster/rows/row_plan.h"
 #include "cluster/rows/sequence_order.h"
+#include "tests/testutil/count_order.h"
 
 namespace gtadoc {
 namespace {
@@ -164,9 +165,12 @@ std::string reference(const RecordBatch& r, const QueryOptions& q, const Diction
 
 /// `rank_keys`: sequence n-grams rewritten into ranks first (as gtadoc run does when the order
 /// is not the word-id order), planned in integer order and mapped back by the renderer.
+/// `gpu_ordered`: for tasks with a count_order_group, the reduced records are put in row order
+/// as the GPU does (DeviceRecords::order_by_count, its host reference) and planned by
+/// plan_ordered_rows instead of plan_rows.
 std::string rendered(RecordBatch r, const QueryOptions& q, const Dictionary& dict,
                      const std::vector<DocEntry>& docs, OutputFormat fmt, unsigned threads,
-                     bool rank_keys) {
+                     bool rank_keys, bool gpu_ordered = false) {
   const SequenceOrder words(dict, q.n, threads);
   const bool ranked = rank_keys && is_sequence_task(q.task) && !words.identity();
   if (ranked) {
@@ -176,7 +180,13 @@ std::string rendered(RecordBatch r, const QueryOptions& q, const Dictionary& dic
   const SequenceOrder order = ranked ? SequenceOrder::of_ranks(q.n) : words;
   reduce_records(r, threads);
   const RowPlanContext ctx{q, &order, 0, static_cast<DocId>(docs.size()), threads};
-  const RowPlan plan = plan_rows(r, ctx);
+  RowPlan plan;
+  if (gpu_ordered) {
+    r = testutil::order_by_count(r, *count_order_group(q), count_ordered(q) ? q.top : 0);
+    plan = plan_ordered_rows(r, q, &order, threads);
+  } else {
+    plan = plan_rows(r, ctx);
+  }
   const DocText doc_text(docs, q.ids, fmt, threads);
   const RenderContext rc{q, dict, doc_text, fmt, ranked ? &words : nullptr};
   const RowRenderer renderer(r, plan, rc, true, threads);
@@ -232,11 +242,18 @@ TEST(RowPlan, EqualsStringReferenceForEveryTask) {
             const std::string want = reference(r, q, dict, docs, fmt);
             for (unsigned threads : {1u, 3u})
               for (bool rank_keys : {false, true})
-                ASSERT_EQ(rendered(r, q, dict, docs, fmt, threads, rank_keys), want)
-                    << task_name(c.task) << " n=" << c.n << " per_doc=" << c.per_doc
-                    << " top=" << c.top << " records=" << n << " low=" << low
-                    << " json=" << (fmt == OutputFormat::kJson) << " ids=" << ids
-                    << " rank_keys=" << rank_keys;
+                for (bool gpu_ordered : {false, true}) {
+                  // The pipeline orders on the GPU only keys in output order (identity, or
+                  // rewritten into ranks).
+                  if (gpu_ordered && (!count_order_group(q) ||
+                                      (!rank_keys && !SequenceOrder(dict, q.n).identity())))
+                    continue;
+                  ASSERT_EQ(rendered(r, q, dict, docs, fmt, threads, rank_keys, gpu_ordered), want)
+                      << task_name(c.task) << " n=" << c.n << " per_doc=" << c.per_doc
+                      << " top=" << c.top << " records=" << n << " low=" << low
+                      << " json=" << (fmt == OutputFormat::kJson) << " ids=" << ids
+                      << " rank_keys=" << rank_keys << " gpu_ordered=" << gpu_ordered;
+                }
           }
       }
     }
