@@ -78,21 +78,29 @@ void apply_filter(RecordBatch& r, const QueryOptions& q, const PointFilter& f) {
   r.counts.resize(out);
 }
 
+/// How far a rank other than 0 renders ahead of rank 0's reading (stream_query_result): rank 0
+/// takes the other ranks' slices only after streaming its own, and a slice rendered meanwhile
+/// then goes at the speed of MPI instead of the renderer's.
+constexpr uint64_t kRenderAheadBytes = uint64_t{256} << 20;
+
 /// Renders on a worker thread and hands the pieces to `fn` on the calling thread (MPI calls
-/// must come from the thread that initialized MPI), at most two pieces in flight.
+/// must come from the thread that initialized MPI), up to kRenderAheadBytes (at least one
+/// piece) rendered and not yet handed over.
 void render_on_this_thread(const RowRenderer& renderer, uint64_t chunk_bytes,
                            const std::function<void(const char*, size_t)>& fn) {
   std::mutex mu;
   std::condition_variable cv;
   std::deque<std::string> pieces;
+  uint64_t queued = 0;
   bool done = false;
   std::exception_ptr failure;
   std::thread worker([&] {
     try {
       renderer.render(chunk_bytes, [&](const char* data, size_t size) {
         std::unique_lock lock(mu);
-        cv.wait(lock, [&] { return pieces.size() < 2; });
+        cv.wait(lock, [&] { return pieces.empty() || queued + size <= kRenderAheadBytes; });
         pieces.emplace_back(data, size);
+        queued += size;
         cv.notify_all();
       });
     } catch (...) {
@@ -111,6 +119,7 @@ void render_on_this_thread(const RowRenderer& renderer, uint64_t chunk_bytes,
       if (pieces.empty()) break;
       piece = std::move(pieces.front());
       pieces.pop_front();
+      queued -= piece.size();
       cv.notify_all();
     }
     if (!sink_failure) {
