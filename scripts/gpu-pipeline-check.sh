@@ -16,7 +16,8 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABL
 bad=0
 "$BIN" compress data/sample -o "$W/s.gtd" --shards 4 || exit 1
 TASKS=("word-count" "word-count --top 7 --lowercase" "sort --alnum" "inverted-index --ids"
-  "term-vector --top 0" "sequence-count --n 2" "sequence-count --per-doc" "ranked-inverted-index")
+  "term-vector --top 0" "sequence-count --n 2" "sequence-count --top 5" "sequence-count --per-doc"
+  "ranked-inverted-index")
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
 "$BIN" serve "$W/s.gtd" --engine gpu --listen 127.0.0.1:0 2>"$W/serve.err" </dev/null &
 SP=$!

@@ -59,6 +59,12 @@ class DeviceRecords {
   /// 64-bit sort key cannot hold a record's run index and count (then the host orders them).
   /// May throw ResourceError (device memory) before anything changed.
   virtual bool order_by_count(uint32_t group, uint64_t keep_first) = 0;
+  /// Records in count order (order_by_count with group 0) cut by `splitters` (rows: key and
+  /// count, in the same order): offsets[0] = 0, offsets[p + 1] = the number of records not
+  /// after splitter p in (count desc, key asc), offsets[last] = size(). parts = splitters + 1.
+  virtual std::vector<uint64_t> count_order_cuts(const RecordBatch& splitters) = 0;
+  /// Host copies of the records at `positions` (each < size()), in that order.
+  virtual RecordBatch rows_at(std::span<const uint64_t> positions) const = 0;
   /// Fresh uninitialized records of the same width on the same device and stream.
   virtual std::unique_ptr<DeviceRecords> allocate(uint64_t n) const = 0;
   /// A host copy of the records, in order.

@@ -34,13 +34,11 @@ RecordBatch rows_in_order(const RecordBatch& r, const RowPlan& plan, unsigned th
   return out;
 }
 
-/// Collective: parts - 1 splitter rows (count, key) drawn from every rank's ordered rows, each
-/// sample weighted by the rows it stands for; the same on every rank. Rank p then owns the rows
-/// r with splitter[p - 1] < r <= splitter[p].
-RecordBatch choose_row_splitters(Comm& comm, const RecordBatch& rows, const CountKeyLess& less) {
+}  // namespace
+
+RecordBatch choose_row_splitters(Comm& comm, uint64_t n, uint32_t w, const RowsAt& rows_at,
+                                 const CountKeyLess& less) {
   const uint32_t parts = static_cast<uint32_t>(comm.size());
-  const uint32_t w = rows.width;
-  const uint64_t n = rows.size();
   const uint64_t global = comm.allreduce(n, ReduceOp::kSum);
   const size_t bytes_per = 8 + 4 * size_t{w} + 8;
   std::vector<uint8_t> packed;
@@ -48,14 +46,20 @@ RecordBatch choose_row_splitters(Comm& comm, const RecordBatch& rows, const Coun
     const double target = 64.0 * parts;
     const uint64_t samples = std::clamp<uint64_t>(
         static_cast<uint64_t>(std::ceil(double(n) * target / double(global))), 1, n);
-    packed.resize(samples * bytes_per);
+    std::vector<uint64_t> last(samples), weight(samples);
     for (uint64_t j = 0; j < samples; ++j) {
       const uint64_t lo = j * n / samples, hi = (j + 1) * n / samples;
-      const uint64_t last = hi - 1, weight = hi - lo;  // the bucket's last row stands for it
+      last[j] = hi - 1;  // the bucket's last row stands for it
+      weight[j] = hi - lo;
+    }
+    const RecordBatch rows = rows_at(last);
+    GTADOC_EXPECTS(rows.size() == samples && rows.width == w, "choose_row_splitters: bad rows");
+    packed.resize(samples * bytes_per);
+    for (uint64_t j = 0; j < samples; ++j) {
       uint8_t* p = packed.data() + j * bytes_per;
-      std::memcpy(p, &rows.counts[last], 8);
-      std::memcpy(p + 8, rows.keys.data() + last * w, 4 * size_t{w});
-      std::memcpy(p + 8 + 4 * size_t{w}, &weight, 8);
+      std::memcpy(p, &rows.counts[j], 8);
+      std::memcpy(p + 8, rows.keys.data() + j * w, 4 * size_t{w});
+      std::memcpy(p + 8 + 4 * size_t{w}, &weight[j], 8);
     }
   }
   struct Sample {
@@ -95,11 +99,21 @@ RecordBatch choose_row_splitters(Comm& comm, const RecordBatch& rows, const Coun
   return splitters;
 }
 
+namespace {
+
 /// Collective: moves ordered rows so that rank r holds the r-th range of the global order. The
 /// result holds one sorted run per source rank, of sizes `runs`.
 RecordBatch exchange_rows(Comm& comm, const RecordBatch& rows, const CountKeyLess& less,
                           std::vector<size_t>& runs) {
-  const RecordBatch splitters = choose_row_splitters(comm, rows, less);
+  const RecordBatch splitters = choose_row_splitters(
+      comm, rows.size(), rows.width,
+      [&](std::span<const uint64_t> at) {
+        RecordBatch out;
+        out.width = rows.width;
+        for (uint64_t i : at) out.push(rows.key(i), rows.counts[i]);
+        return out;
+      },
+      less);
   const uint32_t parts = static_cast<uint32_t>(comm.size());
   const uint32_t w = rows.width;
   // rows are sorted: the rows of part p are [cut[p], cut[p + 1]).
@@ -206,18 +220,18 @@ RowPlan merge_row_runs(const RecordBatch& r, const std::vector<size_t>& runs,
 
 RankRows plan_rank_rows(Comm& comm, RecordBatch reduced, const QueryOptions& q,
                         const SequenceOrder* order, DocId doc_begin, DocId doc_end,
-                        unsigned threads, const std::vector<uint8_t>* doc_rows) {
+                        unsigned threads, const std::vector<uint8_t>* doc_rows, bool exchanged) {
   RowPlanContext ctx{q, order, doc_begin, doc_end, threads, doc_rows};
   RowPlan plan = plan_rows(reduced, ctx);
-  return place_rank_rows(comm, std::move(reduced), std::move(plan), q, order, threads);
+  return place_rank_rows(comm, std::move(reduced), std::move(plan), q, order, threads, exchanged);
 }
 
 RankRows place_rank_rows(Comm& comm, RecordBatch records, RowPlan plan, const QueryOptions& q,
-                         const SequenceOrder* order, unsigned threads) {
+                         const SequenceOrder* order, unsigned threads, bool exchanged) {
   RankRows out;
   out.plan = std::move(plan);
   out.records = std::move(records);
-  if (comm.size() > 1 && count_ordered(q)) {
+  if (comm.size() > 1 && count_ordered(q) && !exchanged) {
     Timer timer;
     const CountKeyLess less{q.task == Task::kSequenceCount ? order : nullptr};
     const bool in_order = out.plan.order.empty() && out.plan.row_begin.empty() &&

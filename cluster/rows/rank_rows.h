@@ -11,6 +11,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <span>
 #include <vector>
 
 #include "cluster/rows/row_plan.h"
@@ -48,14 +50,28 @@ RowPlan merge_row_runs(const RecordBatch& r, const std::vector<size_t>& runs,
 /// `doc_end`: the documents this rank owns (term-vector rows). `order` must be given for the
 /// sequence tasks.
 /// `doc_rows`: term-vector only the documents it marks get rows (see RowPlanContext).
+/// `exchanged`: see place_rank_rows.
 RankRows plan_rank_rows(Comm& comm, RecordBatch reduced, const QueryOptions& q,
                         const SequenceOrder* order, DocId doc_begin, DocId doc_end,
-                        unsigned threads, const std::vector<uint8_t>* doc_rows = nullptr);
+                        unsigned threads, const std::vector<uint8_t>* doc_rows = nullptr,
+                        bool exchanged = false);
 
 /// Collective. The second half of plan_rank_rows, for records whose plan is already made (by
 /// plan_rows, or plan_ordered_rows when the GPU ordered them): the count-ordered row exchange
-/// between ranks, the global row numbering and the global --top.
+/// between ranks (unless `exchanged`: the rows already are this rank's range of the global
+/// order, as the GPUs' exchange leaves them), the global row numbering and the global --top.
 RankRows place_rank_rows(Comm& comm, RecordBatch records, RowPlan plan, const QueryOptions& q,
-                         const SequenceOrder* order, unsigned threads);
+                         const SequenceOrder* order, unsigned threads, bool exchanged = false);
+
+/// The rows at the given positions of a rank's ordered rows (host or device: DeviceRecords::
+/// rows_at), as records in that order.
+using RowsAt = std::function<RecordBatch(std::span<const uint64_t>)>;
+
+/// Collective: parts - 1 splitter rows (count, key) drawn from every rank's `n` rows of key
+/// width `w`, ordered by `less` (row_at fetches the sampled ones), each sample weighted by the
+/// rows it stands for; the same on every rank. Rank p then owns the rows r with
+/// splitter[p - 1] < r <= splitter[p] (the count-ordered row exchange).
+RecordBatch choose_row_splitters(Comm& comm, uint64_t n, uint32_t w, const RowsAt& rows_at,
+                                 const CountKeyLess& less);
 
 }  // namespace gtadoc

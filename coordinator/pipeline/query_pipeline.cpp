@@ -164,6 +164,41 @@ RecordBatch reduce_and_download(DeviceRecords& records, const QueryOptions* rows
   return records.download();
 }
 
+/// The count-ordered row exchange of place_rank_rows, between GPUs: each owner reduces and
+/// orders its records on its GPU (cut to --top), the ranks agree on (count, key) splitters
+/// (choose_row_splitters, samples read from the GPUs), the ranges move over NCCL, and each rank
+/// reduces and orders what it received, so that rank r holds the r-th range of the global
+/// order. Collective. Returns false, before anything moved, when some rank could not order on
+/// its GPU (the records are then reduced there, perhaps reordered: the caller's usual path
+/// follows); `ordered` says whether this rank's received rows are in row order (else its host
+/// orders them, out of device memory).
+bool exchange_rows_on_gpus(Comm& comm, NcclComm& nccl, std::unique_ptr<DeviceRecords>& records,
+                           const QueryOptions& q, const SequenceOrder* keys_order, bool& ordered) {
+  auto reduce_and_order = [&] {
+    bool ok = false;
+    run_collectively(comm, [&] {
+      try {
+        records->reduce();
+        ok = records->order_by_count(0, q.top);
+      } catch (const ResourceError& e) {
+        spdlog::warn("row order on the GPU: {}; ordering on the host", e.what());
+      }
+    });
+    return ok;
+  };
+  ordered = false;
+  if (!comm.allreduce_and(reduce_and_order())) return false;
+  const CountKeyLess less{q.task == Task::kSequenceCount ? keys_order : nullptr};
+  const RecordBatch splitters = choose_row_splitters(
+      comm, records->size(), records->width(),
+      [&](std::span<const uint64_t> at) { return records->rows_at(at); }, less);
+  std::vector<uint64_t> offsets;
+  run_collectively(comm, [&] { offsets = records->count_order_cuts(splitters); });
+  records = shuffle_device_records(comm, nccl, *records, offsets);
+  ordered = reduce_and_order();
+  return true;
+}
+
 }  // namespace
 
 bool device_records_wanted() {
@@ -322,7 +357,18 @@ std::unique_ptr<QueryResult> run_query(Comm& comm, ArchiveSession& session, cons
   t.shuffle += shuffle_timer.seconds();
 
   Timer merge_timer;
-  bool ordered = false;              // the owner's records are in row order (on the GPU)
+  bool ordered = false;    // the owner's records are in row order (on the GPU)
+  bool exchanged = false;  // count-ordered rows: already this rank's range (on the GPUs)
+  if (owned_on_device != nullptr && nccl != nullptr && count_ordered(q) &&
+      device_row_order_wanted()) {
+    exchanged = exchange_rows_on_gpus(comm, *nccl, owned_on_device, q, keys_order, ordered);
+    if (exchanged) {
+      run_collectively(comm, [&] { owned = owned_on_device->download(); });
+      owned_on_device.reset();
+      spdlog::debug("row exchange on the GPUs and download: {} rows in {:.3f}s", owned.size(),
+                    merge_timer.seconds());
+    }
+  }
   if (owned_on_device != nullptr) {  // the owner's reduce on its GPU, then the download
     run_collectively(comm, [&] { owned = reduce_and_download(*owned_on_device, &q, ordered); });
     owned_on_device.reset();
@@ -344,10 +390,11 @@ std::unique_ptr<QueryResult> run_query(Comm& comm, ArchiveSession& session, cons
   }
   if (ordered) {
     RowPlan plan = plan_ordered_rows(owned, q, keys_order, threads);
-    res.rows = place_rank_rows(comm, std::move(owned), std::move(plan), q, keys_order, threads);
+    res.rows =
+        place_rank_rows(comm, std::move(owned), std::move(plan), q, keys_order, threads, exchanged);
   } else {
     res.rows = plan_rank_rows(comm, std::move(owned), q, keys_order, doc_begin, doc_end, threads,
-                              filter.docs.empty() ? nullptr : &filter.docs);
+                              filter.docs.empty() ? nullptr : &filter.docs, exchanged);
   }
   t.merge += merge_timer.seconds();
   res.docs = &session.doc_text(q.ids, res.format);
@@ -387,12 +434,20 @@ uint64_t stream_query_result(Comm& comm, const QueryResult& result, uint64_t chu
     if (wanted && size > 0) wanted = sink(data, size);
   };
   renderer.render(chunk_bytes, give);
+  // The other ranks' pieces: the next one is received (on this thread, MPI's) while the previous
+  // one goes to the sink on another thread.
+  std::vector<uint8_t> held;
+  std::future<void> pending;
   for (int r = 1; r < comm.size(); ++r) {
     for (;;) {
       std::vector<uint8_t> piece = comm.recv_bytes(r, kStreamTag);
+      if (pending.valid()) pending.get();  // rethrows the sink's error
       if (piece.empty()) break;
       bytes += piece.size();
-      give(reinterpret_cast<const char*>(piece.data()), piece.size());
+      held = std::move(piece);
+      pending = std::async(std::launch::async, [&give, &held] {
+        give(reinterpret_cast<const char*>(held.data()), held.size());
+      });
     }
   }
   const std::string_view trailer = json_trailer(result.format, result.rows.total_rows);

@@ -1,10 +1,10 @@
 // Records kept on the GPU (worker/device_records.h) against the host path they replace around
 // the NCCL shuffle: the records a query keeps on the device equal, in order, the records the
 // same runs download; map_keys, strided_first_values, partition (hash and range layouts, 1-4
-// parts), reduce, keep_top_counts and order_by_count equal the host rewrite,
-// choose_range_splitters' candidates, partition_records, reduce_records, a count threshold and
-// a stable sort by count, byte for byte. Compiles
-// without CUDA; skips at run time without a GPU.
+// parts), reduce, keep_top_counts, order_by_count, rows_at and count_order_cuts equal the host
+// rewrite, choose_range_splitters' candidates, partition_records, reduce_records, a count threshold
+// and a stable sort by count, byte for byte. Compiles without CUDA; skips at run time without a
+// GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -168,6 +168,29 @@ TEST(DevicePartitionTest, EqualsTheHostPathForEveryTaskAndLayout) {
         fresh->reduce();
         ASSERT_TRUE(fresh->order_by_count(group, keep));
         expect_same(want, fresh->download());
+        if (group != 0 || keep != 0) continue;
+        // The row exchange's reads: rows at positions, and cuts by (count, key) splitters
+        // (rows of the set and one between rows), against a scan of the host rows.
+        const uint64_t n = want.size();
+        const std::vector<uint64_t> at = {n / 4, n / 2, n / 2, n - 1};
+        RecordBatch split;
+        split.width = want.width;
+        for (uint64_t i : at) split.push(want.key(i), want.counts[i]);
+        expect_same(split, fresh->rows_at(at));
+        split.counts[1] += 1;  // (count + 1, key): between rows
+        auto after = [&](uint64_t i, uint64_t s) {
+          if (want.counts[i] != split.counts[s]) return want.counts[i] < split.counts[s];
+          const auto a = want.key(i), b = split.key(s);
+          return std::lexicographical_compare(b.begin(), b.end(), a.begin(), a.end());
+        };
+        std::vector<uint64_t> cuts = {0};
+        for (uint64_t s = 0; s < split.size(); ++s) {
+          uint64_t c = 0;
+          for (uint64_t i = 0; i < n; ++i) c += !after(i, s);
+          cuts.push_back(std::max(c, cuts.back()));
+        }
+        cuts.push_back(n);
+        EXPECT_EQ(fresh->count_order_cuts(split), cuts);
       }
     std::unique_ptr<DeviceRecords> empty = dev->allocate(0);
     EXPECT_EQ(empty->size(), 0u);
@@ -179,6 +202,7 @@ TEST(DevicePartitionTest, EqualsTheHostPathForEveryTaskAndLayout) {
     EXPECT_EQ(empty->size(), 0u);
     EXPECT_TRUE(empty->order_by_count(0, 3));
     EXPECT_EQ(empty->size(), 0u);
+    EXPECT_EQ(empty->count_order_cuts(host).back(), 0u);
   }
 }
 

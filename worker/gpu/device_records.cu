@@ -161,6 +161,38 @@ __global__ void count_order_keys_kernel(const uint64_t* counts, const uint64_t* 
   }
 }
 
+/// not_after[s] += the records at or before splitter s in (count desc, key asc).
+__global__ void count_order_cuts_kernel(const uint32_t* keys, const uint64_t* counts, uint64_t n,
+                                        uint32_t width, const uint32_t* split_keys,
+                                        const uint64_t* split_counts, uint32_t splitters,
+                                        unsigned long long* not_after) {
+  for (uint64_t i = global_thread(); i < n; i += global_stride()) {
+    for (uint32_t s = 0; s < splitters; ++s) {
+      bool after;  // record i after splitter s
+      if (counts[i] != split_counts[s]) {
+        after = counts[i] < split_counts[s];
+      } else {
+        uint32_t c = 0;
+        const uint32_t* k = keys + i * width;
+        const uint32_t* sk = split_keys + static_cast<uint64_t>(s) * width;
+        while (c < width && k[c] == sk[c]) ++c;
+        after = c < width && k[c] > sk[c];
+      }
+      if (!after) atomicAdd(not_after + s, 1ull);
+    }
+  }
+}
+
+__global__ void rows_at_kernel(const uint32_t* keys, const uint64_t* counts, uint32_t width,
+                               const uint64_t* positions, uint64_t m, uint32_t* keys_out,
+                               uint64_t* counts_out) {
+  for (uint64_t j = global_thread(); j < m; j += global_stride()) {
+    const uint64_t i = positions[j];
+    for (uint32_t c = 0; c < width; ++c) keys_out[j * width + c] = keys[i * width + c];
+    counts_out[j] = counts[i];
+  }
+}
+
 class GpuDeviceRecords final : public DeviceRecords {
  public:
   GpuDeviceRecords(std::shared_ptr<DeviceContext> ctx, uint32_t width, uint64_t n)
@@ -380,6 +412,51 @@ class GpuDeviceRecords final : public DeviceRecords {
     counts_ = std::move(counts);
     n_ = out_n;
     return true;
+  }
+
+  std::vector<uint64_t> count_order_cuts(const RecordBatch& splitters) override {
+    GTADOC_EXPECTS(splitters.width == width_, "count_order_cuts: splitters of another width");
+    const uint64_t m = splitters.size();
+    std::vector<uint64_t> offsets(m + 2, 0);
+    offsets[m + 1] = n_;
+    if (m == 0 || n_ == 0) return offsets;
+    ctx_->activate();
+    MemoryPool& pool = ctx_->pool;
+    cudaStream_t st = ctx_->stream.get();
+    DeviceBuffer<uint32_t> sk(m * width_, pool);
+    DeviceBuffer<uint64_t> sc(m, pool), not_after(m, pool);
+    sk.upload(splitters.keys.data(), m * width_);
+    sc.upload(splitters.counts.data(), m);
+    not_after.memset_async(0);
+    count_order_cuts_kernel<<<grid_for(n_), kBlock, 0, st>>>(
+        keys_.data(), counts_.data(), n_, width_, sk.data(), sc.data(), static_cast<uint32_t>(m),
+        reinterpret_cast<unsigned long long*>(not_after.data()));
+    GTADOC_CHECK_LAUNCH();
+    not_after.download(offsets.data() + 1, m);
+    for (uint64_t p = 1; p <= m; ++p)  // splitters are ordered; keep the cuts monotone anyway
+      offsets[p] = std::max(offsets[p], offsets[p - 1]);
+    return offsets;
+  }
+
+  RecordBatch rows_at(std::span<const uint64_t> positions) const override {
+    RecordBatch out;
+    out.width = width_;
+    const uint64_t m = positions.size();
+    out.keys.resize(m * width_);
+    out.counts.resize(m);
+    if (m == 0) return out;
+    for (uint64_t p : positions) GTADOC_EXPECTS(p < n_, "rows_at: position out of range");
+    ctx_->activate();
+    MemoryPool& pool = ctx_->pool;
+    DeviceBuffer<uint64_t> pos(m, pool), counts(m, pool);
+    DeviceBuffer<uint32_t> keys(m * width_, pool);
+    pos.upload(positions.data(), m);
+    rows_at_kernel<<<grid_for(m), kBlock, 0, ctx_->stream.get()>>>(
+        keys_.data(), counts_.data(), width_, pos.data(), m, keys.data(), counts.data());
+    GTADOC_CHECK_LAUNCH();
+    keys.download(out.keys.data(), m * width_);
+    counts.download(out.counts.data(), m);
+    return out;
   }
 
   std::unique_ptr<DeviceRecords> allocate(uint64_t n) const override {
