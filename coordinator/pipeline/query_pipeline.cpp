@@ -83,6 +83,10 @@ void apply_filter(RecordBatch& r, const QueryOptions& q, const PointFilter& f) {
 /// then goes at the speed of MPI instead of the renderer's.
 constexpr uint64_t kRenderAheadBytes = uint64_t{256} << 20;
 
+/// How far rank 0 receives the other ranks' pieces ahead of streaming them
+/// (stream_query_result).
+constexpr uint64_t kReceiveAheadBytes = uint64_t{1} << 30;
+
 /// Renders on a worker thread and hands the pieces to `fn` on the calling thread (MPI calls
 /// must come from the thread that initialized MPI), up to kRenderAheadBytes (at least one
 /// piece) rendered and not yet handed over.
@@ -433,23 +437,67 @@ uint64_t stream_query_result(Comm& comm, const QueryResult& result, uint64_t chu
   auto give = [&](const char* data, size_t size) {
     if (wanted && size > 0) wanted = sink(data, size);
   };
-  renderer.render(chunk_bytes, give);
-  // The other ranks' pieces: the next one is received (on this thread, MPI's) while the previous
-  // one goes to the sink on another thread.
-  std::vector<uint8_t> held;
-  std::future<void> pending;
-  for (int r = 1; r < comm.size(); ++r) {
-    for (;;) {
-      std::vector<uint8_t> piece = comm.recv_bytes(r, kStreamTag);
-      if (pending.valid()) pending.get();  // rethrows the sink's error
-      if (piece.empty()) break;
-      bytes += piece.size();
-      held = std::move(piece);
-      pending = std::async(std::launch::async, [&give, &held] {
-        give(reinterpret_cast<const char*>(held.data()), held.size());
-      });
+  // A giver thread streams this rank's slice, then the other ranks' pieces in order; meanwhile
+  // this thread (MPI's) receives those pieces, up to kReceiveAheadBytes ahead of the giver, so
+  // that moving the other slices between processes overlaps streaming this one.
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::vector<uint8_t>> queue;
+  uint64_t queued = 0;
+  bool closed = false;
+  std::exception_ptr failure;
+  std::thread giver([&] {
+    try {
+      renderer.render(chunk_bytes, give);
+    } catch (...) {
+      failure = std::current_exception();
     }
+    for (;;) {
+      std::vector<uint8_t> piece;
+      {
+        std::unique_lock lock(mu);
+        cv.wait(lock, [&] { return !queue.empty() || closed; });
+        if (queue.empty()) break;
+        piece = std::move(queue.front());
+        queue.pop_front();
+        queued -= piece.size();
+        cv.notify_all();
+      }
+      if (failure) continue;  // drained, not given
+      try {
+        give(reinterpret_cast<const char*>(piece.data()), piece.size());
+      } catch (...) {
+        failure = std::current_exception();
+      }
+    }
+  });
+  try {
+    for (int r = 1; r < comm.size(); ++r) {
+      for (;;) {
+        std::vector<uint8_t> piece = comm.recv_bytes(r, kStreamTag);
+        if (piece.empty()) break;
+        bytes += piece.size();
+        std::unique_lock lock(mu);
+        cv.wait(lock, [&] { return queue.empty() || queued + piece.size() <= kReceiveAheadBytes; });
+        queued += piece.size();
+        queue.push_back(std::move(piece));
+        cv.notify_all();
+      }
+    }
+  } catch (...) {
+    std::lock_guard lock(mu);
+    closed = true;
+    cv.notify_all();
+    giver.join();
+    throw;
   }
+  {
+    std::lock_guard lock(mu);
+    closed = true;
+    cv.notify_all();
+  }
+  giver.join();
+  if (failure) std::rethrow_exception(failure);
   const std::string_view trailer = json_trailer(result.format, result.rows.total_rows);
   give(trailer.data(), trailer.size());
   return bytes + trailer.size();

@@ -72,8 +72,10 @@ uint64_t write_query_result(Comm& comm, const QueryResult& result, const ResultT
                             unsigned threads);
 
 /// Collective: the whole result's bytes, in order, reach `sink` on rank 0 in pieces of about
-/// `chunk_bytes` (rank 0's slice, then each other rank's, sent over MPI piece by piece; the
-/// other ranks render up to 256 MiB ahead while rank 0 streams, no rank holds more). When `sink` returns false the rest is still drained
+/// `chunk_bytes` (rank 0's slice, then each other rank's, sent over MPI piece by piece; while
+/// rank 0 streams, the other ranks render up to 256 MiB ahead and rank 0 receives up to 1 GiB
+/// of their pieces ahead; no rank holds more). `sink` runs on another thread than the caller's,
+/// one call at a time, in order. When `sink` returns false the rest is still drained
 /// (every rank finishes the collective) but no longer handed to it. `expect`, when given, is
 /// called on rank 0 before the first piece with the bytes that will reach `sink` (all ranks'
 /// slices and the JSON trailer), e.g. to reserve a copy. Returns the result's bytes.
