@@ -347,7 +347,7 @@ std::unique_ptr<QueryResult> run_query(Comm& comm, ArchiveSession& session, cons
     t.shuffle_bytes += (n - (offsets[me + 1] - offsets[me])) * shuffle_record_bytes(layout.width);
     owned_on_device = shuffle_device_records(comm, *nccl, *on_device, offsets);
     on_device.reset();
-    spdlog::debug("device shuffle: {} records, partition {:.3f}s, NCCL {:.3f}s", n, partition_s,
+    spdlog::debug("device shuffle: {} records, partition {:.5f}s, NCCL {:.5f}s", n, partition_s,
                   step.seconds() - partition_s);
   } else {
     if (layout.range_partition) splitters = choose_range_splitters(comm, local, parts);
