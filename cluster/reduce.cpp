@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "cluster/merge_runs.h"
 #include "common/error.h"
 #include "common/parallel.h"
 
@@ -101,9 +102,8 @@ std::vector<size_t> group_aligned_bounds(size_t n, unsigned threads, Same&& same
 }
 
 /// Few strictly increasing runs (the shuffled slices of ranks whose records were each already
-/// reduced, in key order): merged in parallel instead of sorted. The key space is cut at keys of
-/// the longest run; every thread merges its piece of every run with a small heap, summing equal
-/// keys. Returns false (nothing done) when there are more than kMaxRuns runs.
+/// reduced, in key order): merged in parallel instead of sorted (cluster/merge_runs.h), equal
+/// keys summed. Returns false (nothing done) when there are more than kMaxRuns runs.
 constexpr size_t kMaxRuns = 64;
 
 bool merge_sorted_runs(RecordBatch& batch, unsigned threads) {
@@ -138,52 +138,19 @@ bool merge_sorted_runs(RecordBatch& batch, unsigned threads) {
   }
   if (starts.size() > kMaxRuns) return false;
   starts.push_back(n);
-  const size_t runs = starts.size() - 1;
-  size_t longest = 0;
-  for (size_t r = 1; r < runs; ++r)
-    if (starts[r + 1] - starts[r] > starts[longest + 1] - starts[longest]) longest = r;
-  // Part p covers keys in [cut[p], cut[p + 1]) (cut[0] = -inf, cut[parts] = +inf).
-  const size_t parts = threads * 4;
-  std::vector<size_t> cut(parts + 1);  // record indices in the longest run (as keys)
-  const size_t lo_run = starts[longest], len = starts[longest + 1] - lo_run;
-  for (size_t p = 1; p < parts; ++p) cut[p] = lo_run + len * p / parts;
-  auto bound = [&](size_t r, size_t p) -> size_t {  // first index of run r with key >= cut[p]
-    if (p == 0) return starts[r];
-    if (p == parts) return starts[r + 1];
-    size_t lo = starts[r], hi = starts[r + 1];
-    while (lo < hi) {
-      const size_t mid = lo + (hi - lo) / 2;
-      if (less(mid, cut[p]))
-        lo = mid + 1;
-      else
-        hi = mid;
-    }
-    return lo;
-  };
-  std::vector<RecordBatch> out(parts);
-  parallel_for(parts, threads, [&](size_t p) {
-    std::vector<std::pair<size_t, size_t>> at(runs);  // [next, end) of each run in this part
-    for (size_t r = 0; r < runs; ++r) at[r] = {bound(r, p), bound(r, p + 1)};
-    std::vector<size_t> heap;  // runs, smallest next key first
-    auto after = [&](size_t a, size_t b) { return less(at[b].first, at[a].first); };
-    for (size_t r = 0; r < runs; ++r)
-      if (at[r].first < at[r].second) heap.push_back(r);
-    std::make_heap(heap.begin(), heap.end(), after);
+  std::vector<std::pair<uint64_t, uint64_t>> runs;
+  for (size_t r = 0; r + 1 < starts.size(); ++r) runs.push_back({starts[r], starts[r + 1]});
+  const RunPieces cut = cut_runs(std::move(runs), size_t{threads} * 4, threads, less);
+  std::vector<RecordBatch> out(cut.pieces());
+  parallel_for(cut.pieces(), threads, [&](size_t p) {
     RecordBatch& o = out[p];
     o.width = w;
-    while (!heap.empty()) {
-      std::pop_heap(heap.begin(), heap.end(), after);
-      const size_t r = heap.back();
-      const size_t i = at[r].first++;
+    merge_piece(cut, p, less, [&](uint64_t i) {
       if (o.size() > 0 && std::equal(keys + i * w, keys + (i + 1) * w, o.keys.end() - w))
         o.counts.back() += counts[i];
       else
         o.push({keys + i * w, w}, counts[i]);
-      if (at[r].first < at[r].second)
-        std::push_heap(heap.begin(), heap.end(), after);
-      else
-        heap.pop_back();
-    }
+    });
   });
   batch = concatenate(std::move(out), w, threads);
   return true;

@@ -626,10 +626,15 @@ CompressStats compress(const std::vector<std::string>& inputs, const fs::path& o
     manifest.dict =
         dict_spilled ? read_dictionary_spill(dictionary_spill_file(dir)) : std::move(dict);
     stats.vocabulary = manifest.dict.size();
+    Timer tail;
     seal_shard_digests(dir, manifest, threads);  // recorded in the manifest (gtadoc verify)
+    const double sealed = tail.seconds();
     write_manifest_file(dir / kManifestFile, manifest, {options.deflate_level, threads});
+    const double written = tail.seconds();
     stats.archive_bytes = directory_bytes(dir);
     output->commit();
+    spdlog::debug("compress: shard digests {:.2f}s, manifest written {:.2f}s, committed {:.2f}s",
+                  sealed, written - sealed, tail.seconds() - written);
   });
   stats.documents = docs.size();
   stats.shards = plan.size();

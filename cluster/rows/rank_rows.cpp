@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "cluster/comm.h"
+#include "cluster/merge_runs.h"
 #include "cluster/rows/parallel_sort.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -155,65 +156,22 @@ RowPlan merge_row_runs(const RecordBatch& r, const std::vector<size_t>& runs,
   RowPlan plan;
   plan.order.resize(r.size());
   const uint32_t w = r.width;
-  std::vector<std::pair<uint64_t, uint64_t>> run;  // [begin, end) of each non-empty run
+  std::vector<std::pair<uint64_t, uint64_t>> run;  // [begin, end) of each run
   uint64_t begin = 0;
   for (size_t size : runs) {
-    if (size > 0) run.push_back({begin, begin + size});
+    run.push_back({begin, begin + size});
     begin += size;
   }
-  if (run.empty()) return plan;
   auto row_less = [&](uint64_t a, uint64_t b) {
     return less(r.counts[a], r.keys.data() + a * w, r.counts[b], r.keys.data() + b * w);
   };
-  size_t longest = 0;
-  for (size_t k = 1; k < run.size(); ++k)
-    if (run[k].second - run[k].first > run[longest].second - run[longest].first) longest = k;
-  const uint64_t pivots_from = run[longest].first, len = run[longest].second - pivots_from;
   const size_t pieces = r.size() < (uint64_t{1} << 16) ? 1 : size_t{std::max(1u, threads)} * 4;
-  // Piece p holds the rows in [pivot p, pivot p + 1): pivot 0 = -inf, pivot `pieces` = +inf.
-  auto bound = [&](size_t k, size_t p) -> uint64_t {  // first row of run k not below pivot p
-    if (p == 0) return run[k].first;
-    if (p == pieces) return run[k].second;
-    const uint64_t pivot = pivots_from + len * p / pieces;
-    uint64_t lo = run[k].first, hi = run[k].second;
-    while (lo < hi) {
-      const uint64_t mid = lo + (hi - lo) / 2;
-      if (row_less(mid, pivot))
-        lo = mid + 1;
-      else
-        hi = mid;
-    }
-    return lo;
-  };
-  std::vector<std::vector<uint64_t>> at(pieces + 1, std::vector<uint64_t>(run.size()));
-  parallel_for(pieces + 1, threads, [&](size_t p) {
-    for (size_t k = 0; k < run.size(); ++k) at[p][k] = bound(k, p);
-  });
-  std::vector<uint64_t> out_at(pieces + 1, 0);
-  for (size_t p = 0; p < pieces; ++p) {
-    uint64_t n = 0;
-    for (size_t k = 0; k < run.size(); ++k) n += at[p + 1][k] - at[p][k];
-    out_at[p + 1] = out_at[p] + n;
-  }
-  parallel_for(pieces, threads, [&](size_t p) {
-    struct Head {
-      uint64_t at, end;
-    };
-    std::vector<Head> heads;
-    for (size_t k = 0; k < run.size(); ++k)
-      if (at[p][k] < at[p + 1][k]) heads.push_back({at[p][k], at[p + 1][k]});
-    auto after = [&](const Head& a, const Head& b) { return row_less(b.at, a.at); };
-    std::make_heap(heads.begin(), heads.end(), after);
+  const RunPieces cut = cut_runs(std::move(run), pieces, threads, row_less);
+  std::vector<uint64_t> out_at(cut.pieces() + 1, 0);
+  for (size_t p = 0; p < cut.pieces(); ++p) out_at[p + 1] = out_at[p] + cut.size(p);
+  parallel_for(cut.pieces(), threads, [&](size_t p) {
     uint64_t o = out_at[p];
-    while (!heads.empty()) {
-      std::pop_heap(heads.begin(), heads.end(), after);
-      Head& h = heads.back();
-      plan.order[o++] = h.at++;
-      if (h.at == h.end)
-        heads.pop_back();
-      else
-        std::push_heap(heads.begin(), heads.end(), after);
-    }
+    merge_piece(cut, p, row_less, [&](uint64_t i) { plan.order[o++] = i; });
   });
   return plan;
 }

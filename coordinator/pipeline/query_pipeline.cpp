@@ -8,6 +8,7 @@
 #include <deque>
 #include <future>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "cluster/collective_error.h"
@@ -90,48 +91,64 @@ constexpr uint64_t kReceiveAheadBytes = uint64_t{1} << 30;
 /// Renders on a worker thread and hands the pieces to `fn` on the calling thread (MPI calls
 /// must come from the thread that initialized MPI), up to kRenderAheadBytes (at least one
 /// piece) rendered and not yet handed over.
+/// Byte pieces handed from one thread to another in order, at most `limit` bytes queued (or one
+/// piece, whatever its size).
+template <class Piece>
+class PieceQueue {
+ public:
+  explicit PieceQueue(uint64_t limit) : limit_(limit) {}
+  void push(Piece piece) {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return queue_.empty() || queued_ + piece.size() <= limit_; });
+    queued_ += piece.size();
+    queue_.push_back(std::move(piece));
+    cv_.notify_all();
+  }
+  /// The next piece; nothing once closed and empty.
+  std::optional<Piece> pop() {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return !queue_.empty() || closed_; });
+    if (queue_.empty()) return std::nullopt;
+    Piece piece = std::move(queue_.front());
+    queue_.pop_front();
+    queued_ -= piece.size();
+    cv_.notify_all();
+    return piece;
+  }
+  void close() {
+    std::lock_guard lock(mu_);
+    closed_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Piece> queue_;
+  uint64_t queued_ = 0, limit_;
+  bool closed_ = false;
+};
+
 void render_on_this_thread(const RowRenderer& renderer, uint64_t chunk_bytes,
                            const std::function<void(const char*, size_t)>& fn) {
-  std::mutex mu;
-  std::condition_variable cv;
-  std::deque<std::string> pieces;
-  uint64_t queued = 0;
-  bool done = false;
+  PieceQueue<std::string> pieces(kRenderAheadBytes);
   std::exception_ptr failure;
   std::thread worker([&] {
     try {
-      renderer.render(chunk_bytes, [&](const char* data, size_t size) {
-        std::unique_lock lock(mu);
-        cv.wait(lock, [&] { return pieces.empty() || queued + size <= kRenderAheadBytes; });
-        pieces.emplace_back(data, size);
-        queued += size;
-        cv.notify_all();
-      });
+      renderer.render(chunk_bytes,
+                      [&](const char* data, size_t size) { pieces.push(std::string(data, size)); });
     } catch (...) {
       failure = std::current_exception();
     }
-    std::lock_guard lock(mu);
-    done = true;
-    cv.notify_all();
+    pieces.close();
   });
   std::exception_ptr sink_failure;
-  for (;;) {
-    std::string piece;
-    {
-      std::unique_lock lock(mu);
-      cv.wait(lock, [&] { return !pieces.empty() || done; });
-      if (pieces.empty()) break;
-      piece = std::move(pieces.front());
-      pieces.pop_front();
-      queued -= piece.size();
-      cv.notify_all();
-    }
-    if (!sink_failure) {
-      try {
-        fn(piece.data(), piece.size());
-      } catch (...) {
-        sink_failure = std::current_exception();
-      }
+  while (std::optional<std::string> piece = pieces.pop()) {
+    if (sink_failure) continue;  // drained, not handed over
+    try {
+      fn(piece->data(), piece->size());
+    } catch (...) {
+      sink_failure = std::current_exception();
     }
   }
   worker.join();
@@ -440,11 +457,7 @@ uint64_t stream_query_result(Comm& comm, const QueryResult& result, uint64_t chu
   // A giver thread streams this rank's slice, then the other ranks' pieces in order; meanwhile
   // this thread (MPI's) receives those pieces, up to kReceiveAheadBytes ahead of the giver, so
   // that moving the other slices between processes overlaps streaming this one.
-  std::mutex mu;
-  std::condition_variable cv;
-  std::deque<std::vector<uint8_t>> queue;
-  uint64_t queued = 0;
-  bool closed = false;
+  PieceQueue<std::vector<uint8_t>> remote(kReceiveAheadBytes);
   std::exception_ptr failure;
   std::thread giver([&] {
     try {
@@ -452,20 +465,10 @@ uint64_t stream_query_result(Comm& comm, const QueryResult& result, uint64_t chu
     } catch (...) {
       failure = std::current_exception();
     }
-    for (;;) {
-      std::vector<uint8_t> piece;
-      {
-        std::unique_lock lock(mu);
-        cv.wait(lock, [&] { return !queue.empty() || closed; });
-        if (queue.empty()) break;
-        piece = std::move(queue.front());
-        queue.pop_front();
-        queued -= piece.size();
-        cv.notify_all();
-      }
+    while (std::optional<std::vector<uint8_t>> piece = remote.pop()) {
       if (failure) continue;  // drained, not given
       try {
-        give(reinterpret_cast<const char*>(piece.data()), piece.size());
+        give(reinterpret_cast<const char*>(piece->data()), piece->size());
       } catch (...) {
         failure = std::current_exception();
       }
@@ -477,25 +480,15 @@ uint64_t stream_query_result(Comm& comm, const QueryResult& result, uint64_t chu
         std::vector<uint8_t> piece = comm.recv_bytes(r, kStreamTag);
         if (piece.empty()) break;
         bytes += piece.size();
-        std::unique_lock lock(mu);
-        cv.wait(lock, [&] { return queue.empty() || queued + piece.size() <= kReceiveAheadBytes; });
-        queued += piece.size();
-        queue.push_back(std::move(piece));
-        cv.notify_all();
+        remote.push(std::move(piece));
       }
     }
   } catch (...) {
-    std::lock_guard lock(mu);
-    closed = true;
-    cv.notify_all();
+    remote.close();
     giver.join();
     throw;
   }
-  {
-    std::lock_guard lock(mu);
-    closed = true;
-    cv.notify_all();
-  }
+  remote.close();
   giver.join();
   if (failure) std::rethrow_exception(failure);
   const std::string_view trailer = json_trailer(result.format, result.rows.total_rows);
