@@ -1,6 +1,7 @@
 #include "cluster/rows/render.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <future>
 
@@ -291,12 +292,12 @@ RowRenderer::RowRenderer(const RecordBatch& records, const RowPlan& plan, const 
   block_offsets_.back() = exclusive_scan_in_place(block_offsets_);
 }
 
-void RowRenderer::render_blocks(uint64_t first, uint64_t last, char* dst) const {
+void RowRenderer::render_blocks(uint64_t first, uint64_t last, char* dst, unsigned threads) const {
   const uint64_t rows = plan_.rows();
   const RowText text(records_, plan_, ctx_, first_is_start_);
   const uint64_t base = block_offsets_[first];
   parallel_blocks(
-      last - first, threads_,
+      last - first, threads,
       [&](uint64_t lo, uint64_t hi) {
         for (uint64_t b = first + lo; b < first + hi; ++b) {
           Write w{dst + (block_offsets_[b] - base)};
@@ -316,13 +317,11 @@ void RowRenderer::render(uint64_t chunk_bytes,
   std::future<void> pending;
   int which = 0;
   for (uint64_t b = 0; b < blocks;) {
-    // The blocks of this chunk: at least one, up to about chunk_bytes.
-    uint64_t e = b + 1;
-    while (e < blocks && block_offsets_[e + 1] - block_offsets_[b] <= chunk_bytes) ++e;
+    const uint64_t e = chunk_end(b, chunk_bytes);
     const uint64_t size = block_offsets_[e] - block_offsets_[b];
     UninitVector<char>& out = buf[which];
     if (out.size() < size) out.resize(size);
-    render_blocks(b, e, out.data());
+    render_blocks(b, e, out.data(), threads_);
     if (pending.valid()) pending.get();  // the sink of the previous chunk (rethrows its error)
     pending =
         std::async(std::launch::async, [&sink, data = out.data(), size] { sink(data, size); });
@@ -332,11 +331,39 @@ void RowRenderer::render(uint64_t chunk_bytes,
   if (pending.valid()) pending.get();
 }
 
+uint64_t RowRenderer::chunk_end(uint64_t b, uint64_t chunk_bytes) const {
+  const uint64_t blocks = block_offsets_.size() - 1;
+  uint64_t e = b + 1;  // at least one block, up to about chunk_bytes
+  while (e < blocks && block_offsets_[e + 1] - block_offsets_[b] <= chunk_bytes) ++e;
+  return e;
+}
+
+void RowRenderer::render_placed(
+    uint64_t chunk_bytes, const std::function<void(uint64_t, const char*, size_t)>& sink) const {
+  const uint64_t blocks = block_offsets_.size() - 1;
+  std::vector<uint64_t> starts;  // the pieces' first blocks, then `blocks`
+  for (uint64_t b = 0; b < blocks; b = chunk_end(b, chunk_bytes)) starts.push_back(b);
+  starts.push_back(blocks);
+  const size_t pieces = starts.size() - 1;
+  const unsigned workers = static_cast<unsigned>(std::min<size_t>(std::max(1u, threads_), pieces));
+  std::atomic<size_t> next{0};
+  parallel_for(workers, workers, [&](size_t) {
+    UninitVector<char> buf;
+    for (size_t k = next++; k < pieces; k = next++) {
+      const uint64_t b = starts[k], e = starts[k + 1];
+      const uint64_t size = block_offsets_[e] - block_offsets_[b];
+      if (buf.size() < size) buf.resize(size);
+      render_blocks(b, e, buf.data(), 1);
+      sink(block_offsets_[b], buf.data(), size);
+    }
+  });
+}
+
 std::string RowRenderer::render_all() const {
   std::string out;
   out.resize(bytes());
   const uint64_t blocks = block_offsets_.size() - 1;
-  if (blocks > 0) render_blocks(0, blocks, out.data());
+  if (blocks > 0) render_blocks(0, blocks, out.data(), threads_);
   return out;
 }
 

@@ -67,11 +67,20 @@ class RowRenderer {
   /// one (the sink runs on another thread, one call at a time, in order).
   void render(uint64_t chunk_bytes,
               const std::function<void(const char* data, size_t size)>& sink) const;
+  /// Renders every row into pieces of about `chunk_bytes` (at least one block), several pieces
+  /// at once on the renderer's threads, each handed with its offset in this slice to
+  /// `sink(offset, data, size)` — from several threads at a time, in no particular order (for
+  /// writers at offsets: pwrite). Every byte is handed over exactly once.
+  void render_placed(
+      uint64_t chunk_bytes,
+      const std::function<void(uint64_t offset, const char* data, size_t size)>& sink) const;
   /// All rows as one string (small results, tests).
   std::string render_all() const;
 
  private:
-  void render_blocks(uint64_t first_block, uint64_t last_block, char* dst) const;
+  void render_blocks(uint64_t first_block, uint64_t last_block, char* dst, unsigned threads) const;
+  /// Blocks [first, e) of about chunk_bytes from block `first`: e.
+  uint64_t chunk_end(uint64_t first, uint64_t chunk_bytes) const;
 
   const RecordBatch& records_;
   const RowPlan& plan_;

@@ -16,6 +16,9 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr uint64_t kChunkBytes = uint64_t{64} << 20;
+/// Pieces rendered and written at their offsets by each thread (write_slice): small enough that
+/// every thread has some, one buffer of this size per thread.
+constexpr uint64_t kPlacedChunkBytes = uint64_t{4} << 20;
 
 void write_stdout(const char* data, size_t size) {
   if (size > 0 && std::fwrite(data, 1, size, stdout) != size)
@@ -41,16 +44,15 @@ fs::path shared_temporary(Comm& comm, std::unique_ptr<AtomicOutput>& out,
   return fs::path(std::string(name.begin(), name.end()));
 }
 
-/// Writes `renderer`'s rows and then `trailer` into `file` starting at `offset`.
+/// Writes `renderer`'s rows and then `trailer` into `file` starting at `offset`: pieces rendered
+/// and written (pwrite) by several threads at once.
 void write_slice(OutputFile& file, uint64_t offset, const RowRenderer& renderer,
                  std::string_view trailer, Progress& progress) {
-  uint64_t at = offset;
-  renderer.render(kChunkBytes, [&](const char* data, size_t size) {
-    file.write_at(at, data, size);
-    at += size;
+  renderer.render_placed(kPlacedChunkBytes, [&](uint64_t at, const char* data, size_t size) {
+    file.write_at(offset + at, data, size);
     progress.add(size);
   });
-  file.write_at(at, trailer.data(), trailer.size());
+  file.write_at(offset + renderer.bytes(), trailer.data(), trailer.size());
 }
 
 /// What rank 0 shows while it writes its `bytes` (its slice of the result under several ranks).

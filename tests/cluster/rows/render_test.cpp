@@ -9,10 +9,13 @@
 //    of very different sizes), records stored in a shuffled order behind the plan, several
 //    threads; the expected bytes are built from the rows' own description with std::string and
 //    nlohmann::json (never from the records or the renderer), and compared with render_all()
-//    and with chunked render() at several chunk sizes.
+//    and with chunked render() at several chunk sizes and render_placed()'s pieces put at
+//    their offsets.
 #include "cluster/rows/render.h"
 
 #include <gtest/gtest.h>
+
+#include <mutex>
 
 #include <algorithm>
 #include <cstdint>
@@ -94,8 +97,10 @@ Built build(uint32_t width, const RowEntries& rows, bool grouped, bool shuffled,
 
 /// Renders all rows: the JSON trailer of a whole result is appended when `whole`.
 struct Rendered {
-  std::string all;     ///< render_all()
-  std::string chunks;  ///< render(chunk_bytes) concatenated
+  std::string all;            ///< render_all()
+  std::string chunks;         ///< render(chunk_bytes) concatenated
+  std::string placed;         ///< render_placed(chunk_bytes) pieces put at their offsets
+  uint64_t placed_bytes = 0;  ///< bytes render_placed handed over (each exactly once)
   uint64_t rows = 0;
   uint64_t bytes = 0;
 };
@@ -109,6 +114,14 @@ Rendered render(const Built& b, const QueryOptions& q, const Dictionary& dict,
   Rendered out;
   out.all = r.render_all();
   r.render(64, [&](const char* p, size_t n) { out.chunks.append(p, n); });
+  out.placed.assign(r.bytes(), '\0');
+  std::mutex mu;
+  r.render_placed(64, [&](uint64_t at, const char* p, size_t n) {
+    std::lock_guard lock(mu);
+    EXPECT_LE(at + n, out.placed.size());
+    out.placed.replace(at, n, p, n);
+    out.placed_bytes += n;
+  });
   out.rows = r.rows();
   out.bytes = r.bytes();
   return out;
@@ -121,6 +134,8 @@ std::string whole(const Built& b, const QueryOptions& q, const Dictionary& dict,
                   const SequenceOrder* ranked = nullptr) {
   const Rendered r = render(b, q, dict, docs, fmt, true, 2, ranked);
   EXPECT_EQ(r.chunks, r.all);
+  EXPECT_EQ(r.placed, r.all);
+  EXPECT_EQ(r.placed_bytes, r.all.size());
   EXPECT_EQ(r.bytes, r.all.size());
   return r.all + std::string(json_trailer(fmt, r.rows));
 }
