@@ -63,6 +63,13 @@ class Engine {
   /// Runs a query on a loaded shard. Records use global document ids and normalized word ids.
   virtual RecordBatch run(LoadedShard& shard, const QueryOptions& q, const Normalization& norm,
                           ShardRunStats& stats) = 0;
+  /// Called before `q` runs on these shards one by one: builds, several shards at once on
+  /// `threads` (0 = every usable CPU), what the engine would otherwise build for each shard when
+  /// its turn comes (the CPU engine's lazily built shard structures). Changes no result.
+  virtual void prepare_shards(std::span<LoadedShard* const> shards, const QueryOptions& q,
+                              unsigned threads) {
+    (void)shards, (void)q, (void)threads;
+  }
   /// Runs a query on several loaded shards of this engine (a rank's resident shards) and
   /// returns the records of all of them in one batch: each shard's records locally aggregated,
   /// the same multiset of (key, count) that running them one by one and concatenating gives

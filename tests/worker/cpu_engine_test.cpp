@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <numeric>
 
+#include "cluster/reduce.h"
 #include "common/error.h"
 #include "tests/worker/cpu_test_util.h"
 
@@ -163,6 +164,43 @@ TEST_F(CpuEngineTest, StatsAndForcedTraversal) {
   q.traversal = Traversal::kAuto;
   engine->run(*shard, q, norm, stats);
   EXPECT_NE(stats.selector_reason.find("per-document"), std::string::npos);
+}
+
+TEST_F(CpuEngineTest, ShardsPreparedTogetherGiveTheSameRecords) {
+  // prepare_shards builds every shard's structures several at once (two threads each) before
+  // the shards run in turn; the records must be those of shards built at their turn.
+  Normalization norm = normalize_dictionary(dict, false, false);
+  for (Task task : {Task::kInvertedIndex, Task::kSequenceCount, Task::kWordCount}) {
+    SCOPED_TRACE(task_name(task));
+    QueryOptions q;
+    q.task = task;
+    q.n = 3;
+    auto plain = make_cpu_engine(3);
+    auto prepared = make_cpu_engine(3);
+    std::vector<std::unique_ptr<LoadedShard>> a, b;
+    DocId first = 0;
+    for (uint64_t seed = 1; seed <= 5; ++seed) {
+      RandomSpec spec;
+      spec.rules = 20 + 7 * static_cast<uint32_t>(seed);
+      spec.first_doc = first;
+      first += spec.docs;
+      a.push_back(plain->load(random_grammar(spec, V, seed)));
+      b.push_back(prepared->load(random_grammar(spec, V, seed)));
+    }
+    std::vector<LoadedShard*> ptrs;
+    for (auto& l : b) ptrs.push_back(l.get());
+    prepared->prepare_shards(ptrs, q, 5);
+    prepared->prepare_shards(ptrs, q, 5);  // again: nothing left to build
+    for (size_t i = 0; i < a.size(); ++i) {
+      ShardRunStats sa, sb;
+      RecordBatch want = plain->run(*a[i], q, norm, sa);
+      RecordBatch got = prepared->run(*b[i], q, norm, sb);
+      reduce_records(want, 1);
+      reduce_records(got, 1);
+      EXPECT_EQ(want.keys, got.keys) << "shard " << i;
+      EXPECT_EQ(want.counts, got.counts) << "shard " << i;
+    }
+  }
 }
 
 TEST_F(CpuEngineTest, SelectorRespectsMemoryBudget) {

@@ -1,6 +1,7 @@
 // The CPU engine: loads shards (CpuShard), and runs a query as init (vocabulary, head/tail
 // buffers, selector) followed by the traversal plan (worker/plan/traversal_plan.h) over the CPU
 // operators.
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <mutex>
@@ -9,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/error.h"
+#include "common/parallel.h"
 #include "worker/cpu/cpu_internal.h"
 #include "worker/engine.h"
 #include "worker/plan/traversal_plan.h"
@@ -31,11 +33,19 @@ class LazyShard final : public LoadedShard {
     if (!full_) full_ = std::make_unique<CpuShard>(std::move(raw_), ex);
     return *full_;
   }
+  bool built() const { return full_ != nullptr; }
 
  private:
   ShardGrammar raw_;
   std::unique_ptr<CpuShard> full_;
 };
+
+/// Global word tasks traversed top-down run on the stored grammar (word_count_direct): no
+/// shard layout.
+bool needs_no_layout(const QueryOptions& q) {
+  const bool word_task = q.task == Task::kWordCount || q.task == Task::kSort;
+  return word_task && q.traversal != Traversal::kBottomUp;
+}
 
 /// The CPU engine's operators for plan::run_traversal.
 struct Operators {
@@ -71,6 +81,32 @@ class CpuEngine final : public Engine {
     return std::make_unique<LazyShard>(std::move(grammar));
   }
 
+  void prepare_shards(std::span<LoadedShard* const> shards, const QueryOptions& q,
+                      unsigned threads) override {
+    if (needs_no_layout(q)) return;
+    std::vector<LazyShard*> todo;
+    for (LoadedShard* shard : shards) {
+      auto* lazy = dynamic_cast<LazyShard*>(shard);
+      if (lazy != nullptr && !lazy->built()) todo.push_back(lazy);
+    }
+    if (todo.size() < 2) return;  // one shard builds on every thread when it runs
+    std::lock_guard<std::mutex> lock(mu_);
+    // A shard's layout scales to a few threads only (docs/PERFORMANCE.md §4.1): several shards
+    // at once, two threads each (one pool per shard in flight).
+    const unsigned total = thread_count(threads);
+    const unsigned per = std::min(2u, total);
+    const unsigned at_once =
+        static_cast<unsigned>(std::min<size_t>(todo.size(), std::max(1u, total / per)));
+    std::vector<std::unique_ptr<ThreadPool>> pools(at_once);
+    for (auto& pool : pools)
+      if (per > 1) pool = std::make_unique<ThreadPool>(per);
+    std::atomic<size_t> next{0};
+    parallel_for(at_once, at_once, [&](size_t slot) {
+      const Exec ex{pools[slot].get(), pools[slot] ? per : 1};
+      for (size_t i = next++; i < todo.size(); i = next++) todo[i]->full(ex);
+    });
+  }
+
   RecordBatch run(LoadedShard& shard, const QueryOptions& q, const Normalization& norm,
                   ShardRunStats& stats) override {
     auto* lazy = dynamic_cast<LazyShard*>(&shard);
@@ -80,8 +116,7 @@ class CpuEngine final : public Engine {
 
     std::lock_guard<std::mutex> lock(mu_);  // one query at a time shares the pool
     const auto t0 = std::chrono::steady_clock::now();
-    const bool word_task = q.task == Task::kWordCount || q.task == Task::kSort;
-    if (word_task && q.traversal != Traversal::kBottomUp) {
+    if (needs_no_layout(q)) {
       stats.traversal = Traversal::kTopDown;
       stats.selector_reason = q.traversal == Traversal::kAuto
                                   ? "global task: one top-down pass over the rules, no tables"
@@ -120,9 +155,12 @@ class CpuEngine final : public Engine {
 
  private:
   /// Threads for a query: the query's own setting, else the engine's, else the hardware's.
+  unsigned thread_count(unsigned requested) const {
+    const unsigned n = requested != 0 ? requested : threads_;
+    return n != 0 ? n : std::max(1u, std::thread::hardware_concurrency());
+  }
   Exec exec_for(unsigned requested) {
-    unsigned n = requested != 0 ? requested : threads_;
-    if (n == 0) n = std::max(1u, std::thread::hardware_concurrency());
+    const unsigned n = thread_count(requested);
     if (n <= 1) return Exec{nullptr, 1};
     if (!pool_ || pool_->size() != n) pool_ = std::make_unique<ThreadPool>(n);
     return Exec{pool_.get(), n};
