@@ -63,7 +63,7 @@ class Engine {
   /// Runs a query on a loaded shard. Records use global document ids and normalized word ids.
   virtual RecordBatch run(LoadedShard& shard, const QueryOptions& q, const Normalization& norm,
                           ShardRunStats& stats) = 0;
-  /// Called before `q` runs on these shards one by one: builds, several shards at once on
+  /// Called before `q` runs on these shards (run in turn, or run_batch): builds, several at once on
   /// `threads` (0 = every usable CPU), what the engine would otherwise build for each shard when
   /// its turn comes (the CPU engine's lazily built shard structures). Changes no result.
   virtual void prepare_shards(std::span<LoadedShard* const> shards, const QueryOptions& q,

@@ -257,14 +257,14 @@ RecordBatch ArchiveSession::run_loaded(std::vector<std::unique_ptr<LoadedShard>>
   RecordBatch batch;
   double prepared_s = 0;  // Engine::prepare_shards, counted as init
   try {
+    Timer prepare;
+    engine_->prepare_shards(ptrs, q, threads_);
+    prepared_s = prepare.seconds();
     if (batched) {
       batch = engine_->run_batch(ptrs, q, norm, stats, threads_);
     } else {  // the shards in turn (Engine::run_batch's default), showing progress
       Progress progress("traversing", ptrs.size(), "shards",
                         options_.progress && comm_.rank() == 0);
-      Timer prepare;
-      engine_->prepare_shards(ptrs, q, threads_);
-      prepared_s = prepare.seconds();
       std::vector<RecordBatch> parts;
       stats.assign(ptrs.size(), ShardRunStats{});
       for (size_t i = 0; i < ptrs.size(); ++i) {
