@@ -88,9 +88,6 @@ constexpr uint64_t kRenderAheadBytes = uint64_t{256} << 20;
 /// (stream_query_result).
 constexpr uint64_t kReceiveAheadBytes = uint64_t{1} << 30;
 
-/// Renders on a worker thread and hands the pieces to `fn` on the calling thread (MPI calls
-/// must come from the thread that initialized MPI), up to kRenderAheadBytes (at least one
-/// piece) rendered and not yet handed over.
 /// Byte pieces handed from one thread to another in order, at most `limit` bytes queued (or one
 /// piece, whatever its size).
 template <class Piece>
@@ -129,6 +126,9 @@ class PieceQueue {
   bool closed_ = false;
 };
 
+/// Renders on a worker thread and hands the pieces to `fn` on the calling thread (MPI calls
+/// must come from the thread that initialized MPI), up to kRenderAheadBytes (at least one
+/// piece) rendered and not yet handed over.
 void render_on_this_thread(const RowRenderer& renderer, uint64_t chunk_bytes,
                            const std::function<void(const char*, size_t)>& fn) {
   PieceQueue<std::string> pieces(kRenderAheadBytes);
@@ -434,13 +434,11 @@ uint64_t stream_query_result(Comm& comm, const QueryResult& result, uint64_t chu
   const RenderContext ctx = result.context();
   const RowRenderer renderer(result.rows.records, result.rows.plan, ctx, result.rows.first_row == 0,
                              threads);
-  uint64_t bytes = renderer.bytes();
-  {  // every rank: the slices' sizes (one small collective), for `expect`
-    const std::string_view trailer = json_trailer(result.format, result.rows.total_rows);
-    uint64_t total = trailer.size();
-    for (uint64_t b : comm.allgather(bytes)) total += b;
-    if (comm.rank() == 0 && expect) expect(total);
-  }
+  const uint64_t bytes = renderer.bytes();
+  const std::string_view trailer = json_trailer(result.format, result.rows.total_rows);
+  uint64_t total = trailer.size();  // every rank's slice (one small collective) and the trailer
+  for (uint64_t b : comm.allgather(bytes)) total += b;
+  if (comm.rank() == 0 && expect) expect(total);
   if (comm.rank() != 0) {
     // Pieces go to rank 0 one at a time (MPI_Send returns when rank 0 has taken it, for large
     // pieces), then an empty piece ends this rank's slice.
@@ -479,7 +477,6 @@ uint64_t stream_query_result(Comm& comm, const QueryResult& result, uint64_t chu
       for (;;) {
         std::vector<uint8_t> piece = comm.recv_bytes(r, kStreamTag);
         if (piece.empty()) break;
-        bytes += piece.size();
         remote.push(std::move(piece));
       }
     }
@@ -491,9 +488,8 @@ uint64_t stream_query_result(Comm& comm, const QueryResult& result, uint64_t chu
   remote.close();
   giver.join();
   if (failure) std::rethrow_exception(failure);
-  const std::string_view trailer = json_trailer(result.format, result.rows.total_rows);
   give(trailer.data(), trailer.size());
-  return bytes + trailer.size();
+  return total;
 }
 
 }  // namespace gtadoc
