@@ -17,7 +17,7 @@ PreparedShard prepare_shard(const std::string& engine, ShardGrammar grammar, uns
     threads = resolve_threads(threads);
     std::unique_ptr<plan::ThreadPool> pool;
     if (threads > 1) pool = std::make_unique<plan::ThreadPool>(threads);
-    out.layout = std::make_shared<const plan::ShardLayout>(
+    out.layout = std::make_shared<plan::ShardLayout>(
         plan::build_shard_layout(grammar, plan::Exec{pool.get(), pool ? threads : 1}));
   }
   out.grammar = std::move(grammar);

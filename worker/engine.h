@@ -33,7 +33,8 @@ struct ShardLayout;
 /// would otherwise build.
 struct PreparedShard {
   ShardGrammar grammar;
-  std::shared_ptr<const plan::ShardLayout> layout;  ///< null: the load builds what it needs
+  /// Null: the load builds what it needs. The engine that loads the shard may take its arrays.
+  std::shared_ptr<plan::ShardLayout> layout;
 };
 
 /// The host-side load work of `engine` ("gpu", "cpu") for one shard, with no engine object and
@@ -56,8 +57,10 @@ class Engine {
   /// Takes the grammar (moved in) and does the load-time precomputation.
   virtual std::unique_ptr<LoadedShard> load(ShardGrammar grammar) = 0;
   /// Loads a shard that prepare_shard prepared for this engine (the same result as load() of its
-  /// grammar). The default ignores the layout.
-  virtual std::unique_ptr<LoadedShard> load_prepared(PreparedShard prepared) {
+  /// grammar), taking its grammar. When the load fails for want of memory (ResourceError) an
+  /// engine that can fail so (the GPU engine) leaves `prepared` as it was, so the caller can
+  /// split it and retry without a copy. The default ignores the layout.
+  virtual std::unique_ptr<LoadedShard> load_prepared(PreparedShard& prepared) {
     return load(std::move(prepared.grammar));
   }
   /// Runs a query on a loaded shard. Records use global document ids and normalized word ids.

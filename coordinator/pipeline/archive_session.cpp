@@ -156,7 +156,7 @@ std::unique_ptr<ArchiveSession> ArchiveSession::open(Comm& comm, const SessionOp
           PreparedShard p = s->prefetch_->next(&id);
           s->resident_bytes_ += grammar_bytes(p.grammar);
           for (PreparedShard& piece : s->pieces_of(std::move(p))) {
-            s->loaded_.push_back(s->engine_->load_prepared(std::move(piece)));
+            s->loaded_.push_back(s->engine_->load_prepared(piece));
             s->loaded_ids_.push_back(id);
           }
         } catch (const Error& e) {
@@ -336,7 +336,7 @@ RecordBatch ArchiveSession::collect_streaming(const QueryOptions& q, const Norma
       std::vector<PreparedShard> pieces = pieces_of(std::move(prepared));
       for (size_t k = 0; k < pieces.size(); ++k) {
         try {
-          loaded.push_back(engine_->load_prepared(PreparedShard(pieces[k])));
+          loaded.push_back(engine_->load_prepared(pieces[k]));  // pieces[k] kept if it throws
         } catch (const ResourceError&) {
           if (!loaded.empty()) {
             spdlog::info("engine memory full after {} shards or pieces: running them as one batch",

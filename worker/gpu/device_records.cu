@@ -470,8 +470,10 @@ class GpuDeviceRecords final : public DeviceRecords {
     b.width = width_;
     b.keys.resize(n_ * width_);
     b.counts.resize(n_);
-    download_host(*ctx_, b.keys.data(), keys_.data(), b.keys.size() * sizeof(uint32_t));
-    download_host(*ctx_, b.counts.data(), counts_.data(), b.counts.size() * sizeof(uint64_t));
+    const HostCopy copies[] = {
+        {b.keys.data(), keys_.data(), b.keys.size() * sizeof(uint32_t)},
+        {b.counts.data(), counts_.data(), b.counts.size() * sizeof(uint64_t)}};
+    download_host(*ctx_, copies);
     return b;
   }
 

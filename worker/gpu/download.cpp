@@ -12,6 +12,8 @@
 #include <atomic>
 #include <cstring>
 #include <memory>
+#include <span>
+#include <vector>
 
 #include "common/error.h"
 #include "common/parallel.h"
@@ -19,26 +21,25 @@
 
 namespace gtadoc::gpu {
 
-/// Pinned host memory owned like any allocation (freed even when a later slot's allocation
-/// throws half-way through the constructor).
+/// Pinned host memory owned like any allocation.
 struct PinnedFree {
   void operator()(void* p) const noexcept { cudaFreeHost(p); }
 };
 using PinnedSlot = std::unique_ptr<void, PinnedFree>;
 
 struct DownloadStaging {
-  static constexpr size_t kSlot = size_t{4} << 20;
-  static constexpr unsigned kThreads = 8;
+  static constexpr size_t kSlot = size_t{2} << 20;
+  static constexpr unsigned kThreads = 16;
+  /// One pinned block carved into the slots: one cudaMallocHost (each call costs about a
+  /// millisecond, and the first load of a fresh process waits for it).
   explicit DownloadStaging(unsigned threads) : streams(threads) {
-    slots.reserve(threads);
-    for (unsigned t = 0; t < threads; ++t) {
-      void* slot = nullptr;
-      CUDA_TRY(cudaMallocHost(&slot, kSlot));
-      slots.emplace_back(slot);
-    }
+    void* block = nullptr;
+    CUDA_TRY(cudaMallocHost(&block, kSlot * threads));
+    pinned.reset(block);
   }
+  void* slot(unsigned t) const { return static_cast<char*>(pinned.get()) + kSlot * t; }
   std::vector<Stream> streams;
-  std::vector<PinnedSlot> slots;
+  PinnedSlot pinned;
 };
 
 void DeviceContext::StagingDeleter::operator()(DownloadStaging* p) const noexcept {
@@ -47,46 +48,58 @@ void DeviceContext::StagingDeleter::operator()(DownloadStaging* p) const noexcep
 
 namespace {
 
-/// Copies `bytes` between host memory and device memory in chunks through the context's pinned
-/// slots, on several host threads (each with its own slot and stream). `to_device`: host `src`
-/// into device `dst`; else device `src` into host `dst`.
-void staged_copy(const DeviceContext& ctx, void* dst, const void* src, size_t bytes,
-                 bool to_device) {
+/// Copies every range of `copies` between host memory and device memory: small ones directly on
+/// the context's stream, the others in chunks through the context's pinned slots, on several
+/// host threads (each with its own slot and stream) in one job, so the chunks of all large ranges
+/// keep every thread busy. `to_device`: host `src` into device `dst`; else device `src` into host
+/// `dst`.
+void staged_copy(const DeviceContext& ctx, std::span<const HostCopy> copies, bool to_device) {
   // src or dst is ordered on the context's stream (written there, or allocated there).
   CUDA_TRY(cudaStreamSynchronize(ctx.stream.get()));
-  constexpr size_t kDirectBelow = size_t{4} << 20;
-  if (bytes < kDirectBelow) {
-    CUDA_TRY(cudaMemcpyAsync(dst, src, bytes,
-                             to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost,
-                             ctx.stream.get()));
-    CUDA_TRY(cudaStreamSynchronize(ctx.stream.get()));
-    return;
+  constexpr size_t kDirectBelow = size_t{2} << 20;
+  const cudaMemcpyKind kind = to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
+  struct Chunk {
+    char* dst;
+    const char* src;
+    size_t len;
+  };
+  std::vector<Chunk> chunks;
+  bool direct = false;
+  const size_t chunk = DownloadStaging::kSlot;
+  for (const HostCopy& c : copies) {
+    if (c.bytes == 0) continue;
+    if (c.bytes < kDirectBelow) {
+      CUDA_TRY(cudaMemcpyAsync(c.dst, c.src, c.bytes, kind, ctx.stream.get()));
+      direct = true;
+      continue;
+    }
+    for (size_t at = 0; at < c.bytes; at += chunk)
+      chunks.push_back({static_cast<char*>(c.dst) + at, static_cast<const char*>(c.src) + at,
+                        std::min(chunk, c.bytes - at)});
   }
+  if (direct) CUDA_TRY(cudaStreamSynchronize(ctx.stream.get()));
+  if (chunks.empty()) return;
   if (!ctx.staging) {
     const unsigned threads = std::min(DownloadStaging::kThreads, resolve_threads(0));
     ctx.staging.reset(new DownloadStaging(threads));
   }
   DownloadStaging& st = *ctx.staging;
-  const size_t chunk = DownloadStaging::kSlot;
-  const size_t chunks = (bytes + chunk - 1) / chunk;
-  const unsigned threads = static_cast<unsigned>(std::min<size_t>(st.slots.size(), chunks));
+  const unsigned threads = static_cast<unsigned>(std::min(st.streams.size(), chunks.size()));
   std::atomic<size_t> next{0};
   parallel_for(threads, threads, [&](size_t t) {
     CUDA_TRY(cudaSetDevice(ctx.device));
     cudaStream_t stream = st.streams[t].get();
-    void* slot = st.slots[t].get();
-    for (size_t c = next++; c < chunks; c = next++) {
-      const size_t at = c * chunk, len = std::min(chunk, bytes - at);
+    void* slot = st.slot(static_cast<unsigned>(t));
+    for (size_t i = next++; i < chunks.size(); i = next++) {
+      const Chunk& c = chunks[i];
       if (to_device) {
-        std::memcpy(slot, static_cast<const char*>(src) + at, len);
-        CUDA_TRY(cudaMemcpyAsync(static_cast<char*>(dst) + at, slot, len, cudaMemcpyHostToDevice,
-                                 stream));
+        std::memcpy(slot, c.src, c.len);
+        CUDA_TRY(cudaMemcpyAsync(c.dst, slot, c.len, kind, stream));
         CUDA_TRY(cudaStreamSynchronize(stream));
       } else {
-        CUDA_TRY(cudaMemcpyAsync(slot, static_cast<const char*>(src) + at, len,
-                                 cudaMemcpyDeviceToHost, stream));
+        CUDA_TRY(cudaMemcpyAsync(slot, c.src, c.len, kind, stream));
         CUDA_TRY(cudaStreamSynchronize(stream));
-        std::memcpy(static_cast<char*>(dst) + at, slot, len);
+        std::memcpy(c.dst, slot, c.len);
       }
     }
   });
@@ -94,12 +107,22 @@ void staged_copy(const DeviceContext& ctx, void* dst, const void* src, size_t by
 
 }  // namespace
 
+void download_host(const DeviceContext& ctx, std::span<const HostCopy> copies) {
+  staged_copy(ctx, copies, false);
+}
+
+void upload_host(const DeviceContext& ctx, std::span<const HostCopy> copies) {
+  staged_copy(ctx, copies, true);
+}
+
 void download_host(const DeviceContext& ctx, void* dst, const void* src, size_t bytes) {
-  if (bytes != 0) staged_copy(ctx, dst, src, bytes, false);
+  const HostCopy c{dst, src, bytes};
+  staged_copy(ctx, {&c, 1}, false);
 }
 
 void upload_host(const DeviceContext& ctx, void* dst, const void* src, size_t bytes) {
-  if (bytes != 0) staged_copy(ctx, dst, src, bytes, true);
+  const HostCopy c{dst, src, bytes};
+  staged_copy(ctx, {&c, 1}, true);
 }
 
 RecordBatch download_records(Query& Q, const DeviceBuffer<uint32_t>& keys,
@@ -110,8 +133,9 @@ RecordBatch download_records(Query& Q, const DeviceBuffer<uint32_t>& keys,
   b.width = width;
   b.keys.resize(n * width);  // not zero-filled: the download writes every element
   b.counts.resize(n);
-  download_host(*Q.s.ctx, b.keys.data(), keys.data(), b.keys.size() * sizeof(uint32_t));
-  download_host(*Q.s.ctx, b.counts.data(), counts.data(), b.counts.size() * sizeof(uint64_t));
+  const HostCopy copies[] = {{b.keys.data(), keys.data(), b.keys.size() * sizeof(uint32_t)},
+                             {b.counts.data(), counts.data(), b.counts.size() * sizeof(uint64_t)}};
+  download_host(*Q.s.ctx, copies);
   return b;
 }
 

@@ -227,16 +227,18 @@ class GpuEngine final : public Engine {
   std::string name() const override { return "gpu"; }
 
   std::unique_ptr<LoadedShard> load(ShardGrammar grammar) override {
-    return load_prepared(PreparedShard{std::move(grammar), nullptr});
+    PreparedShard prepared{std::move(grammar), nullptr};
+    return load_prepared(prepared);
   }
 
-  std::unique_ptr<LoadedShard> load_prepared(PreparedShard prepared) override {
+  std::unique_ptr<LoadedShard> load_prepared(PreparedShard& prepared) override {
     std::lock_guard<std::mutex> lock(mu_);
     ctx_->activate();
     const uint64_t symbols = prepared.grammar.symbols.size();
     try {
-      auto shard = std::make_unique<GpuShard>(std::move(prepared.grammar),
-                                              std::move(prepared.layout), ctx_);  // synchronizes
+      auto shard =
+          std::make_unique<GpuShard>(prepared.grammar, prepared.layout, ctx_);  // synchronizes
+      prepared.layout.reset();
       PhaseLog phases(ctx_->stream.get());
       ctx_->pool.trim(kKeepBetweenQueries);  // the load's sort buffers are no longer needed
       if (phases.enabled()) {

@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -74,11 +75,20 @@ struct DeviceContext {
   std::unique_ptr<plan::ThreadPool> host_pool_;
 };
 
-/// Copies `bytes` from device memory (written on ctx.stream) to host memory and waits: large
-/// copies go through pinned staging slots on several host threads (download.cpp).
+/// One range of a copy between host and device memory.
+struct HostCopy {
+  void* dst;
+  const void* src;
+  size_t bytes;
+};
+/// Copies ranges of device memory (written on ctx.stream) to host memory and waits: large
+/// ranges go, chunk by chunk, through pinned staging slots on several host threads, all ranges
+/// in one job (download.cpp).
+void download_host(const DeviceContext& ctx, std::span<const HostCopy> copies);
 void download_host(const DeviceContext& ctx, void* dst, const void* src, size_t bytes);
-/// Copies `bytes` of host memory into device memory (allocated on ctx.stream) and waits, the
+/// Copies ranges of host memory into device memory (allocated on ctx.stream) and waits, the
 /// same way.
+void upload_host(const DeviceContext& ctx, std::span<const HostCopy> copies);
 void upload_host(const DeviceContext& ctx, void* dst, const void* src, size_t bytes);
 
 /// Rules of one height level grouped by workload class: sched[begin, begin + threads) are the
@@ -131,7 +141,10 @@ struct QueryCache {
 class GpuShard final : public LoadedShard {
  public:
   /// `layout`: the grammar's shard layout built ahead (prepare_shard), or null to build it here.
-  GpuShard(ShardGrammar grammar, std::shared_ptr<const plan::ShardLayout> layout,
+  /// The grammar is moved in only once everything else is loaded: when the constructor throws
+  /// (out of GPU memory), `grammar` is unchanged and the caller may split it and retry.
+  /// The layout's arrays the shard keeps on the host are moved out of it.
+  GpuShard(ShardGrammar& grammar, std::shared_ptr<plan::ShardLayout> layout,
            std::shared_ptr<DeviceContext> ctx);
   /// An empty shard to be filled by merge_shards (a batch: one merged DAG of several shards).
   explicit GpuShard(std::shared_ptr<DeviceContext> ctx);
