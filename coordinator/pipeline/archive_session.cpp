@@ -5,6 +5,8 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <future>
+#include <memory>
 
 #include "cluster/assignment.h"
 #include "cluster/collective_error.h"
@@ -90,40 +92,56 @@ std::unique_ptr<ArchiveSession> ArchiveSession::open(Comm& comm, const SessionOp
   run_collectively(comm, [&] {
     s->threads_ = options.threads != 0 ? options.threads
                                        : default_threads(static_cast<unsigned>(comm.local_size()));
-    std::string engine = options.engine;
-    if (engine != "auto" && engine != "gpu" && engine != "cpu")
-      throw UsageError("--engine: unknown engine '" + engine + "' (expected auto, gpu or cpu)");
-    if (engine == "auto") {
-      std::string why;
-      if (options.resident) {
-        engine = gpu_available() ? "gpu" : "cpu";
-        why = engine == "gpu" ? "resident shards: a GPU is visible" : "no GPU is visible";
-      } else {
-        // Probing for a GPU initializes the CUDA driver (0.2-0.4 s): only when a GPU could win.
-        const double mb = grammar_megabytes(s->path_) / comm.size();
-        const bool could_win =
-            choose_auto_engine(options.auto_task, mb, s->threads_, true, nullptr) == "gpu";
-        engine = choose_auto_engine(options.auto_task, mb, s->threads_,
-                                    could_win && gpu_available(), &why);
-      }
-      if (comm.rank() == 0) spdlog::info("--engine auto: {} ({})", engine, why);
+    const std::string asked = options.engine;
+    if (asked != "auto" && asked != "gpu" && asked != "cpu")
+      throw UsageError("--engine: unknown engine '" + asked + "' (expected auto, gpu or cpu)");
+    // --engine auto probes for a GPU when one could win; the probe initializes the CUDA driver
+    // (0.1-0.3 s), so it runs on the engine's thread, with the engine's creation (for the GPU:
+    // the CUDA context, another ~0.1 s), while this thread reads the manifest. The shards'
+    // reads start once the engine is known (the preparation depends on it).
+    bool probe = false;
+    double mb = 0;
+    if (asked == "auto" && !options.resident) {
+      mb = grammar_megabytes(s->path_) / comm.size();
+      probe = choose_auto_engine(options.auto_task, mb, s->threads_, true, nullptr) == "gpu";
     }
-    s->engine_name_ = engine;
-    // Creating the engine (for the GPU: the CUDA context, 0.2-0.5 s) overlaps reading the
-    // manifest, starting the first shard's read and normalizing the dictionary.
+    const bool resident = options.resident;
+    const Task task = options.auto_task;
     const int local_rank = comm.local_rank();
     const unsigned threads = s->threads_;
-    std::future<std::unique_ptr<Engine>> made = std::async(
-        std::launch::async,
-        [engine, threads, local_rank] { return make_engine(engine, threads, local_rank); });
+    const bool log = comm.rank() == 0;
+    auto decided = std::make_shared<std::promise<std::string>>();
+    std::shared_future<std::string> engine_name = decided->get_future().share();
+    std::future<std::unique_ptr<Engine>> made = std::async(std::launch::async, [=] {
+      std::string engine = asked;
+      try {
+        if (asked == "auto") {
+          std::string why;
+          if (resident) {
+            engine = gpu_available() ? "gpu" : "cpu";
+            why = engine == "gpu" ? "resident shards: a GPU is visible" : "no GPU is visible";
+          } else {
+            engine = choose_auto_engine(task, mb, threads, probe && gpu_available(), &why);
+          }
+          if (log) spdlog::info("--engine auto: {} ({})", engine, why);
+        }
+      } catch (...) {
+        decided->set_exception(std::current_exception());
+        throw;
+      }
+      decided->set_value(engine);
+      return make_engine(engine, threads, local_rank);
+    });
     try {
       s->manifest_ = read_manifest(s->path_);
       std::vector<uint64_t> sizes;
       for (const auto& sh : s->manifest_.shards) sizes.push_back(sh.input_bytes);
       s->mine_ = assign_by_size(sizes, comm.size())[comm.rank()];
+      s->engine_name_ = engine_name.get();
       if (!s->mine_.empty())
-        s->prefetch_ = std::make_unique<ShardPrefetcher>(
-            s->path_, s->manifest_, s->mine_, engine, s->threads_, s->options_.max_piece_symbols);
+        s->prefetch_ =
+            std::make_unique<ShardPrefetcher>(s->path_, s->manifest_, s->mine_, s->engine_name_,
+                                              s->threads_, s->options_.max_piece_symbols);
       s->normalization(options.lowercase, options.alnum);
     } catch (...) {
       try {
