@@ -179,7 +179,8 @@ std::unique_ptr<DeviceRecords> shuffle_device_records(Comm&, NcclComm&, DeviceRe
 
 #endif
 
-bool use_nccl_shuffle(Comm& comm, bool gpu_engine, bool resident, std::string* why) {
+bool use_nccl_shuffle(Comm& comm, bool gpu_engine, bool resident, bool large_shuffle,
+                      std::string* why) {
   std::string reason;
   const char* env = std::getenv("GTADOC_SHUFFLE");
   const std::string mode = env != nullptr && *env != '\0' ? env : "auto";
@@ -189,10 +190,10 @@ bool use_nccl_shuffle(Comm& comm, bool gpu_engine, bool resident, std::string* w
     reason = "one rank";
   else if (mode == "mpi")
     reason = "GTADOC_SHUFFLE=mpi";
-  else if (mode == "auto" && !resident)
+  else if (mode == "auto" && !resident && !large_shuffle)
     reason =
-        "one query: NCCL's set-up (~1 s) costs more than it saves; GTADOC_SHUFFLE=nccl "
-        "forces it";
+        "one query of a task with a small shuffle: NCCL's set-up (~0.6-1 s) costs more than it "
+        "saves; GTADOC_SHUFFLE=nccl forces it";
   else if (!gpu_engine)
     reason = "a rank runs the CPU engine";
   else if (!NcclComm::available())
@@ -203,7 +204,8 @@ bool use_nccl_shuffle(Comm& comm, bool gpu_engine, bool resident, std::string* w
   const bool all = comm.size() >= 2 && comm.allreduce_and(reason.empty());
   if (why != nullptr) {
     if (all)
-      *why = "NCCL between the GPUs (records stay on the devices until owned)";
+      *why = std::string("NCCL between the GPUs (records stay on the devices until owned") +
+             (resident || mode != "auto" ? ")" : "; one query of a task with a large shuffle)");
     else
       *why =
           "MPI (" + (reason.empty() ? std::string("another rank cannot use NCCL") : reason) + ")";

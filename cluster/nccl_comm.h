@@ -55,11 +55,14 @@ class NcclComm {
 
 /// Whether this job's shuffle runs on the GPUs with NCCL: every rank runs the GPU engine on a
 /// GPU of its own, NCCL is built, and GTADOC_SHUFFLE (auto | nccl | mpi, default auto) allows
-/// it. `auto` takes NCCL for resident shards (gtadoc serve: NCCL's set-up, ~0.9 s on two H100s,
-/// is paid once and every shuffle is 10-20x faster than MPI's) and MPI for a one-query process
-/// (gtadoc run: the set-up would cost more than the shuffle saves; docs/PERFORMANCE.md §8).
+/// it. `auto` takes NCCL for resident shards (gtadoc serve: NCCL's set-up, ~0.6-0.9 s on two
+/// GPUs, is paid once and every shuffle is 10-20x faster than MPI's) and for a one-query process
+/// whose task shuffles much (`large_shuffle`: sequence-count and ranked-inverted-index, where the
+/// records staying on the GPUs repay the set-up), MPI for the other one-query processes (gtadoc
+/// run: the set-up would cost more than the shuffle saves; docs/PERFORMANCE.md §8, §10).
 /// Collective; `why` gets the reason of the choice. UsageError for another GTADOC_SHUFFLE.
-bool use_nccl_shuffle(Comm& comm, bool gpu_engine, bool resident, std::string* why);
+bool use_nccl_shuffle(Comm& comm, bool gpu_engine, bool resident, bool large_shuffle,
+                      std::string* why);
 
 /// The shuffle of records resident on this rank's GPU, partitioned by owner with `offsets`
 /// (DeviceRecords::partition): every partition goes to its owner over NCCL; returns the records

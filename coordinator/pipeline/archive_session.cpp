@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 #include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -137,11 +138,22 @@ std::unique_ptr<ArchiveSession> ArchiveSession::open(Comm& comm, const SessionOp
       std::vector<uint64_t> sizes;
       for (const auto& sh : s->manifest_.shards) sizes.push_back(sh.input_bytes);
       s->mine_ = assign_by_size(sizes, comm.size())[comm.rank()];
+      // While the probe runs, the reads start as for the GPU when one is likely (its device
+      // node exists); a wrong guess only costs the preparations, made again for the CPU.
+      const bool ready = engine_name.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+      const std::string guess =
+          ready || !probe || !fs::exists("/dev/nvidiactl") ? engine_name.get() : "gpu";
+      auto start_reads = [&](const std::string& engine) {
+        if (!s->mine_.empty())
+          s->prefetch_ = std::make_unique<ShardPrefetcher>(
+              s->path_, s->manifest_, s->mine_, engine, s->threads_, s->options_.max_piece_symbols);
+      };
+      start_reads(guess);
       s->engine_name_ = engine_name.get();
-      if (!s->mine_.empty())
-        s->prefetch_ =
-            std::make_unique<ShardPrefetcher>(s->path_, s->manifest_, s->mine_, s->engine_name_,
-                                              s->threads_, s->options_.max_piece_symbols);
+      if (s->engine_name_ != guess) {
+        s->prefetch_.reset();
+        start_reads(s->engine_name_);
+      }
       s->normalization(options.lowercase, options.alnum);
     } catch (...) {
       try {
@@ -157,7 +169,13 @@ std::unique_ptr<ArchiveSession> ArchiveSession::open(Comm& comm, const SessionOp
   std::string why;
   bool nccl = false;
   run_collectively(comm, [&] {
-    nccl = use_nccl_shuffle(comm, s->engine_name_ == "gpu", s->options_.resident, &why);
+    // One query's task with a large shuffle: measured on two H200s, 450 MB (PERFORMANCE.md §10),
+    // NCCL against MPI: sequence-count 1.33 / 1.55 s, ranked-inverted-index 2.33 / 2.79 s; the
+    // other tasks lose 0.25-0.45 s to NCCL's set-up.
+    const Task task = s->options_.auto_task;
+    const bool large_shuffle = task == Task::kSequenceCount || task == Task::kRankedInvertedIndex;
+    nccl =
+        use_nccl_shuffle(comm, s->engine_name_ == "gpu", s->options_.resident, large_shuffle, &why);
   });
   if (nccl) {
     auto starter = NcclComm::start(comm, gpu_device_of(comm.local_rank()));

@@ -38,8 +38,9 @@ struct SessionOptions {
   std::string engine = "auto";  ///< auto | gpu | cpu
   unsigned threads = 0;         ///< CPU threads of this rank (0 = default_threads)
   bool resident = false;        ///< load the shards at open() and keep them
-  /// `--engine auto` for one query (run): the task and normalization it will need. The service
-  /// (resident) picks the GPU whenever one is visible.
+  /// `--engine auto` for one query (run): the task and normalization it will need (the task also
+  /// picks the shuffle between GPUs: use_nccl_shuffle). The service (resident) picks the GPU
+  /// whenever one is visible.
   Task auto_task = Task::kWordCount;
   bool lowercase = false, alnum = false;
   bool progress = false;  ///< show this rank's shards loaded and traversed (rank 0 only)
