@@ -26,8 +26,9 @@
 #     has run BUDGET_S seconds every later config runs once (noted in the table). A failed run is
 #     retried once, then recorded as failed.
 #     configs: gpu (--engine gpu), gpu-np2 (mpirun -np 2, --engine gpu; needs >= 2 GPUs; the
-#              MPI shuffle, a one-query run's default), gpu-np2-nccl (the same with the NCCL
-#              shuffle forced, GTADOC_SHUFFLE=nccl), gpu-hostrows (--engine gpu with the row
+#              shuffle a one-query run picks: NCCL for sequence-count and ranked-inverted-index,
+#              MPI for the others), gpu-np2-nccl (the same with the NCCL shuffle forced,
+#              GTADOC_SHUFFLE=nccl), gpu-np2-mpi (MPI forced), gpu-hostrows (--engine gpu with the row
 #              order of count-ordered tasks planned on the host, GTADOC_DEVICE_ROW_ORDER=0),
 #              cpu (--engine cpu, all cores), cpu-np2 (mpirun -np 2, --engine cpu),
 #              auto (no --engine), cpu1 (--engine cpu --threads 1; small corpora only).
@@ -273,6 +274,7 @@ config_cmd() {  # config archive outfile statsfile task-args... -> CMD array; re
     cpu1) CMD=("${base[@]}" --engine cpu --threads 1) ;;
     gpu-np2) CMD=(mpirun "${MPIRUN_ARGS[@]}" -np 2 "${base[@]}" --engine gpu) ;;
     gpu-np2-nccl) CMD=(mpirun "${MPIRUN_ARGS[@]}" -np 2 -x GTADOC_SHUFFLE=nccl "${base[@]}" --engine gpu) ;;
+    gpu-np2-mpi) CMD=(mpirun "${MPIRUN_ARGS[@]}" -np 2 -x GTADOC_SHUFFLE=mpi "${base[@]}" --engine gpu) ;;
     cpu-np2) CMD=(mpirun "${MPIRUN_ARGS[@]}" -np 2 "${base[@]}" --engine cpu) ;;
     *) return 2 ;;
   esac
@@ -281,7 +283,7 @@ config_cmd() {  # config archive outfile statsfile task-args... -> CMD array; re
 skip_reason() {  # config small(0/1) -> prints a reason when the config does not apply
   case $1 in
     gpu | gpu-hostrows) [ "$GPUS" -ge 1 ] || echo "no GPU" ;;
-    gpu-np2 | gpu-np2-nccl) if [ "$GPUS" -lt 2 ]; then echo "needs 2 GPUs ($GPUS found)";
+    gpu-np2 | gpu-np2-nccl | gpu-np2-mpi) if [ "$GPUS" -lt 2 ]; then echo "needs 2 GPUs ($GPUS found)";
              elif [ "$HAVE_MPI" = 0 ]; then echo "no mpirun"; fi ;;
     cpu-np2) [ "$HAVE_MPI" = 1 ] || echo "no mpirun" ;;
     cpu1) [ "$2" = 1 ] || echo "large corpus" ;;
