@@ -57,8 +57,10 @@ __global__ void owners_kernel(const uint32_t* keys, uint64_t n, uint32_t width,
   }
 }
 
+/// Record r of the output is record perm[r] of the input (a permutation, or any positions).
+template <class Index>
 __global__ void gather_records_kernel(const uint32_t* keys, const uint64_t* counts,
-                                      const uint32_t* perm, uint64_t n, uint32_t width,
+                                      const Index* perm, uint64_t n, uint32_t width,
                                       uint32_t* keys_out, uint64_t* counts_out) {
   const uint64_t total = n * width;
   for (uint64_t i = global_thread(); i < total; i += global_stride()) {
@@ -79,19 +81,20 @@ __global__ void owner_offsets_kernel(const uint32_t* sorted, uint64_t n, uint32_
   }
 }
 
-/// flags[i] = 1 when record i starts a new key (i == 0 or its key differs from record i - 1);
-/// *unsorted = 1 when some key is below its predecessor.
-__global__ void key_starts_kernel(const uint32_t* keys, uint64_t n, uint32_t width, uint32_t* flags,
-                                  uint32_t* unsorted) {
+/// flags[i] = 1 when record i starts a new run of equal first `compared` key values (i == 0 or
+/// they differ from record i - 1's); *unsorted = 1 (when not null) when some record's are below
+/// its predecessor's.
+__global__ void key_starts_kernel(const uint32_t* keys, uint64_t n, uint32_t width,
+                                  uint32_t compared, uint32_t* flags, uint32_t* unsorted) {
   for (uint64_t i = global_thread(); i < n; i += global_stride()) {
     uint32_t start = 1;
     if (i > 0) {
       const uint32_t* a = keys + (i - 1) * width;
       const uint32_t* b = keys + i * width;
       uint32_t c = 0;
-      while (c < width && a[c] == b[c]) ++c;
-      start = c < width;
-      if (c < width && a[c] > b[c]) *unsorted = 1;
+      while (c < compared && a[c] == b[c]) ++c;
+      start = c < compared;
+      if (unsorted != nullptr && c < compared && a[c] > b[c]) *unsorted = 1;
     }
     flags[i] = start;
   }
@@ -138,17 +141,6 @@ __global__ void max_count_kernel(const uint64_t* counts, uint64_t n, unsigned lo
   atomicMax(out, m);
 }
 
-/// flags[i] = 1 when record i starts a run of equal first `group` key values.
-__global__ void group_starts_kernel(const uint32_t* keys, uint64_t n, uint32_t width,
-                                    uint32_t group, uint32_t* flags) {
-  for (uint64_t i = global_thread(); i < n; i += global_stride()) {
-    uint32_t start = i == 0;
-    for (uint32_t c = 0; c < group && !start; ++c)
-      start = keys[(i - 1) * width + c] != keys[i * width + c];
-    flags[i] = start;
-  }
-}
-
 /// The sort key of record i: (its run's index << count_bits) | (max - count), so that ascending
 /// keys are runs in order, then counts descending; and its index.
 __global__ void count_order_keys_kernel(const uint64_t* counts, const uint64_t* run_pos,
@@ -180,16 +172,6 @@ __global__ void count_order_cuts_kernel(const uint32_t* keys, const uint64_t* co
       }
       if (!after) atomicAdd(not_after + s, 1ull);
     }
-  }
-}
-
-__global__ void rows_at_kernel(const uint32_t* keys, const uint64_t* counts, uint32_t width,
-                               const uint64_t* positions, uint64_t m, uint32_t* keys_out,
-                               uint64_t* counts_out) {
-  for (uint64_t j = global_thread(); j < m; j += global_stride()) {
-    const uint64_t i = positions[j];
-    for (uint32_t c = 0; c < width; ++c) keys_out[j * width + c] = keys[i * width + c];
-    counts_out[j] = counts[i];
   }
 }
 
@@ -292,8 +274,8 @@ class GpuDeviceRecords final : public DeviceRecords {
     cudaStream_t st = ctx_->stream.get();
     DeviceBuffer<uint32_t> flags(n_, pool), unsorted(1, pool);
     unsorted.memset_async(0);
-    key_starts_kernel<<<grid_for(n_), kBlock, 0, st>>>(keys_.data(), n_, width_, flags.data(),
-                                                       unsorted.data());
+    key_starts_kernel<<<grid_for(n_), kBlock, 0, st>>>(keys_.data(), n_, width_, width_,
+                                                       flags.data(), unsorted.data());
     GTADOC_CHECK_LAUNCH();
     if (unsorted.get(0) != 0) {
       // LSD over the key values, last to first: stable radix sorts of one value each, carrying
@@ -319,8 +301,8 @@ class GpuDeviceRecords final : public DeviceRecords {
       keys_ = std::move(keys);
       counts_ = std::move(counts);
       flags = DeviceBuffer<uint32_t>(n_, pool);
-      key_starts_kernel<<<grid_for(n_), kBlock, 0, st>>>(keys_.data(), n_, width_, flags.data(),
-                                                         unsorted.data());
+      key_starts_kernel<<<grid_for(n_), kBlock, 0, st>>>(keys_.data(), n_, width_, width_,
+                                                         flags.data(), unsorted.data());
       GTADOC_CHECK_LAUNCH();
     }
     DeviceBuffer<uint64_t> pos(n_ + 1, pool);
@@ -390,8 +372,8 @@ class GpuDeviceRecords final : public DeviceRecords {
     GTADOC_CHECK_LAUNCH();
     uint64_t runs = 1;
     if (group > 0) {
-      group_starts_kernel<<<grid_for(n_), kBlock, 0, st>>>(keys_.data(), n_, width_, group,
-                                                           flags.data());
+      key_starts_kernel<<<grid_for(n_), kBlock, 0, st>>>(keys_.data(), n_, width_, group,
+                                                         flags.data(), nullptr);
       GTADOC_CHECK_LAUNCH();
       runs = exclusive_offsets(flags.data(), n_, run_pos.data(), pool);  // synchronizes
     }
@@ -451,8 +433,8 @@ class GpuDeviceRecords final : public DeviceRecords {
     DeviceBuffer<uint64_t> pos(m, pool), counts(m, pool);
     DeviceBuffer<uint32_t> keys(m * width_, pool);
     pos.upload(positions.data(), m);
-    rows_at_kernel<<<grid_for(m), kBlock, 0, ctx_->stream.get()>>>(
-        keys_.data(), counts_.data(), width_, pos.data(), m, keys.data(), counts.data());
+    gather_records_kernel<<<grid_for(m * width_), kBlock, 0, ctx_->stream.get()>>>(
+        keys_.data(), counts_.data(), pos.data(), m, width_, keys.data(), counts.data());
     GTADOC_CHECK_LAUNCH();
     keys.download(out.keys.data(), m * width_);
     counts.download(out.counts.data(), m);
