@@ -1,6 +1,11 @@
-// Allocators for large arrays. HugePageAllocator maps blocks of 4 MiB and more directly (freeing
-// one gives the memory back at once) and marks them for transparent huge pages on Linux, so
-// touching hundreds of MiB costs few page faults and random access few TLB misses.
+// Allocators for large arrays. HugePageAllocator maps blocks of 4 MiB and more directly and marks
+// them for transparent huge pages on Linux, so touching hundreds of MiB costs few page faults and
+// random access few TLB misses. In a resident process (gtadoc serve) a freed block goes to a
+// bounded process-wide cache (big_block) and the next large allocation of a similar size takes it
+// back with its pages already in memory: the queries that follow allocate the same sizes again,
+// and first touch of fresh memory (0.1-6 GB/s on a VM, against 5-15 GB/s for memory in use) is
+// what their large copies wait for. A one-query process keeps no cache (measured slower with it,
+// docs/PERFORMANCE.md §10).
 // UninitAllocator adds default-initialization: resize() leaves trivial values unwritten, so a
 // buffer about to be overwritten (a download, a bulk copy) is touched once, by the writer.
 // resize_on_huge_pages gives plain std::vectors (Manifest, ShardGrammar) the same huge-page hint
@@ -48,6 +53,26 @@ void resize_on_huge_pages(std::vector<T>& v, size_t n) {
   v.resize(n);
 }
 
+/// The process-wide cache of large blocks behind HugePageAllocator (Linux).
+namespace big_block {
+/// A mapping of at least `bytes` (>= 4 MiB), marked for huge pages: a cached block of the same
+/// rounded size or up to twice it (trimmed to size), else a fresh one. Throws std::bad_alloc.
+void* acquire(size_t bytes);
+/// Gives back a block from acquire(bytes): cached while the cache holds at most its capacity
+/// (the oldest blocks are unmapped first), unmapped at once otherwise.
+void release(void* p, size_t bytes) noexcept;
+/// The cache's capacity in bytes; 0 (the default of a process) unmaps every block when freed.
+/// GTADOC_BLOCK_CACHE_BYTES, when set, is the capacity of every process (compress excepted: its
+/// memory budget counts on memory going back, so it sets 0).
+void set_capacity(uint64_t bytes);
+/// The capacity a resident process sets (gtadoc serve, the resident benchmark):
+/// GTADOC_BLOCK_CACHE_BYTES when set, else the smaller of 4 GiB and an eighth of the memory.
+uint64_t resident_capacity();
+uint64_t capacity();
+/// Bytes held by the cache now.
+uint64_t held();
+}  // namespace big_block
+
 template <typename T>
 struct HugePageAllocator {
   using value_type = T;
@@ -61,12 +86,7 @@ struct HugePageAllocator {
     if (n > SIZE_MAX / sizeof(T)) throw std::bad_alloc();
     const size_t bytes = n * sizeof(T);
 #if defined(__linux__)
-    if (bytes >= kDirect) {
-      void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      if (p == MAP_FAILED) throw std::bad_alloc();
-      advise_huge_pages(p, bytes);
-      return static_cast<T*>(p);
-    }
+    if (bytes >= kDirect) return static_cast<T*>(big_block::acquire(bytes));
 #endif
     void* p = std::malloc(bytes == 0 ? 1 : bytes);
     if (!p) throw std::bad_alloc();
@@ -75,7 +95,7 @@ struct HugePageAllocator {
   void deallocate(T* p, size_t n) noexcept {
 #if defined(__linux__)
     if (n * sizeof(T) >= kDirect) {
-      munmap(p, n * sizeof(T));
+      big_block::release(p, n * sizeof(T));
       return;
     }
 #endif

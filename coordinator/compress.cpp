@@ -26,6 +26,7 @@
 #include "cluster/assignment.h"
 #include "cluster/collective_error.h"
 #include "cluster/comm.h"
+#include "common/big_alloc.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "common/parallel.h"
@@ -254,6 +255,7 @@ CompressStats compress(const std::vector<std::string>& inputs, const fs::path& o
   // drifts far above what is live (+60% over a 500 MB corpus), which a budget cannot allow.
   mallopt(M_MMAP_THRESHOLD, 256 << 10);
 #endif
+  big_block::set_capacity(0);  // the same for the large blocks: none kept after they are freed
   const bool root = comm.rank() == 0;
   std::vector<InputDocument> docs;
   std::vector<ShardPlan> plan;

@@ -13,6 +13,7 @@
 
 #include "cluster/collective_error.h"
 #include "cluster/comm.h"
+#include "common/big_alloc.h"
 #include "common/error.h"
 #include "common/timer.h"
 #include "coordinator/crash_report.h"
@@ -210,6 +211,9 @@ void execute(Comm& comm, ArchiveSession& session, const std::vector<uint8_t>& ms
 
 void serve(Comm& comm, const ServeOptions& o) {
   install_crash_report();
+  // Queries allocate the same large sizes again and again: freed blocks are kept for the next
+  // (common/big_alloc.h).
+  big_block::set_capacity(big_block::resident_capacity());
   Listen listen;
   std::string token;
   run_collectively(comm, [&] {

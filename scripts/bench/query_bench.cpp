@@ -35,6 +35,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cluster/reduce.h"
+#include "common/big_alloc.h"
 #include "common/error.h"
 #include "formats/archive.h"
 #include "worker/engine.h"
@@ -386,6 +387,8 @@ int bench_main(int argc, char** argv) {
 }  // namespace gtadoc
 
 int main(int argc, char** argv) {
+  // Resident queries, as gtadoc serve runs them: large freed blocks kept for the next query.
+  gtadoc::big_block::set_capacity(gtadoc::big_block::resident_capacity());
   try {
     return gtadoc::bench_main(argc, argv);
   } catch (const std::exception& e) {
