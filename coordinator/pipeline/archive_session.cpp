@@ -90,7 +90,6 @@ std::unique_ptr<ArchiveSession> ArchiveSession::open(Comm& comm, const SessionOp
   if (s->options_.max_piece_symbols == 0)
     if (const char* v = std::getenv("GTADOC_MAX_PIECE_SYMBOLS"))
       s->options_.max_piece_symbols = std::strtoull(v, nullptr, 10);
-  std::future<std::unique_ptr<Engine>> made;  // the engine, created on a thread of its own
   run_collectively(comm, [&] {
     s->threads_ = options.threads != 0 ? options.threads
                                        : default_threads(static_cast<unsigned>(comm.local_size()));
@@ -99,8 +98,8 @@ std::unique_ptr<ArchiveSession> ArchiveSession::open(Comm& comm, const SessionOp
       throw UsageError("--engine: unknown engine '" + asked + "' (expected auto, gpu or cpu)");
     // --engine auto probes for a GPU when one could win; the probe initializes the CUDA driver
     // (0.1-0.3 s), so it runs on the engine's thread, with the engine's creation (for the GPU:
-    // the CUDA context, another ~0.1 s), while this thread reads the manifest. The shards'
-    // reads start once the engine is known (the preparation depends on it).
+    // the CUDA context, another ~0.1 s), while this thread reads the manifest and starts the
+    // shards' reads (their preparation depends on the engine: see the guess below).
     bool probe = false;
     double mb = 0;
     if (asked == "auto" && !options.resident) {
@@ -114,7 +113,7 @@ std::unique_ptr<ArchiveSession> ArchiveSession::open(Comm& comm, const SessionOp
     const bool log = comm.rank() == 0;
     auto decided = std::make_shared<std::promise<std::string>>();
     std::shared_future<std::string> engine_name = decided->get_future().share();
-    made = std::async(std::launch::async, [=] {
+    std::future<std::unique_ptr<Engine>> made = std::async(std::launch::async, [=] {
       std::string engine = asked;
       try {
         if (asked == "auto") {
@@ -163,11 +162,11 @@ std::unique_ptr<ArchiveSession> ArchiveSession::open(Comm& comm, const SessionOp
       }
       throw;
     }
+    s->engine_ = made.get();
   });
-  // NCCL's set-up (0.6-0.9 s on two GPUs) runs on a thread of its own, started before the
-  // engine is ready, so that it overlaps the CUDA context's creation and the shards' loads; the
-  // first query that shuffles waits for it (nccl()). On a failure below, `made`'s destructor
-  // waits for the engine's thread.
+  // NCCL's set-up (0.6-0.9 s on two GPUs) runs on a thread of its own while the shards load; the
+  // first query that shuffles waits for it (nccl()). It starts once every rank has its engine: a
+  // rank whose engine failed would leave the others' NCCL set-up waiting for it forever.
   std::string why;
   bool nccl = false;
   run_collectively(comm, [&] {
@@ -184,7 +183,6 @@ std::unique_ptr<ArchiveSession> ArchiveSession::open(Comm& comm, const SessionOp
     s->nccl_init_ = std::async(std::launch::async, std::move(starter));
   }
   if (comm.size() > 1 && comm.rank() == 0) spdlog::info("shuffle: {}", why);
-  run_collectively(comm, [&] { s->engine_ = made.get(); });
   if (timings != nullptr) timings->open += timer.seconds();
   if (options.resident) {
     Timer load_timer;
