@@ -141,8 +141,9 @@ std::unique_ptr<ArchiveSession> ArchiveSession::open(Comm& comm, const SessionOp
       // While the probe runs, the reads start as for the GPU when one is likely (its device
       // node exists); a wrong guess only costs the preparations, made again for the CPU.
       const bool ready = engine_name.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+      std::error_code no_node;
       const std::string guess =
-          ready || !probe || !fs::exists("/dev/nvidiactl") ? engine_name.get() : "gpu";
+          ready || !probe || !fs::exists("/dev/nvidiactl", no_node) ? engine_name.get() : "gpu";
       auto start_reads = [&](const std::string& engine) {
         if (!s->mine_.empty())
           s->prefetch_ = std::make_unique<ShardPrefetcher>(
