@@ -115,16 +115,6 @@ void upload_host(const DeviceContext& ctx, std::span<const HostCopy> copies) {
   staged_copy(ctx, copies, true);
 }
 
-void download_host(const DeviceContext& ctx, void* dst, const void* src, size_t bytes) {
-  const HostCopy c{dst, src, bytes};
-  staged_copy(ctx, {&c, 1}, false);
-}
-
-void upload_host(const DeviceContext& ctx, void* dst, const void* src, size_t bytes) {
-  const HostCopy c{dst, src, bytes};
-  staged_copy(ctx, {&c, 1}, true);
-}
-
 RecordBatch download_records(Query& Q, const DeviceBuffer<uint32_t>& keys,
                              const DeviceBuffer<uint64_t>& counts, uint64_t n, uint32_t width) {
   GTADOC_EXPECTS(keys.size() >= n * width && counts.size() >= n,

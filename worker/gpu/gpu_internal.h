@@ -85,11 +85,9 @@ struct HostCopy {
 /// ranges go, chunk by chunk, through pinned staging slots on several host threads, all ranges
 /// in one job (download.cpp).
 void download_host(const DeviceContext& ctx, std::span<const HostCopy> copies);
-void download_host(const DeviceContext& ctx, void* dst, const void* src, size_t bytes);
 /// Copies ranges of host memory into device memory (allocated on ctx.stream) and waits, the
 /// same way.
 void upload_host(const DeviceContext& ctx, std::span<const HostCopy> copies);
-void upload_host(const DeviceContext& ctx, void* dst, const void* src, size_t bytes);
 
 /// Rules of one height level grouped by workload class: sched[begin, begin + threads) are the
 /// thread-class rules (sorted by body length so neighbouring lanes do similar work), then
