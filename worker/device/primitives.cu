@@ -28,14 +28,21 @@ void with_temp(MemoryPool& pool, Call&& call) {
 }
 
 template <class In>
-uint64_t offsets_impl(In in, uint64_t n, uint64_t* out, MemoryPool& pool) {
+void offsets_async_impl(In in, uint64_t n, uint64_t* out, MemoryPool& pool) {
   cudaStream_t s = pool.stream();
   CUDA_TRY(cudaMemsetAsync(out, 0, sizeof(uint64_t), s));
-  if (n == 0) return 0;
+  if (n == 0) return;
   with_temp(pool, [&](void* t, size_t& b) {
     return cub::DeviceScan::InclusiveSum(t, b, in, out + 1, n, s);
   });
+}
+
+template <class In>
+uint64_t offsets_impl(In in, uint64_t n, uint64_t* out, MemoryPool& pool) {
+  offsets_async_impl(in, n, out, pool);
   uint64_t total = 0;
+  if (n == 0) return total;
+  cudaStream_t s = pool.stream();
   CUDA_TRY(cudaMemcpyAsync(&total, out + n, sizeof(uint64_t), cudaMemcpyDeviceToHost, s));
   CUDA_TRY(cudaStreamSynchronize(s));
   return total;
@@ -81,6 +88,9 @@ uint64_t exclusive_offsets(const uint32_t* counts, uint64_t n, uint64_t* out, Me
 uint64_t exclusive_offsets(const uint64_t* counts, uint64_t n, uint64_t* out, MemoryPool& pool) {
   return offsets_impl(counts, n, out, pool);
 }
+void exclusive_offsets_async(const uint64_t* counts, uint64_t n, uint64_t* out, MemoryPool& pool) {
+  offsets_async_impl(counts, n, out, pool);
+}
 
 template <class K, class V>
 void sort_pairs(DeviceBuffer<K>& keys, DeviceBuffer<K>& keys_alt, DeviceBuffer<V>& vals,
@@ -122,14 +132,23 @@ void sort_keys(DeviceBuffer<uint64_t>& keys, DeviceBuffer<uint64_t>& keys_alt, u
   if (dk.selector != 0) std::swap(keys, keys_alt);
 }
 
+void reduce_by_key_async(const uint64_t* keys, const uint64_t* vals, uint64_t n, uint64_t* keys_out,
+                         uint64_t* sums_out, uint64_t* runs_out, MemoryPool& pool) {
+  if (n == 0) {
+    CUDA_TRY(cudaMemsetAsync(runs_out, 0, sizeof(uint64_t), pool.stream()));
+    return;
+  }
+  with_temp(pool, [&](void* t, size_t& b) {
+    return cub::DeviceReduce::ReduceByKey(t, b, keys, keys_out, vals, sums_out, runs_out,
+                                          ::cuda::std::plus<>{}, n, pool.stream());
+  });
+}
+
 uint64_t reduce_by_key(const uint64_t* keys, const uint64_t* vals, uint64_t n, uint64_t* keys_out,
                        uint64_t* sums_out, MemoryPool& pool) {
   if (n == 0) return 0;
   DeviceBuffer<uint64_t> runs(1, pool);
-  with_temp(pool, [&](void* t, size_t& b) {
-    return cub::DeviceReduce::ReduceByKey(t, b, keys, keys_out, vals, sums_out, runs.data(),
-                                          ::cuda::std::plus<>{}, n, pool.stream());
-  });
+  reduce_by_key_async(keys, vals, n, keys_out, sums_out, runs.data(), pool);
   return read_count(runs);
 }
 

@@ -101,6 +101,8 @@ void ranges_of_positions(const uint64_t* begin, const uint64_t* end, uint64_t ra
 /// Returns out[n], the total (synchronizes).
 uint64_t exclusive_offsets(const uint32_t* counts, uint64_t n, uint64_t* out, MemoryPool& pool);
 uint64_t exclusive_offsets(const uint64_t* counts, uint64_t n, uint64_t* out, MemoryPool& pool);
+/// The same without synchronizing: the total stays on the device, in out[n].
+void exclusive_offsets_async(const uint64_t* counts, uint64_t n, uint64_t* out, MemoryPool& pool);
 
 /// Stable LSD radix sort of n (key, value) pairs by key bits [0, end_bit). The pairs are in
 /// keys/vals; keys_alt/vals_alt (same sizes) are scratch. On return keys/vals hold the sorted
@@ -118,6 +120,9 @@ uint64_t reduce_by_key(const uint64_t* keys, const uint64_t* vals, uint64_t n, u
                        uint64_t* sums_out, MemoryPool& pool);
 uint64_t reduce_by_key(const uint32_t* keys, const uint64_t* vals, uint64_t n, uint32_t* keys_out,
                        uint64_t* sums_out, MemoryPool& pool);
+/// The same without synchronizing: the number of runs is written to *runs_out on the device.
+void reduce_by_key_async(const uint64_t* keys, const uint64_t* vals, uint64_t n, uint64_t* keys_out,
+                         uint64_t* sums_out, uint64_t* runs_out, MemoryPool& pool);
 /// Runs of equal keys: unique keys and run lengths. Returns the number of runs (synchronizes).
 uint64_t run_length_encode(const uint64_t* keys, uint64_t n, uint64_t* keys_out,
                            uint32_t* lengths_out, MemoryPool& pool);

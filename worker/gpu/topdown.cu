@@ -10,6 +10,8 @@
 // (document, rule) pairs, never to the size of per-rule tables, and documents can be processed
 // in batches when memory is short. Triples produced for lower levels wait in per-level slices of
 // level-sorted chunks, so each triple is sorted once by level and once by (doc, rule).
+#include <bit>
+#include <cub/block/block_scan.cuh>
 #include <memory>
 #include <vector>
 
@@ -53,101 +55,188 @@ __global__ void accumulate_weighted_kernel(UnitCsr own, uint64_t n, const uint64
 
 // ------------------------------------------------------------------ per-document triples
 
-/// (doc, rule, weight) triples in struct-of-arrays form, doc relative to the batch start.
-struct Triples {
-  DeviceBuffer<uint32_t> doc, rule;
-  DeviceBuffer<uint64_t> weight;
-  uint64_t n = 0;
+/// Bits of a rule's index within its level [lo[h], lo[h + 1]) (at least 1).
+__host__ __device__ inline uint32_t level_bits(const uint32_t* lo, uint32_t h) {
+  const uint32_t span = lo[h + 1] - lo[h];
+  const uint32_t top = span > 1 ? span - 1 : 1;
+#ifdef __CUDA_ARCH__
+  return 32 - __clz(top);
+#else
+  return static_cast<uint32_t>(std::bit_width(top));
+#endif
+}
+
+/// Triples (doc, rule, weight) of one level, reduced or not: key = doc << bits | (rule - lo)
+/// (doc relative to the batch start, rule relative to its level's first rule), value = weight.
+/// The documents seed the traversal as triples of a pseudo-level whose rules are their own
+/// units: key = d << bits | d, lo = the first document's unit.
+struct LevelTriples {
+  DeviceBuffer<uint64_t> keys, weight;
+  uint64_t cap = 0;                 ///< host: the buffers' length (an upper bound of the count)
+  const uint64_t* count = nullptr;  ///< device: how many triples there are
+  uint32_t lo = 0;                  ///< unit of index 0
+  uint32_t bits = 1;                ///< rule-index bits of the key
 };
-/// A run of one level's triples inside a level-sorted chunk.
+
+/// Per triple t < count: own[t] and kids[t] = the rule's own entries and distinct children (0
+/// past the count).
+__global__ void triple_lengths_kernel(const uint64_t* keys, const uint64_t* count, uint64_t cap,
+                                      uint32_t lo, uint32_t bits, const uint64_t* own_off,
+                                      const uint64_t* ch_off, uint64_t* own, uint64_t* kids) {
+  const uint64_t n = *count, mask = (uint64_t{1} << bits) - 1;
+  for (uint64_t t = global_thread(); t < cap; t += global_stride()) {
+    if (t < n) {
+      const uint32_t r = lo + static_cast<uint32_t>(keys[t] & mask);
+      own[t] = own_off[r + 1] - own_off[r];
+      kids[t] = ch_off[r + 1] - ch_off[r];
+    } else {
+      own[t] = 0;
+      kids[t] = 0;
+    }
+  }
+}
+
+/// Adds one to counter[slot] for every calling lane, one atomic per distinct slot in the warp;
+/// returns the counter's value before this lane's increment (lanes of a slot get consecutive
+/// values).
+__device__ inline ull warp_aggregated_increment(ull* counter, uint32_t slot) {
+  const unsigned active = __activemask();
+  const unsigned peers = __match_any_sync(active, slot);
+  const int leader = __ffs(peers) - 1;
+  const int lane = static_cast<int>(threadIdx.x % kWarp);
+  ull base = 0;
+  if (lane == leader) base = atomicAdd(counter + slot, static_cast<ull>(__popc(peers)));
+  base = __shfl_sync(peers, base, leader);
+  return base + __popc(peers & ((1u << lane) - 1));
+}
+
+/// The child entry j of the triples' children (kid_off: exclusive offsets over n triples).
+struct ChildEntry {
+  uint64_t t;  ///< triple
+  uint64_t e;  ///< entry of the children CSR
+};
+__device__ inline ChildEntry child_entry(const uint64_t* keys, const uint64_t* kid_off, uint64_t n,
+                                         uint32_t lo, uint64_t mask, const uint64_t* ch_off,
+                                         uint64_t j) {
+  const uint64_t t = find_segment(kid_off, n, j);
+  const uint32_t r = lo + static_cast<uint32_t>(keys[t] & mask);
+  return {t, ch_off[r] + (j - kid_off[t])};
+}
+
+/// stat = {count, own entries, child entries, then per level below: children at that level}
+/// (stat[3 + level] zeroed before). Grid-stride over the device-side totals.
+__global__ void child_levels_kernel(const uint64_t* keys, const uint64_t* count, uint64_t cap,
+                                    uint32_t lo, uint32_t bits, const uint64_t* own_off,
+                                    const uint64_t* kid_off, UnitCsr ch, const uint32_t* level_of,
+                                    ull* stat) {
+  const uint64_t n = *count, total = kid_off[cap];
+  if (global_thread() == 0) {
+    stat[0] = n;
+    stat[1] = own_off[cap];
+    stat[2] = total;
+  }
+  const uint64_t mask = (uint64_t{1} << bits) - 1;
+  for (uint64_t j = global_thread(); j < total; j += global_stride()) {
+    const ChildEntry c = child_entry(keys, kid_off, n, lo, mask, ch.off, j);
+    warp_aggregated_increment(stat + 3, level_of[ch.item[c.e]]);
+  }
+}
+
+/// Own entries of the triples: (doc << 32 | item, weight x count).
+__global__ void expand_own_kernel(const uint64_t* keys, const uint64_t* w, const uint64_t* own_off,
+                                  uint64_t n, uint32_t lo, uint32_t bits, UnitCsr own,
+                                  uint64_t total, uint64_t* okeys, uint64_t* ovals) {
+  const uint64_t mask = (uint64_t{1} << bits) - 1;
+  for (uint64_t j = global_thread(); j < total; j += global_stride()) {
+    const uint64_t t = find_segment(own_off, n, j);
+    const uint32_t r = lo + static_cast<uint32_t>(keys[t] & mask);
+    const uint64_t doc = keys[t] >> bits;
+    const uint64_t e = own.off[r] + (j - own_off[t]);
+    okeys[j] = doc << 32 | own.item[e];
+    ovals[j] = w[t] * (own.cnt ? own.cnt[e] : 1u);
+  }
+}
+
+/// Children of the triples become triples of their levels, filed by level: child entry j goes
+/// to cursor[level]++ (cursor starts at each level's offset in the output).
+__global__ void expand_children_kernel(const uint64_t* keys, const uint64_t* w,
+                                       const uint64_t* kid_off, uint64_t n, uint32_t lo,
+                                       uint32_t bits, UnitCsr ch, const uint32_t* level_of,
+                                       const uint32_t* level_lo, uint64_t total, ull* cursor,
+                                       uint64_t* okeys, uint64_t* ow) {
+  const uint64_t mask = (uint64_t{1} << bits) - 1;
+  for (uint64_t j = global_thread(); j < total; j += global_stride()) {
+    const ChildEntry c = child_entry(keys, kid_off, n, lo, mask, ch.off, j);
+    const uint32_t child = ch.item[c.e];
+    const uint32_t lv = level_of[child];
+    const uint64_t doc = keys[c.t] >> bits;
+    const ull at = warp_aggregated_increment(cursor, lv);
+    okeys[at] = doc << level_bits(level_lo, lv) | (child - level_lo[lv]);
+    ow[at] = w[c.t] * ch.cnt[c.e];
+  }
+}
+
+/// The documents [0, nd) as triples of weight 1 (see LevelTriples).
+__global__ void seed_kernel(uint32_t nd, uint32_t bits, uint64_t* keys, uint64_t* w,
+                            uint64_t* count) {
+  for (uint64_t d = global_thread(); d < nd; d += global_stride()) {
+    keys[d] = d << bits | d;
+    w[d] = 1;
+  }
+  if (global_thread() == 0) *count = nd;
+}
+
+/// starts[i] = counts[0] + ... + counts[i - 1] (one block).
+__global__ void level_starts_kernel(const ull* counts, uint32_t n, ull* starts) {
+  using Scan = cub::BlockScan<ull, kBlock>;
+  __shared__ typename Scan::TempStorage tmp;
+  __shared__ ull carry;
+  if (threadIdx.x == 0) carry = 0;
+  __syncthreads();
+  for (uint32_t base = 0; base < n; base += kBlock) {
+    const uint32_t i = base + threadIdx.x;
+    ull excl = 0, tile = 0;
+    Scan(tmp).ExclusiveSum(i < n ? counts[i] : ull{0}, excl, tile);
+    if (i < n) starts[i] = carry + excl;
+    __syncthreads();
+    if (threadIdx.x == 0) carry += tile;
+    __syncthreads();
+  }
+}
+
+/// Up to kMax runs of (key, weight) arrays, copied one after the other.
+struct SliceTable {
+  static constexpr int kMax = 32;
+  const uint64_t* keys[kMax];
+  const uint64_t* weight[kMax];
+  uint64_t start[kMax + 1];  ///< output offset of each run; start[count] = total
+  int count = 0;
+};
+__global__ void concat_slices_kernel(SliceTable tab, uint64_t* keys, uint64_t* weight) {
+  const uint64_t total = tab.start[tab.count];
+  for (uint64_t i = global_thread(); i < total; i += global_stride()) {
+    int s = 0;
+    while (tab.start[s + 1] <= i) ++s;
+    const uint64_t k = i - tab.start[s];
+    keys[i] = tab.keys[s][k];
+    weight[i] = tab.weight[s][k];
+  }
+}
+
+/// A rank's triples of lower levels, kept level-filed in the chunk their producer wrote.
+struct TripleChunk {
+  DeviceBuffer<uint64_t> keys, weight;
+};
 struct Slice {
-  std::shared_ptr<const Triples> chunk;
+  std::shared_ptr<const TripleChunk> chunk;
   uint64_t off = 0, n = 0;
 };
 
-/// Pairs (row << 32 | item, count) for the own entries [begin, end) of units row + unit0.
-__global__ void own_range_pairs_kernel(UnitCsr own, uint64_t begin, uint64_t n, uint32_t unit0,
-                                       uint64_t* keys, uint64_t* vals) {
-  for (uint64_t i = global_thread(); i < n; i += global_stride()) {
-    const uint64_t e = begin + i;
-    keys[i] = static_cast<uint64_t>(own.unit[e] - unit0) << 32 | own.item[e];
-    vals[i] = own.cnt ? own.cnt[e] : 1u;
-  }
-}
-
-/// Triples for the child entries [begin, end) of documents' segments.
-__global__ void seed_triples_kernel(UnitCsr ch, uint64_t begin, uint64_t n, uint32_t unit0,
-                                    uint32_t* doc, uint32_t* rule, uint64_t* weight) {
-  for (uint64_t i = global_thread(); i < n; i += global_stride()) {
-    const uint64_t e = begin + i;
-    doc[i] = ch.unit[e] - unit0;
-    rule[i] = ch.item[e];
-    weight[i] = ch.cnt[e];
-  }
-}
-
-__global__ void level_keys_kernel(const uint32_t* rule, const uint32_t* level_of, uint64_t n,
-                                  uint64_t* keys) {
-  for (uint64_t i = global_thread(); i < n; i += global_stride()) keys[i] = level_of[rule[i]];
-}
-
-__global__ void gather_triples_kernel(const uint32_t* doc, const uint32_t* rule,
-                                      const uint64_t* weight, const uint32_t* perm, uint64_t n,
-                                      uint32_t* odoc, uint32_t* orule, uint64_t* oweight) {
-  for (uint64_t i = global_thread(); i < n; i += global_stride()) {
-    const uint32_t j = perm[i];
-    odoc[i] = doc[j];
-    orule[i] = rule[j];
-    oweight[i] = weight[j];
-  }
-}
-
-__global__ void merge_keys_kernel(const uint32_t* doc, const uint32_t* rule, const uint64_t* w,
-                                  uint64_t n, uint64_t* keys, uint64_t* vals) {
-  for (uint64_t i = global_thread(); i < n; i += global_stride()) {
-    keys[i] = static_cast<uint64_t>(doc[i]) << 32 | rule[i];
-    vals[i] = w[i];
-  }
-}
-
-/// lens[t] = entries of the rule of merged triple t in the CSR `csr`.
-__global__ void row_lengths_kernel(const uint64_t* keys, uint64_t n, const uint64_t* off,
-                                   uint64_t* lens) {
-  for (uint64_t t = global_thread(); t < n; t += global_stride()) {
-    const uint32_t r = static_cast<uint32_t>(keys[t]);
-    lens[t] = off[r + 1] - off[r];
-  }
-}
-
-/// Own entries of merged triples: (doc << 32 | item, weight x count).
-__global__ void expand_own_kernel(const uint64_t* tkeys, const uint64_t* tw, const uint64_t* toff,
-                                  uint64_t nt, UnitCsr own, uint64_t total, uint64_t* keys,
-                                  uint64_t* vals) {
-  for (uint64_t j = global_thread(); j < total; j += global_stride()) {
-    const uint64_t t = find_segment(toff, nt, j);
-    const uint32_t r = static_cast<uint32_t>(tkeys[t]);
-    const uint64_t doc = tkeys[t] >> 32;
-    const uint64_t e = own.off[r] + (j - toff[t]);
-    keys[j] = doc << 32 | own.item[e];
-    vals[j] = tw[t] * (own.cnt ? own.cnt[e] : 1u);
-  }
-}
-
-/// Children of merged triples: (doc, child, weight x uses).
-__global__ void expand_children_kernel(const uint64_t* tkeys, const uint64_t* tw,
-                                       const uint64_t* toff, uint64_t nt, UnitCsr ch,
-                                       uint64_t total, uint32_t* doc, uint32_t* rule,
-                                       uint64_t* weight) {
-  for (uint64_t j = global_thread(); j < total; j += global_stride()) {
-    const uint64_t t = find_segment(toff, nt, j);
-    const uint32_t r = static_cast<uint32_t>(tkeys[t]);
-    const uint64_t e = ch.off[r] + (j - toff[t]);
-    doc[j] = static_cast<uint32_t>(tkeys[t] >> 32);
-    rule[j] = ch.item[e];
-    weight[j] = tw[t] * ch.cnt[e];
-  }
-}
-
+/// Level-synchronous propagation of (doc, rule, weight) triples from the documents down. Per
+/// level: the level's triples (filed there by the levels above) are merged with a radix sort
+/// on (doc, rule index) and a reduce-by-key; their own words go to the output pairs; their
+/// children are counted by level, and, after the level's one host synchronization (which
+/// brings the counts), written straight into per-level runs of one chunk.
 class PerDocTopDown {
  public:
   PerDocTopDown(Query& Q, const OwnSet& own, uint32_t d0, uint32_t d1)
@@ -156,33 +245,31 @@ class PerDocTopDown {
         own_(own),
         d0_(d0),
         d1_(d1),
-        key_bits_(32 + bits_for(d1 - d0 - 1)),
-        pending_(Q.s.num_inner_levels()),
-        out_(key_bits_, Q.pool) {}
+        doc_bits_(bits_for(d1 - d0 - 1)),
+        levels_(Q.s.num_inner_levels()),
+        pending_(levels_),
+        out_(32 + doc_bits_, Q.pool) {
+    level_lo_host_.assign(s_.g.level_offsets.begin(), s_.g.level_offsets.begin() + levels_ + 1);
+    level_lo_ = DeviceBuffer<uint32_t>(level_lo_host_, Q.pool);
+    stat_ = DeviceBuffer<uint64_t>(3 + levels_, Q.pool);
+    stat_host_.resize(3 + levels_);
+  }
 
   RecordBatch run() {
-    const uint32_t u0 = s_.inner + d0_, u1 = s_.inner + d1_;
-    // The segments' own words, and their children seed the triples.
-    const uint64_t ob = own_.h_off[u0], oe = own_.h_off[u1];
-    if (oe > ob) {
-      Pairs p;
-      p.n = oe - ob;
-      p.keys = DeviceBuffer<uint64_t>(p.n, Q_.pool);
-      p.vals = DeviceBuffer<uint64_t>(p.n, Q_.pool);
-      own_range_pairs_kernel<<<grid_for(p.n), kBlock, 0, Q_.stream>>>(own_.csr, ob, p.n, u0,
-                                                                      p.keys.data(), p.vals.data());
-      GTADOC_CHECK_LAUNCH();
-      out_.add(std::move(p));
-    }
-    const uint64_t cb = s_.h_ch_off[u0], ce = s_.h_ch_off[u1];
-    if (ce > cb) {
-      Triples t = make_triples(ce - cb);
-      seed_triples_kernel<<<grid_for(t.n), kBlock, 0, Q_.stream>>>(
-          s_.children(), cb, t.n, u0, t.doc.data(), t.rule.data(), t.weight.data());
-      GTADOC_CHECK_LAUNCH();
-      bucket_by_level(std::move(t));
-    }
-    for (uint32_t h = s_.num_inner_levels(); h-- > 0;) step(h);
+    const uint32_t nd = d1_ - d0_;
+    LevelTriples seed;
+    seed.cap = nd;
+    seed.lo = s_.inner + d0_;
+    seed.bits = static_cast<uint32_t>(doc_bits_);
+    seed.keys = DeviceBuffer<uint64_t>(nd, Q_.pool);
+    seed.weight = DeviceBuffer<uint64_t>(nd, Q_.pool);
+    DeviceBuffer<uint64_t> seed_count(1, Q_.pool);
+    seed_kernel<<<grid_for(nd), kBlock, 0, Q_.stream>>>(nd, seed.bits, seed.keys.data(),
+                                                        seed.weight.data(), seed_count.data());
+    GTADOC_CHECK_LAUNCH();
+    seed.count = seed_count.data();
+    expand(seed, levels_);
+    for (uint32_t h = levels_; h-- > 0;) step(h);
     Q_.mark("level steps");
     Pairs res = out_.finish();
     Q_.mark("finish pairs");
@@ -190,115 +277,128 @@ class PerDocTopDown {
   }
 
  private:
-  Triples make_triples(uint64_t n) {
-    Triples t;
-    t.n = n;
-    t.doc = DeviceBuffer<uint32_t>(n, Q_.pool);
-    t.rule = DeviceBuffer<uint32_t>(n, Q_.pool);
-    t.weight = DeviceBuffer<uint64_t>(n, Q_.pool);
-    return t;
-  }
-
-  /// Sorts triples by the level of their rule and files one slice per level.
-  void bucket_by_level(Triples t) {
-    GTADOC_EXPECTS(t.n < (uint64_t{1} << 32), "gpu engine: more than 2^32 triples in one step");
-    DeviceBuffer<uint64_t> lv(t.n, Q_.pool), lv_alt(t.n, Q_.pool);
-    DeviceBuffer<uint32_t> perm(t.n, Q_.pool), perm_alt(t.n, Q_.pool);
-    level_keys_kernel<<<grid_for(t.n), kBlock, 0, Q_.stream>>>(t.rule.data(), s_.level_of.data(),
-                                                               t.n, lv.data());
-    GTADOC_CHECK_LAUNCH();
-    iota_async(perm.data(), t.n, Q_.stream);
-    sort_pairs(lv, lv_alt, perm, perm_alt, t.n, bits_for(s_.num_inner_levels()), Q_.pool);
-    perm_alt.reset();
-    auto sorted = std::make_shared<Triples>(make_triples(t.n));
-    gather_triples_kernel<<<grid_for(t.n), kBlock, 0, Q_.stream>>>(
-        t.doc.data(), t.rule.data(), t.weight.data(), perm.data(), t.n, sorted->doc.data(),
-        sorted->rule.data(), sorted->weight.data());
-    GTADOC_CHECK_LAUNCH();
-    t = Triples();
-    perm.reset();
-    // Runs of equal levels (few: at most the levels below the producer).
-    DeviceBuffer<uint32_t> run_len(sorted->n, Q_.pool);
-    const uint64_t runs =
-        run_length_encode(lv.data(), sorted->n, lv_alt.data(), run_len.data(), Q_.pool);
-    std::vector<uint64_t> levels(runs);
-    std::vector<uint32_t> lens(runs);
-    lv_alt.download(levels.data(), runs);
-    run_len.download(lens.data(), runs);
-    uint64_t at = 0;
-    for (uint64_t i = 0; i < runs; ++i) {
-      GTADOC_EXPECTS(levels[i] < pending_.size(), "gpu engine: triple of a bad level");
-      pending_[levels[i]].push_back({sorted, at, lens[i]});
-      at += lens[i];
-    }
-  }
-
+  /// Level h: merges its triples, then expands them.
   void step(uint32_t h) {
     std::vector<Slice> slices = std::move(pending_[h]);
     pending_[h].clear();
     uint64_t n = 0;
     for (const Slice& sl : slices) n += sl.n;
     if (n == 0) return;
-    // 1. Merge equal (doc, rule) triples: the weight of a rule in a document.
-    Pairs m;
-    m.n = n;
-    m.keys = DeviceBuffer<uint64_t>(n, Q_.pool);
-    m.vals = DeviceBuffer<uint64_t>(n, Q_.pool);
-    uint64_t at = 0;
-    for (const Slice& sl : slices) {
-      merge_keys_kernel<<<grid_for(sl.n), kBlock, 0, Q_.stream>>>(
-          sl.chunk->doc.data() + sl.off, sl.chunk->rule.data() + sl.off,
-          sl.chunk->weight.data() + sl.off, sl.n, m.keys.data() + at, m.vals.data() + at);
+    GTADOC_EXPECTS(n < (uint64_t{1} << 32), "gpu engine: more than 2^32 triples in one level");
+    DeviceBuffer<uint64_t> keys(n, Q_.pool), weight(n, Q_.pool);
+    for (size_t i = 0; i < slices.size(); i += SliceTable::kMax) {
+      SliceTable tab;
+      uint64_t at = 0;
+      for (size_t k = i; k < slices.size() && tab.count < SliceTable::kMax; ++k) {
+        tab.keys[tab.count] = slices[k].chunk->keys.data() + slices[k].off;
+        tab.weight[tab.count] = slices[k].chunk->weight.data() + slices[k].off;
+        tab.start[tab.count] = at;
+        at += slices[k].n;
+        ++tab.count;
+      }
+      tab.start[tab.count] = at;
+      uint64_t first = 0;
+      for (size_t k = 0; k < i; ++k) first += slices[k].n;
+      concat_slices_kernel<<<grid_for(at), kBlock, 0, Q_.stream>>>(tab, keys.data() + first,
+                                                                   weight.data() + first);
       GTADOC_CHECK_LAUNCH();
-      at += sl.n;
     }
     slices.clear();  // chunks are freed once every level has taken its slice
-    m = reduce_pairs(std::move(m), key_bits_, Q_.pool);
-    GTADOC_EXPECTS(m.n < (uint64_t{1} << 32), "gpu engine: more than 2^32 triples in one level");
+    const uint32_t bits = level_bits(level_lo_host_.data(), h);
+    {
+      DeviceBuffer<uint64_t> keys_alt(n, Q_.pool), weight_alt(n, Q_.pool);
+      sort_pairs(keys, keys_alt, weight, weight_alt, n, static_cast<int>(bits) + doc_bits_,
+                 Q_.pool);
+      keys_alt.reset();
+      weight_alt.reset();
+    }
+    LevelTriples m;
+    m.cap = n;
+    m.lo = level_lo_host_[h];
+    m.bits = bits;
+    m.keys = DeviceBuffer<uint64_t>(n, Q_.pool);
+    m.weight = DeviceBuffer<uint64_t>(n, Q_.pool);
+    DeviceBuffer<uint64_t> count(1, Q_.pool);
+    reduce_by_key_async(keys.data(), weight.data(), n, m.keys.data(), m.weight.data(), count.data(),
+                        Q_.pool);
+    keys.reset();
+    weight.reset();
+    m.count = count.data();
+    expand(m, h);
+  }
 
-    // 2. Their own entries, x weight.
-    DeviceBuffer<uint64_t> lens(m.n, Q_.pool), off(m.n + 1, Q_.pool);
-    row_lengths_kernel<<<grid_for(m.n), kBlock, 0, Q_.stream>>>(m.keys.data(), m.n, own_.csr.off,
-                                                                lens.data());
+  /// The triples' own entries to the output; their children, all of levels below `below`,
+  /// filed into pending_. One host synchronization.
+  void expand(const LevelTriples& m, uint32_t below) {
+    DeviceBuffer<uint64_t> own_len(m.cap, Q_.pool), kid_len(m.cap, Q_.pool);
+    triple_lengths_kernel<<<grid_for(m.cap), kBlock, 0, Q_.stream>>>(
+        m.keys.data(), m.count, m.cap, m.lo, m.bits, own_.csr.off, s_.ch_off.data(), own_len.data(),
+        kid_len.data());
     GTADOC_CHECK_LAUNCH();
-    const uint64_t total = exclusive_offsets(lens.data(), m.n, off.data(), Q_.pool);
-    if (total > 0) {
+    DeviceBuffer<uint64_t> own_off(m.cap + 1, Q_.pool), kid_off(m.cap + 1, Q_.pool);
+    exclusive_offsets_async(own_len.data(), m.cap, own_off.data(), Q_.pool);
+    exclusive_offsets_async(kid_len.data(), m.cap, kid_off.data(), Q_.pool);
+    own_len.reset();
+    kid_len.reset();
+    CUDA_TRY(cudaMemsetAsync(stat_.data(), 0, (3 + below) * sizeof(uint64_t), Q_.stream));
+    child_levels_kernel<<<kStatGrid, kBlock, 0, Q_.stream>>>(
+        m.keys.data(), m.count, m.cap, m.lo, m.bits, own_off.data(), kid_off.data(), s_.children(),
+        s_.level_of.data(), reinterpret_cast<ull*>(stat_.data()));
+    GTADOC_CHECK_LAUNCH();
+    stat_.download(stat_host_.data(), 3 + below);
+    const uint64_t n = stat_host_[0], own_total = stat_host_[1], kids = stat_host_[2];
+
+    if (own_total > 0) {
       Pairs p;
-      p.n = total;
-      p.keys = DeviceBuffer<uint64_t>(total, Q_.pool);
-      p.vals = DeviceBuffer<uint64_t>(total, Q_.pool);
-      expand_own_kernel<<<grid_for(total), kBlock, 0, Q_.stream>>>(m.keys.data(), m.vals.data(),
-                                                                   off.data(), m.n, own_.csr, total,
-                                                                   p.keys.data(), p.vals.data());
+      p.n = own_total;
+      p.keys = DeviceBuffer<uint64_t>(own_total, Q_.pool);
+      p.vals = DeviceBuffer<uint64_t>(own_total, Q_.pool);
+      expand_own_kernel<<<grid_for(own_total), kBlock, 0, Q_.stream>>>(
+          m.keys.data(), m.weight.data(), own_off.data(), n, m.lo, m.bits, own_.csr, own_total,
+          p.keys.data(), p.vals.data());
       GTADOC_CHECK_LAUNCH();
       out_.add(std::move(p));
     }
-
-    // 3. Their children become triples of lower levels.
-    if (h == 0) return;
-    row_lengths_kernel<<<grid_for(m.n), kBlock, 0, Q_.stream>>>(m.keys.data(), m.n,
-                                                                s_.ch_off.data(), lens.data());
-    GTADOC_CHECK_LAUNCH();
-    const uint64_t kids = exclusive_offsets(lens.data(), m.n, off.data(), Q_.pool);
-    lens.reset();
     if (kids == 0) return;
-    Triples t = make_triples(kids);
-    expand_children_kernel<<<grid_for(kids), kBlock, 0, Q_.stream>>>(
-        m.keys.data(), m.vals.data(), off.data(), m.n, s_.children(), kids, t.doc.data(),
-        t.rule.data(), t.weight.data());
+    GTADOC_EXPECTS(below > 0, "gpu engine: children below level 0");
+    // Each level's run in the chunk starts at the sum of the counts of the levels before it.
+    std::vector<uint64_t> start(below);
+    uint64_t at = 0;
+    for (uint32_t lv = 0; lv < below; ++lv) {
+      start[lv] = at;
+      at += stat_host_[3 + lv];
+    }
+    GTADOC_EXPECTS(at == kids, "gpu engine: children counted by level do not add up");
+    DeviceBuffer<uint64_t> cursor(below, Q_.pool);
+    level_starts_kernel<<<1, kBlock, 0, Q_.stream>>>(reinterpret_cast<const ull*>(stat_.data()) + 3,
+                                                     below, reinterpret_cast<ull*>(cursor.data()));
     GTADOC_CHECK_LAUNCH();
-    m = Pairs();
-    off.reset();
-    bucket_by_level(std::move(t));
+    auto chunk = std::make_shared<TripleChunk>();
+    chunk->keys = DeviceBuffer<uint64_t>(kids, Q_.pool);
+    chunk->weight = DeviceBuffer<uint64_t>(kids, Q_.pool);
+    expand_children_kernel<<<grid_for(kids), kBlock, 0, Q_.stream>>>(
+        m.keys.data(), m.weight.data(), kid_off.data(), n, m.lo, m.bits, s_.children(),
+        s_.level_of.data(), level_lo_.data(), kids, reinterpret_cast<ull*>(cursor.data()),
+        chunk->keys.data(), chunk->weight.data());
+    GTADOC_CHECK_LAUNCH();
+    for (uint32_t lv = 0; lv < below; ++lv)
+      if (stat_host_[3 + lv] > 0) pending_[lv].push_back({chunk, start[lv], stat_host_[3 + lv]});
   }
+
+  static constexpr unsigned kStatGrid = 512;
 
   Query& Q_;
   const GpuShard& s_;
   const OwnSet& own_;
   uint32_t d0_, d1_;
-  int key_bits_;
+  int doc_bits_;
+  uint32_t levels_;
   std::vector<std::vector<Slice>> pending_;
   PairAccumulator out_;
+  std::vector<uint32_t> level_lo_host_;  ///< levels_ + 1 first rules of the inner levels
+  DeviceBuffer<uint32_t> level_lo_;
+  DeviceBuffer<uint64_t> stat_;
+  std::vector<uint64_t> stat_host_;
 };
 
 }  // namespace
