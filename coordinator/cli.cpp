@@ -16,6 +16,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "common/units.h"
+#include "common/visible_gpus.h"
 #include "coordinator/compress.h"
 #include "coordinator/crash_report.h"
 #include "coordinator/decompress.h"
@@ -88,6 +89,8 @@ int print_error(const std::string& message, int code, const Error* e = nullptr) 
 int cli_main(int argc, char** argv) {
   Comm* comm = nullptr;
   int code = 0;
+  // First, before MPI or CUDA start: the driver then initializes only the GPU this process uses.
+  const std::string narrowed = narrow_visible_gpus();
   try {
     comm = &Comm::init(argc, argv);
     CLI::App app{"gtadoc: text analytics directly on grammar-compressed text, on GPUs"};
@@ -225,6 +228,7 @@ int cli_main(int argc, char** argv) {
     }
     init_logging(verbosity, comm->size() > 1 ? "rank " + std::to_string(comm->rank()) : "");
     g_verbosity = verbosity;
+    if (!narrowed.empty()) spdlog::debug("{}", narrowed);
     bool progress = stderr_is_terminal() && comm->rank() == 0;
     auto check_output = [](CLI::App* sub, const std::string& out, bool stdout_ok) {
       CLI::Option* o = sub->get_option_no_throw("--output");

@@ -215,6 +215,7 @@ void PhaseLog::mark(const char* phase) {
 std::string PhaseLog::summary() const {
   std::string out;
   for (const auto& [name, s] : totals_) out += fmt::format(" {}={:.3f}ms", name, s * 1e3);
+  for (const std::string& n : notes_) out += "; " + n;
   return out;
 }
 

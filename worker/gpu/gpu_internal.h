@@ -245,13 +245,15 @@ class PhaseLog {
   explicit PhaseLog(cudaStream_t stream);
   bool enabled() const { return enabled_; }
   void mark(const char* phase);
-  std::string summary() const;  ///< "phase=ms ..." in first-seen order
+  std::string summary() const;  ///< "phase=ms ..." in first-seen order, then the notes
+  void note(std::string text) { notes_.push_back(std::move(text)); }
 
  private:
   cudaStream_t stream_;
   bool enabled_ = false;
   double last_ = 0;
   std::vector<std::pair<std::string, double>> totals_;
+  std::vector<std::string> notes_;
 };
 
 /// Where a query's records go while the engine keeps them on the device (Engine::keep_records):

@@ -13,6 +13,7 @@
 #include <bit>
 #include <cub/block/block_scan.cuh>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "worker/device/primitives.cuh"
@@ -271,6 +272,12 @@ class PerDocTopDown {
     expand(seed, levels_);
     for (uint32_t h = levels_; h-- > 0;) step(h);
     Q_.mark("level steps");
+    if (Q_.phases.enabled())
+      Q_.phases.note(std::to_string(tally_[4]) +
+                     " levels with triples: " + std::to_string(tally_[0]) + " triples in, " +
+                     std::to_string(tally_[1]) + " merged, " + std::to_string(tally_[2]) +
+                     " own entries, " + std::to_string(tally_[3]) + " children; largest level " +
+                     std::to_string(largest_));
     Pairs res = out_.finish();
     Q_.mark("finish pairs");
     return emit_pairs(Q_, res.keys.data(), res.vals.data(), res.n, d0_);
@@ -324,7 +331,9 @@ class PerDocTopDown {
     keys.reset();
     weight.reset();
     m.count = count.data();
+    Q_.mark("level merge");
     expand(m, h);
+    Q_.mark("level expand");
   }
 
   /// The triples' own entries to the output; their children, all of levels below `below`,
@@ -347,6 +356,15 @@ class PerDocTopDown {
     GTADOC_CHECK_LAUNCH();
     stat_.download(stat_host_.data(), 3 + below);
     const uint64_t n = stat_host_[0], own_total = stat_host_[1], kids = stat_host_[2];
+    Q_.mark("level count");
+    if (Q_.phases.enabled()) {
+      tally_[0] += m.cap;
+      tally_[1] += n;
+      tally_[2] += own_total;
+      tally_[3] += kids;
+      tally_[4] += m.cap > 0;
+      largest_ = std::max(largest_, m.cap);
+    }
 
     if (own_total > 0) {
       Pairs p;
@@ -399,6 +417,8 @@ class PerDocTopDown {
   DeviceBuffer<uint32_t> level_lo_;
   DeviceBuffer<uint64_t> stat_;
   std::vector<uint64_t> stat_host_;
+  uint64_t tally_[5] = {0, 0, 0, 0, 0};  ///< GTADOC_GPU_PHASES=1: in, merged, own, kids, levels
+  uint64_t largest_ = 0;
 };
 
 }  // namespace

@@ -1,0 +1,100 @@
+#include "common/visible_gpus.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <string_view>
+#include <vector>
+
+namespace gtadoc {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool all_digits(std::string_view s) {
+  if (s.empty() || s.size() > 9) return false;
+  for (char c : s)
+    if (c < '0' || c > '9') return false;
+  return true;
+}
+
+/// The ranks on this node from the launchers' environment: 1 without a launcher, -1 when a
+/// launcher is present but does not say.
+int ranks_on_node_from_env() {
+  for (const char* name :
+       {"OMPI_COMM_WORLD_LOCAL_SIZE", "MV2_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"}) {
+    const char* v = std::getenv(name);
+    if (v != nullptr) return all_digits(v) ? std::atoi(v) : -1;
+  }
+  if (const char* tasks = std::getenv("SLURM_STEP_TASKS_PER_NODE")) {  // srun: "1(x4)", "2,1"
+    const std::string_view t(tasks);
+    return t == "1" || t.rfind("1(x", 0) == 0 ? 1 : -1;
+  }
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE",
+                           "MV2_COMM_WORLD_SIZE", "SLURM_PROCID"})
+    if (std::getenv(name) != nullptr) return -1;
+  return 1;
+}
+
+int physical_gpu_count() {
+  std::error_code ec;
+  int n = 0;
+  for (fs::directory_iterator it("/proc/driver/nvidia/gpus", ec), end; !ec && it != end;
+       it.increment(ec))
+    ++n;
+  return ec ? 0 : n;
+}
+
+/// Some GPU has MIG GPU instances (/proc/driver/nvidia/capabilities/gpuN/mig/giM).
+bool mig_instances() {
+  std::error_code ec;
+  for (fs::directory_iterator it("/proc/driver/nvidia/capabilities", ec), end; !ec && it != end;
+       it.increment(ec)) {
+    std::error_code ec2;
+    for (fs::directory_iterator gi(it->path() / "mig", ec2), gend; !ec2 && gi != gend;
+         gi.increment(ec2))
+      if (gi->path().filename().string().rfind("gi", 0) == 0) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::optional<std::string> narrowed_visible_devices(const char* visible, int ranks_on_node,
+                                                    int physical_gpus, bool mig) {
+  if (ranks_on_node != 1 || physical_gpus <= 0 || mig) return std::nullopt;
+  std::vector<std::string> entries;
+  if (visible == nullptr) {
+    for (int i = 0; i < physical_gpus; ++i) entries.push_back(std::to_string(i));
+  } else {
+    std::string_view rest(visible);
+    while (true) {
+      const size_t comma = rest.find(',');
+      const std::string_view e = rest.substr(0, comma);
+      const bool index = all_digits(e) && std::atoi(std::string(e).c_str()) < physical_gpus;
+      if (!index && e.rfind("GPU-", 0) != 0) return std::nullopt;
+      entries.emplace_back(e);
+      if (comma == std::string_view::npos) break;
+      rest.remove_prefix(comma + 1);
+    }
+  }
+  if (entries.size() < 2) return std::nullopt;
+  return entries[0];  // what local rank 0 picks
+}
+
+std::string narrow_visible_gpus() {
+  const char* off = std::getenv("GTADOC_NARROW_GPUS");
+  if (off != nullptr && std::string_view(off) == "0") return "";
+  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  const int ranks = ranks_on_node_from_env();
+  const int gpus = physical_gpu_count();
+  if (ranks != 1 || gpus == 0) return "";
+  const std::optional<std::string> one =
+      narrowed_visible_devices(visible, ranks, gpus, mig_instances());
+  if (!one) return "";
+  const std::string was = visible != nullptr ? visible : "unset";
+  setenv("CUDA_VISIBLE_DEVICES", one->c_str(), 1);
+  return "CUDA_VISIBLE_DEVICES=" + *one + " (was " + was +
+         "; the only rank on this node uses that GPU only)";
+}
+
+}  // namespace gtadoc
