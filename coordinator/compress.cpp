@@ -68,6 +68,9 @@ struct ShardWork {
   ShardEntry entry;
 
   uint64_t encode_estimate() const { return model::encode_bytes(tokens, gaps, local_words); }
+  /// Relative encoding time: Sequitur's work grows with the tokens and, more steeply, with the
+  /// distinct words (less repetition: more rules, more table misses).
+  uint64_t encode_cost() const { return tokens + 4 * local_words; }
 };
 
 /// Bytes the kept tokens of a shard hold (sizes: capacity beyond them was never touched).
@@ -89,9 +92,10 @@ ShardTokens tokenize_shard(ShardWork& w, const std::vector<InputDocument>& docs,
   w.doc_words.clear();
   w.doc_bytes.clear();
   uint64_t tokens = 0, gaps = 0;  // written to the stream
+  UninitVector<char> buffer;      // the document's bytes, reused for the next one
   for (uint32_t i = 0; i < w.plan.num_docs; ++i) {
     const InputDocument& doc = docs[w.plan.first_doc + i];
-    std::string text = read_whole_file(doc.path);
+    const std::string_view text = read_whole_file(doc.path, doc.bytes, buffer);
     // Words are interned a few behind the tokenizer, so each one's table slot has been
     // prefetched by the time it is looked up (the vocabulary table is far larger than cache).
     constexpr size_t kAhead = 8;
@@ -166,6 +170,7 @@ void encode_shard(ShardWork& w, ShardTokens t, const std::vector<WordId>& to_glo
                   const Vocabulary& vocab, uint32_t num_words, const fs::path& dir,
                   uint64_t archive_id, const CompressOptions& options, unsigned threads,
                   std::mutex& h5_mutex) {
+  Timer timer;
   std::vector<WordId> local_to_global(t.word_ids.size());
   for (size_t l = 0; l < t.word_ids.size(); ++l)
     local_to_global[l] = to_global[vocab.dense(t.word_ids[l])];
@@ -173,15 +178,20 @@ void encode_shard(ShardWork& w, ShardTokens t, const std::vector<WordId>& to_glo
   for (Symbol& s : t.tokens)
     if (!is_boundary(s)) s = local_to_global[s];
   std::vector<WordId>().swap(local_to_global);
+  const double mapped = timer.seconds();
   RawGrammar raw = sequitur(t.tokens, num_words);
   decltype(t.tokens)().swap(t.tokens);
+  const double grammar = timer.seconds();
   ShardGrammar g = finalize_grammar(num_words, w.plan.first_doc, w.plan.num_docs, raw);
   raw = RawGrammar{};
   ShardLayout layout = build_layout(t);
   fs::path file = dir / shard_file_name(w.index);
+  const double finalized = timer.seconds();
+  double waited = 0;
   {
     // The HDF5 library is not thread-safe; the chunks' deflate runs on `threads` threads inside.
     std::lock_guard<std::mutex> lock(h5_mutex);
+    waited = timer.seconds();
     write_shard_file(file, archive_id, w.index, g, layout, {options.deflate_level, threads});
   }
   w.entry.first_doc = w.plan.first_doc;
@@ -192,6 +202,11 @@ void encode_shard(ShardWork& w, ShardTokens t, const std::vector<WordId>& to_glo
   w.entry.symbols = g.symbols.size();
   w.entry.depth = dag_depth(g);
   w.entry.file_bytes = fs::file_size(file);
+  spdlog::debug(
+      "compress: shard {} encoded in {:.2f}s: ids {:.2f}s, sequitur {:.2f}s, finalized {:.2f}s, "
+      "waited {:.2f}s for the file, written {:.2f}s",
+      w.index, timer.seconds(), mapped, grammar - mapped, finalized - grammar, waited - finalized,
+      timer.seconds() - waited);
 }
 
 uint64_t directory_bytes(const fs::path& dir) {
@@ -351,7 +366,9 @@ CompressStats compress(const std::vector<std::string>& inputs, const fs::path& o
       try {
         std::unique_ptr<SpillWriter> writer;
         if (stream) writer = std::make_unique<SpillWriter>(spill_file(dir, w.index));
-        StringTable local(1 << 12);
+        // Sized for one distinct word per 128 input bytes (real text: 1 per 80..250): most shards
+        // then skip the chain of rehashes, each of which re-inserts every word at random.
+        StringTable local(std::max<uint64_t>(1 << 12, w.plan.bytes / 128));
         ShardTokens t = tokenize_shard(w, docs, local, progress, writer.get());
         const uint64_t actual = kept_size(t) + local.memory_bytes() + w.max_doc;
         if (actual > reserved) gate.grow(actual - reserved), reserved = actual;
@@ -521,11 +538,17 @@ CompressStats compress(const std::vector<std::string>& inputs, const fs::path& o
     if (gate.used() - kept_total() + encode_need() <= budget) break;
     if (work[k].kept) spill_kept(work[k]);
   }
+  // Within each group the costliest shards go first, so that the last ones to finish are short
+  // (each shard writes its own file: the order changes nothing in the archive).
   std::vector<size_t> schedule;
   for (size_t k = 0; k < work.size(); ++k)
     if (work[k].kept) schedule.push_back(k);
+  const auto kept_end = static_cast<std::ptrdiff_t>(schedule.size());
   for (size_t k = 0; k < work.size(); ++k)
     if (!work[k].kept) schedule.push_back(k);
+  auto costlier = [&](size_t a, size_t b) { return work[a].encode_cost() > work[b].encode_cost(); };
+  std::stable_sort(schedule.begin(), schedule.begin() + kept_end, costlier);
+  std::stable_sort(schedule.begin() + kept_end, schedule.end(), costlier);
   uint64_t largest = 0;
   for (const auto& w : work) largest = std::max(largest, w.encode_estimate());
   // One warning for the whole job when even one shard at a time does not fit, or the manifest

@@ -178,4 +178,27 @@ std::string read_whole_file(const fs::path& path) {
   return data;
 }
 
+std::string_view read_whole_file(const fs::path& path, uint64_t size_hint,
+                                 UninitVector<char>& buffer) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw InputError(path.string() + ": cannot read: " + std::strerror(errno));
+  // One byte of room past the expected end, so the read that finds the end needs no growth.
+  if (buffer.size() < size_hint + 1) buffer.resize(size_hint + 1);
+  size_t got = 0;
+  for (;;) {
+    if (got == buffer.size()) buffer.resize(buffer.size() * 2);
+    ssize_t r = ::read(fd, buffer.data() + got, buffer.size() - got);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      ::close(fd);
+      throw InputError(path.string() + ": cannot read: " + std::strerror(err));
+    }
+    if (r == 0) break;
+    got += static_cast<size_t>(r);
+  }
+  ::close(fd);
+  return {buffer.data(), got};
+}
+
 }  // namespace gtadoc

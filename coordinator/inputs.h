@@ -7,8 +7,10 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "common/big_alloc.h"
 #include "common/types.h"
 
 namespace gtadoc {
@@ -50,5 +52,11 @@ std::vector<ShardPlan> plan_shards(const std::vector<InputDocument>& docs, uint6
 
 /// Reads a whole file; throws InputError naming it on failure.
 std::string read_whole_file(const std::filesystem::path& path);
+
+/// Reads a whole file into `buffer` (reused from call to call: it only grows) and returns its
+/// bytes, straight from read() into the buffer; `size_hint` is the size the file is expected to
+/// have (any size is read correctly). Throws InputError naming the file on failure.
+std::string_view read_whole_file(const std::filesystem::path& path, uint64_t size_hint,
+                                 UninitVector<char>& buffer);
 
 }  // namespace gtadoc

@@ -21,12 +21,12 @@ class StringTable {
   uint32_t intern(std::string_view s) { return intern(s, hash(s)); }
 
   /// Starts loading the slot a string with hash `h` probes first (call a few words ahead).
-  void prefetch(uint64_t h) const { __builtin_prefetch(&slots_[h & (slots_.size() - 1)]); }
+  void prefetch(uint64_t h) const { __builtin_prefetch(&slots_[h & mask_]); }
 
   /// intern() with the hash already computed (must equal hash(s)).
   uint32_t intern(std::string_view s, uint64_t h) {
     uint64_t head = head_of(s);
-    size_t mask = slots_.size() - 1;
+    const size_t mask = mask_;
     for (size_t i = h & mask;; i = (i + 1) & mask) {
       Slot& slot = slots_[i];
       if (slot.id == kEmpty) {
@@ -97,7 +97,7 @@ class StringTable {
   void rehash(size_t capacity) {
     BigVector<Slot> old(capacity, Slot{0, 0, kEmpty, 0});
     old.swap(slots_);
-    size_t mask = capacity - 1;
+    const size_t mask = mask_ = capacity - 1;
     for (const Slot& s : old) {
       if (s.id == kEmpty) continue;
       size_t i = s.hash & mask;
@@ -109,6 +109,7 @@ class StringTable {
   BigVector<Slot> slots_;
   BigVector<char> arena_;
   BigVector<uint64_t> offsets_{0};
+  size_t mask_ = 0;  ///< slots_.size() - 1 (kept: the size of 24-byte slots costs a division)
   size_t count_ = 0;
 };
 
