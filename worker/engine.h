@@ -68,10 +68,11 @@ class Engine {
                           ShardRunStats& stats) = 0;
   /// Called before `q` runs on these shards (run in turn, or run_batch): builds, several at once on
   /// `threads` (0 = every usable CPU), what the engine would otherwise build for each shard when
-  /// its turn comes (the CPU engine's lazily built shard structures). Changes no result.
+  /// its turn comes (the CPU engine's lazily built shard structures, the GPU engine's traversal
+  /// estimates). Changes no result.
   virtual void prepare_shards(std::span<LoadedShard* const> shards, const QueryOptions& q,
-                              unsigned threads) {
-    (void)shards, (void)q, (void)threads;
+                              const Normalization& norm, unsigned threads) {
+    (void)shards, (void)q, (void)norm, (void)threads;
   }
   /// Runs a query on several loaded shards of this engine (a rank's resident shards) and
   /// returns the records of all of them in one batch: each shard's records locally aggregated,

@@ -296,7 +296,7 @@ RecordBatch ArchiveSession::run_loaded(std::vector<std::unique_ptr<LoadedShard>>
   double prepared_s = 0;  // Engine::prepare_shards, counted as init
   try {
     Timer prepare;
-    engine_->prepare_shards(ptrs, q, threads_);
+    engine_->prepare_shards(ptrs, q, norm, threads_);
     prepared_s = prepare.seconds();
     if (batched) {
       batch = engine_->run_batch(ptrs, q, norm, stats, threads_);

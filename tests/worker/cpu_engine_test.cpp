@@ -189,8 +189,8 @@ TEST_F(CpuEngineTest, ShardsPreparedTogetherGiveTheSameRecords) {
     }
     std::vector<LoadedShard*> ptrs;
     for (auto& l : b) ptrs.push_back(l.get());
-    prepared->prepare_shards(ptrs, q, 5);
-    prepared->prepare_shards(ptrs, q, 5);  // again: nothing left to build
+    prepared->prepare_shards(ptrs, q, norm, 5);
+    prepared->prepare_shards(ptrs, q, norm, 5);  // again: nothing left to build
     for (size_t i = 0; i < a.size(); ++i) {
       ShardRunStats sa, sb;
       RecordBatch want = plain->run(*a[i], q, norm, sa);

@@ -666,6 +666,44 @@ TEST_F(GpuEngineTest, SeveralShardsAndShardOutlivingEngine) {
   s2.reset();
 }
 
+/// prepare_shards computes the selector's estimates of several shards at once on host threads;
+/// every shard must then run the traversal it would have chosen alone, with the same estimates
+/// (the reason text carries them) and the same records, for cached normalizations.
+TEST_F(GpuEngineTest, ShardsPreparedTogetherChooseAndCountAsAlone) {
+  for (bool lower : {false, true}) {
+    const Normalization norm = normalize_dictionary(dict, lower, false);
+    for (Task task : {Task::kInvertedIndex, Task::kTermVector, Task::kRankedInvertedIndex,
+                      Task::kSequenceCount}) {
+      SCOPED_TRACE(std::string(task_name(task)) + (lower ? " --lowercase" : ""));
+      QueryOptions q;
+      q.task = task;
+      q.per_doc = true;
+      q.n = 3;
+      q.lowercase = lower;
+      auto plain = make_gpu_engine(0);
+      auto prepared = make_gpu_engine(0);
+      std::vector<std::unique_ptr<LoadedShard>> a, b;
+      for (uint64_t seed = 31; seed <= 35; ++seed) {
+        a.push_back(plain->load(random_grammar({}, V, seed)));
+        b.push_back(prepared->load(random_grammar({}, V, seed)));
+      }
+      std::vector<LoadedShard*> ptrs;
+      for (auto& l : b) ptrs.push_back(l.get());
+      prepared->prepare_shards(ptrs, q, norm, 3);
+      prepared->prepare_shards(ptrs, q, norm, 3);  // again: everything is cached
+      const uint32_t width = key_layout(q).width;
+      for (size_t i = 0; i < a.size(); ++i) {
+        ShardRunStats sa, sb;
+        const Rows want = canonical(plain->run(*a[i], q, norm, sa), width, "alone");
+        const Rows got = canonical(prepared->run(*b[i], q, norm, sb), width, "prepared");
+        EXPECT_EQ(difference(want, got), "") << "shard " << i;
+        EXPECT_EQ(sa.traversal, sb.traversal) << "shard " << i;
+        EXPECT_EQ(sa.selector_reason, sb.selector_reason) << "shard " << i;
+      }
+    }
+  }
+}
+
 /// Per-shard preparations (vocabulary, heads/tails, selector estimates) are reused across
 /// queries: alternating normalizations and n on one loaded shard must give every answer exactly,
 /// including a hand-made normalization (never cached) between cached ones.

@@ -82,7 +82,7 @@ class CpuEngine final : public Engine {
   }
 
   void prepare_shards(std::span<LoadedShard* const> shards, const QueryOptions& q,
-                      unsigned threads) override {
+                      const Normalization& /*norm*/, unsigned threads) override {
     if (needs_no_layout(q)) return;
     std::vector<LazyShard*> todo;
     for (LoadedShard* shard : shards) {

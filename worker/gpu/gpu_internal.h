@@ -377,6 +377,10 @@ std::unique_ptr<DeviceRecords> join_records(std::shared_ptr<DeviceContext> ctx, 
 // selector.cpp
 /// The estimates for the query's kind (Q.vocab and Q.k set); global tasks need none.
 SelectorEstimate estimate_traversals(const Query& Q);
+/// The same from the shard alone (host arrays only, so several shards may be estimated at once
+/// on host threads once host_children() has been called): `k` = n - 1 of a sequence task,
+/// `vocab_size` = the normalized vocabulary's size for a word task.
+SelectorEstimate estimate_traversals(const GpuShard& s, bool seq, uint64_t k, uint64_t vocab_size);
 TraversalChoice select_traversal(const Query& Q, const SelectorEstimate& est,
                                  uint64_t free_device_bytes);
 

@@ -10,10 +10,8 @@
 
 namespace gtadoc::gpu {
 
-SelectorEstimate estimate_traversals(const Query& Q) {
-  const GpuShard& s = Q.s;
-  const bool seq = is_sequence_task(Q.q.task);
-  const uint64_t k = seq ? Q.k : 0;
+SelectorEstimate estimate_traversals(const GpuShard& s, bool seq, uint64_t k, uint64_t vocab_size) {
+  if (!seq) k = 0;
   plan::SelectorInput in;
   in.num_inner = s.inner;
   in.num_docs = s.num_docs;
@@ -31,9 +29,13 @@ SelectorEstimate estimate_traversals(const Query& Q) {
   if (seq) {
     for (uint64_t b : in.own_bound) in.item_space += b;
   } else {
-    in.item_space = Q.vocab().size();
+    in.item_space = vocab_size;
   }
   return plan::estimate_traversals(in, plan::kGpuCostModel);
+}
+
+SelectorEstimate estimate_traversals(const Query& Q) {
+  return estimate_traversals(Q.s, is_sequence_task(Q.q.task), Q.k, Q.vocab().size());
 }
 
 TraversalChoice select_traversal(const Query& Q, const SelectorEstimate& est,
