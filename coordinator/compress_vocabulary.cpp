@@ -166,7 +166,7 @@ std::vector<uint32_t> Vocabulary::fold(const StringTable& table) {
   std::vector<uint64_t> hashes(n);
   std::vector<uint32_t> begin(kPartitions + 1, 0);
   for (uint32_t i = 0; i < n; ++i) {
-    hashes[i] = StringTable::hash(table.get(i));
+    hashes[i] = table.hash_of(i);  // computed when the shard interned it
     ++begin[(hashes[i] >> (64 - kPartitionBits)) + 1];
   }
   for (uint32_t p = 0; p < kPartitions; ++p) begin[p + 1] += begin[p];
@@ -232,17 +232,48 @@ std::vector<uint32_t> Vocabulary::sorted(unsigned threads) {
     return (uint32_t{static_cast<unsigned char>(w[0])} << 8) |
            (w.size() > 1 ? static_cast<unsigned char>(w[1]) : 0u);
   };
+  // Counted and filled on threads, each over its own range of partitions (partitions hold
+  // about the same number of words): per-thread counts, then each (bucket, thread) pair's start.
+  // The order inside a bucket does not matter: the words are distinct, the sort below orders
+  // them fully.
+  const unsigned parts_threads = std::min<unsigned>(resolve_threads(threads), kPartitions);
+  auto parts_of = [&](unsigned t) {
+    return std::pair<uint32_t, uint32_t>{t * kPartitions / parts_threads,
+                                         (t + 1) * kPartitions / parts_threads};
+  };
+  std::vector<uint32_t> counts(size_t{parts_threads} * kBuckets, 0);
+  std::vector<uint16_t> bucket_of(total);  // by dense position: words are decoded once
+  run_on_threads(parts_threads, [&](unsigned t) {
+    uint32_t* c = counts.data() + size_t{t} * kBuckets;
+    const auto [first, last] = parts_of(t);
+    for (uint32_t p = first; p < last; ++p)
+      for (uint32_t l = 0; l < parts_[p].count; ++l) {
+        const uint32_t b = bucket(parts_[p].get(l));
+        bucket_of[base_[p] + l] = static_cast<uint16_t>(b);
+        ++c[b];
+      }
+  });
   std::vector<uint32_t> begin(kBuckets + 1, 0);
-  for (uint32_t p = 0; p < kPartitions; ++p)
-    for (uint32_t l = 0; l < parts_[p].count; ++l) ++begin[bucket(parts_[p].get(l)) + 1];
-  for (uint32_t b = 0; b < kBuckets; ++b) begin[b + 1] += begin[b];
-  std::vector<uint32_t> order(total);
-  {
-    std::vector<uint32_t> fill(begin.begin(), begin.end() - 1);
-    for (uint32_t p = 0; p < kPartitions; ++p)
-      for (uint32_t l = 0; l < parts_[p].count; ++l)
-        order[fill[bucket(parts_[p].get(l))]++] = (p << kLocalBits) | l;
+  uint32_t running = 0;
+  for (uint32_t b = 0; b < kBuckets; ++b) {
+    begin[b] = running;
+    for (unsigned t = 0; t < parts_threads; ++t) {
+      const uint32_t c = counts[size_t{t} * kBuckets + b];
+      counts[size_t{t} * kBuckets + b] = running;
+      running += c;
+    }
   }
+  begin[kBuckets] = running;
+  std::vector<uint32_t> order(total);
+  run_on_threads(parts_threads, [&](unsigned t) {
+    uint32_t* fill = counts.data() + size_t{t} * kBuckets;
+    const auto [first, last] = parts_of(t);
+    for (uint32_t p = first; p < last; ++p)
+      for (uint32_t l = 0; l < parts_[p].count; ++l)
+        order[fill[bucket_of[base_[p] + l]]++] = (p << kLocalBits) | l;
+  });
+  std::vector<uint16_t>().swap(bucket_of);
+  std::vector<uint32_t>().swap(counts);
   // Inside a bucket: by the next 8 bytes as a big-endian integer (zero padded), then, among
   // equal keys, by the whole words (which also orders "ab" before "ab\0").
   struct Keyed {

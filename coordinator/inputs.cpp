@@ -15,19 +15,36 @@
 #include <spdlog/spdlog.h>
 
 #include "common/error.h"
+#include "common/parallel.h"
 
 namespace gtadoc {
 namespace fs = std::filesystem;
 
 namespace {
 
-void add_file(std::vector<InputDocument>& out, const fs::path& path, std::string name) {
+/// A regular file found while walking the inputs; checked (size, readable) and named later, on
+/// threads. `root` is the input directory it was found below (null: a plain file input).
+struct Candidate {
+  Candidate(fs::path p, const fs::path* r) : path(std::move(p)), root(r) {}
+  fs::path path;
+  const fs::path* root = nullptr;
+  uint64_t size = 0;
+  std::string name;
+  std::string error;  ///< why it cannot be read (the message InputError carries), or empty
+};
+
+void check_file(Candidate& c) {
   std::error_code ec;
-  uint64_t size = fs::file_size(path, ec);
-  if (ec) throw InputError(path.string() + ": cannot read: " + ec.message());
-  if (::access(path.c_str(), R_OK) != 0)
-    throw InputError(path.string() + ": cannot read: " + std::strerror(errno));
-  out.push_back({std::move(name), path, size});
+  c.size = fs::file_size(c.path, ec);
+  if (ec) {
+    c.error = c.path.string() + ": cannot read: " + ec.message();
+    return;
+  }
+  if (::access(c.path.c_str(), R_OK) != 0) {
+    c.error = c.path.string() + ": cannot read: " + std::strerror(errno);
+    return;
+  }
+  c.name = c.root ? c.path.lexically_relative(*c.root).string() : c.path.filename().string();
 }
 
 /// Why `entry` (a non-regular directory entry) is not a document.
@@ -74,20 +91,34 @@ void announce_skipped(const std::vector<SkippedInput>& skipped) {
 }
 
 std::vector<InputDocument> collect_inputs(const std::vector<std::string>& inputs,
-                                          std::vector<SkippedInput>* skipped) {
-  std::vector<InputDocument> docs;
+                                          std::vector<SkippedInput>* skipped, unsigned threads) {
+  // The walk (serial: directory order) lists the regular files and stops at the first error it
+  // meets; the files are then checked on threads, and the first failure in walk order wins, as
+  // when every file was checked the moment it was found.
+  std::vector<fs::path> roots;
+  roots.reserve(inputs.size());
+  std::vector<Candidate> found;
+  std::string walk_error;
   for (const std::string& input : inputs) {
     fs::path root(input);
     std::error_code ec;
     fs::file_status st = fs::status(root, ec);
-    if (ec || !fs::exists(st)) throw InputError(input + ": no such file or directory");
+    if (ec || !fs::exists(st)) {
+      walk_error = input + ": no such file or directory";
+      break;
+    }
     if (fs::is_regular_file(st)) {
-      add_file(docs, root, root.filename().string());
+      found.emplace_back(root, nullptr);
     } else if (fs::is_directory(st)) {
+      roots.push_back(root);  // reserved: the candidates keep pointers to it
+      const fs::path* base = &roots.back();
       fs::recursive_directory_iterator it(root, fs::directory_options::none, ec), end;
-      if (ec) throw InputError(input + ": cannot read directory: " + ec.message());
+      if (ec) {
+        walk_error = input + ": cannot read directory: " + ec.message();
+        break;
+      }
       for (; it != end; it.increment(ec)) {
-        if (ec) throw InputError(input + ": cannot read directory: " + ec.message());
+        if (ec) break;
         std::error_code fec;
         if (!it->is_regular_file(fec)) {  // follows symlinks: a link to a file is a document
           if (!it->is_directory(fec) || it->is_symlink(fec)) {
@@ -95,13 +126,29 @@ std::vector<InputDocument> collect_inputs(const std::vector<std::string>& inputs
           }
           continue;
         }
-        add_file(docs, it->path(), it->path().lexically_relative(root).string());
+        found.emplace_back(it->path(), base);
       }
-      if (ec) throw InputError(input + ": cannot read directory: " + ec.message());
+      if (ec) {
+        walk_error = input + ": cannot read directory: " + ec.message();
+        break;
+      }
     } else {
-      throw InputError(input + ": not a regular file or directory");
+      walk_error = input + ": not a regular file or directory";
+      break;
     }
   }
+  constexpr size_t kBatch = 256;
+  parallel_for((found.size() + kBatch - 1) / kBatch, threads, [&](size_t b) {
+    for (size_t i = b * kBatch; i < std::min(found.size(), (b + 1) * kBatch); ++i)
+      check_file(found[i]);
+  });
+  for (const Candidate& c : found)
+    if (!c.error.empty()) throw InputError(c.error);
+  if (!walk_error.empty()) throw InputError(walk_error);
+  std::vector<InputDocument> docs;
+  docs.reserve(found.size());
+  for (Candidate& c : found) docs.push_back({std::move(c.name), std::move(c.path), c.size});
+  std::vector<Candidate>().swap(found);
   if (docs.empty()) throw InputError("empty corpus: no documents found in the inputs");
   std::sort(docs.begin(), docs.end(),
             [](const InputDocument& a, const InputDocument& b) { return a.name < b.name; });
@@ -154,28 +201,6 @@ std::vector<ShardPlan> plan_shards(const std::vector<InputDocument>& docs, uint6
   }
   GTADOC_EXPECTS(i == docs.size(), "shard plan does not cover every document");
   return plan;
-}
-
-std::string read_whole_file(const fs::path& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw InputError(path.string() + ": cannot read: " + std::strerror(errno));
-  struct stat st {};
-  std::string data;
-  if (::fstat(fd, &st) == 0 && st.st_size > 0) data.reserve(static_cast<size_t>(st.st_size));
-  char buf[1 << 16];
-  for (;;) {
-    ssize_t r = ::read(fd, buf, sizeof buf);
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      int err = errno;
-      ::close(fd);
-      throw InputError(path.string() + ": cannot read: " + std::strerror(err));
-    }
-    if (r == 0) break;
-    data.append(buf, static_cast<size_t>(r));
-  }
-  ::close(fd);
-  return data;
 }
 
 std::string_view read_whole_file(const fs::path& path, uint64_t size_hint,

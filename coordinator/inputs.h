@@ -32,8 +32,11 @@ struct SkippedInput {
 
 /// Throws InputError for a missing/unreadable input, a duplicate name, or an empty corpus.
 /// Entries of input directories that are not documents are appended to `skipped` when given.
+/// The files found are checked (size, readable) on `threads` threads (0: every usable CPU); the
+/// documents and errors are the same for every thread count.
 std::vector<InputDocument> collect_inputs(const std::vector<std::string>& inputs,
-                                          std::vector<SkippedInput>* skipped = nullptr);
+                                          std::vector<SkippedInput>* skipped = nullptr,
+                                          unsigned threads = 1);
 
 /// Logs what collect_inputs skipped: each entry at info level (-v), and one warning line
 /// counting them (nothing when none were skipped).
@@ -49,9 +52,6 @@ struct ShardPlan {
 /// about `shard_size` bytes), balanced by bytes, never empty, never splitting a document.
 std::vector<ShardPlan> plan_shards(const std::vector<InputDocument>& docs, uint64_t shard_size,
                                    uint32_t shards);
-
-/// Reads a whole file; throws InputError naming it on failure.
-std::string read_whole_file(const std::filesystem::path& path);
 
 /// Reads a whole file into `buffer` (reused from call to call: it only grows) and returns its
 /// bytes, straight from read() into the buffer; `size_hint` is the size the file is expected to

@@ -33,6 +33,7 @@ class StringTable {
         uint32_t id = static_cast<uint32_t>(offsets_.size() - 1);
         arena_.insert(arena_.end(), s.begin(), s.end());
         offsets_.push_back(arena_.size());
+        hashes_.push_back(h);
         slot = {h, head, id, static_cast<uint32_t>(s.size())};
         if (++count_ * 4 > slots_.size() * 3) rehash(slots_.size() * 2);
         return id;
@@ -48,10 +49,12 @@ class StringTable {
   std::string_view get(uint32_t id) const {
     return {arena_.data() + offsets_[id], static_cast<size_t>(offsets_[id + 1] - offsets_[id])};
   }
-  /// Bytes the table holds: slots, word bytes and offsets (capacities).
+  /// hash() of string `id`, as interned (kept, so that its words are not hashed again).
+  uint64_t hash_of(uint32_t id) const { return hashes_[id]; }
+  /// Bytes the table holds: slots, word bytes, offsets and hashes (capacities).
   size_t memory_bytes() const {
     return slots_.capacity() * sizeof(Slot) + arena_.capacity() +
-           offsets_.capacity() * sizeof(uint64_t);
+           (offsets_.capacity() + hashes_.capacity()) * sizeof(uint64_t);
   }
 
   /// Well-mixed 64-bit hash of a byte string (8 bytes per step).
@@ -109,6 +112,7 @@ class StringTable {
   BigVector<Slot> slots_;
   BigVector<char> arena_;
   BigVector<uint64_t> offsets_{0};
+  BigVector<uint64_t> hashes_;  ///< hash of each string, by id
   size_t mask_ = 0;  ///< slots_.size() - 1 (kept: the size of 24-byte slots costs a division)
   size_t count_ = 0;
 };

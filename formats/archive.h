@@ -52,9 +52,6 @@ struct Manifest {
 /// SHA-256 of a canonical serialization of the manifest's content: archive id, dictionary,
 /// document table, shard table (shard digests included). Independent of how HDF5 stores it.
 Sha256 manifest_content_digest(const Manifest& manifest);
-/// Records the SHA-256 of every shard file of `dir` (written, closed) in `manifest.shards`,
-/// hashing files in parallel on up to `threads` threads (0 = all).
-void seal_shard_digests(const std::filesystem::path& dir, Manifest& manifest, unsigned threads);
 /// True when every shard entry carries a digest.
 bool has_shard_digests(const Manifest& manifest);
 

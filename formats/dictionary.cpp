@@ -58,21 +58,43 @@ bool Dictionary::is_sorted_unique() const {
   return true;
 }
 
-FrontCoded front_code(const Dictionary& dict) {
+FrontCoded front_code(const Dictionary& dict, unsigned threads) {
   FrontCoded f;
-  f.prefix_lengths.reserve(dict.size());
-  f.suffix_lengths.reserve(dict.size());
-  std::string_view prev;
-  for (uint32_t w = 0; w < dict.size(); ++w) {
-    std::string_view word = dict[w];
-    size_t k = 0;
-    const size_t limit = std::min(word.size(), prev.size());
-    while (k < limit && word[k] == prev[k]) ++k;
-    f.prefix_lengths.push_back(k);
-    f.suffix_bytes.insert(f.suffix_bytes.end(), word.begin() + k, word.end());
-    f.suffix_lengths.push_back(word.size() - k);
-    prev = word;
-  }
+  const size_t n = dict.size();
+  constexpr size_t kBlock = size_t{1} << 16;
+  const size_t blocks = (n + kBlock - 1) / kBlock;
+  resize_on_huge_pages(f.prefix_lengths, n);
+  resize_on_huge_pages(f.suffix_lengths, n);
+  std::vector<uint64_t> block_bytes(blocks + 1, 0);  // suffix bytes per block, then offsets
+  parallel_for(blocks, threads, [&](size_t b) {
+    const size_t end = std::min(n, (b + 1) * kBlock);
+    uint64_t bytes = 0;
+    for (size_t w = b * kBlock; w < end; ++w) {
+      const std::string_view word = dict[static_cast<WordId>(w)];
+      size_t k = 0;
+      if (w > 0) {
+        const std::string_view prev = dict[static_cast<WordId>(w - 1)];
+        const size_t limit = std::min(word.size(), prev.size());
+        while (k < limit && word[k] == prev[k]) ++k;
+      }
+      f.prefix_lengths[w] = k;
+      f.suffix_lengths[w] = word.size() - k;
+      bytes += word.size() - k;
+    }
+    block_bytes[b + 1] = bytes;
+  });
+  for (size_t b = 0; b < blocks; ++b) block_bytes[b + 1] += block_bytes[b];
+  resize_on_huge_pages(f.suffix_bytes, block_bytes[blocks]);
+  parallel_for(blocks, threads, [&](size_t b) {
+    const size_t end = std::min(n, (b + 1) * kBlock);
+    char* out = f.suffix_bytes.data() + block_bytes[b];
+    for (size_t w = b * kBlock; w < end; ++w) {
+      const std::string_view word = dict[static_cast<WordId>(w)];
+      const size_t len = f.suffix_lengths[w];
+      if (len > 0) std::memcpy(out, word.data() + (word.size() - len), len);
+      out += len;
+    }
+  });
   return f;
 }
 

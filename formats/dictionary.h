@@ -56,8 +56,10 @@ struct FrontCoded {
   std::vector<uint64_t> suffix_lengths;
 };
 
-/// Front-codes `dict` (each word shares with the previous one the longest common prefix).
-FrontCoded front_code(const Dictionary& dict);
+/// Front-codes `dict` (each word shares with the previous one the longest common prefix), on
+/// `threads` threads (0: every usable CPU): prefix and suffix lengths per block of words, then
+/// the block's suffix bytes copied to their offset; the same arrays for every thread count.
+FrontCoded front_code(const Dictionary& dict, unsigned threads = 1);
 
 /// Words decoded per block by decode_front_coded (a block is decoded by one thread).
 inline constexpr size_t kFrontCodedBlock = size_t{1} << 14;
