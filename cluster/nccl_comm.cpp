@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
 #include <vector>
 
 #include "cluster/collective_error.h"
@@ -179,6 +180,18 @@ std::unique_ptr<DeviceRecords> shuffle_device_records(Comm&, NcclComm&, DeviceRe
 
 #endif
 
+bool shuffle_may_use_nccl(bool resident, bool large_shuffle) {
+  const char* env = std::getenv("GTADOC_SHUFFLE");
+  const std::string_view mode = env != nullptr && *env != '\0' ? env : "auto";
+  if (mode == "mpi") return false;
+  if (mode == "auto") return resident || large_shuffle;
+  return true;
+}
+
+bool large_shuffle_task(Task task) {
+  return task == Task::kSequenceCount || task == Task::kRankedInvertedIndex;
+}
+
 bool use_nccl_shuffle(Comm& comm, bool gpu_engine, bool resident, bool large_shuffle,
                       std::string* why) {
   std::string reason;
@@ -190,7 +203,7 @@ bool use_nccl_shuffle(Comm& comm, bool gpu_engine, bool resident, bool large_shu
     reason = "one rank";
   else if (mode == "mpi")
     reason = "GTADOC_SHUFFLE=mpi";
-  else if (mode == "auto" && !resident && !large_shuffle)
+  else if (!shuffle_may_use_nccl(resident, large_shuffle))
     reason =
         "one query of a task with a small shuffle: NCCL's set-up (~0.6-1 s) costs more than it "
         "saves; GTADOC_SHUFFLE=nccl forces it";

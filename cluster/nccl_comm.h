@@ -64,6 +64,15 @@ class NcclComm {
 bool use_nccl_shuffle(Comm& comm, bool gpu_engine, bool resident, bool large_shuffle,
                       std::string* why);
 
+/// Whether GTADOC_SHUFFLE and the kind of job leave NCCL possible (use_nccl_shuffle's choice before
+/// it asks the ranks): nccl yes, mpi no, auto for resident shards or a large shuffle (anything
+/// else: yes, use_nccl_shuffle then rejects it). Needs no MPI: the start-up asks it before MPI
+/// starts (whether the ranks of a node must keep each other's GPUs visible, common/visible_gpus.h).
+bool shuffle_may_use_nccl(bool resident, bool large_shuffle);
+
+/// The tasks whose one-query shuffle is large enough to repay NCCL's set-up.
+bool large_shuffle_task(Task task);
+
 /// The shuffle of records resident on this rank's GPU, partitioned by owner with `offsets`
 /// (DeviceRecords::partition): every partition goes to its owner over NCCL; returns the records
 /// this rank owns, on its GPU. Collective over comm (MPI for the sizes) and nccl.

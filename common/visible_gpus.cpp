@@ -35,6 +35,16 @@ int ranks_on_node_from_env() {
   return 1;
 }
 
+/// This process's rank on its node from the launchers' environment (-1: not said).
+int local_rank_from_env() {
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_RANK",
+                           "MPI_LOCALRANKID", "SLURM_LOCALID"}) {
+    const char* v = std::getenv(name);
+    if (v != nullptr) return all_digits(v) ? std::atoi(v) : -1;
+  }
+  return -1;
+}
+
 int physical_gpu_count() {
   std::error_code ec;
   int n = 0;
@@ -60,8 +70,11 @@ bool mig_instances() {
 }  // namespace
 
 std::optional<std::string> narrowed_visible_devices(const char* visible, int ranks_on_node,
-                                                    int physical_gpus, bool mig) {
-  if (ranks_on_node != 1 || physical_gpus <= 0 || mig) return std::nullopt;
+                                                    int local_rank, int physical_gpus, bool mig,
+                                                    bool peers_needed) {
+  if (ranks_on_node < 1 || physical_gpus <= 0 || mig) return std::nullopt;
+  if (ranks_on_node > 1 && (peers_needed || local_rank < 0)) return std::nullopt;
+  if (ranks_on_node == 1) local_rank = 0;
   std::vector<std::string> entries;
   if (visible == nullptr) {
     for (int i = 0; i < physical_gpus; ++i) entries.push_back(std::to_string(i));
@@ -78,23 +91,27 @@ std::optional<std::string> narrowed_visible_devices(const char* visible, int ran
     }
   }
   if (entries.size() < 2) return std::nullopt;
-  return entries[0];  // what local rank 0 picks
+  return entries[static_cast<size_t>(local_rank) % entries.size()];  // what the rank would pick
 }
 
-std::string narrow_visible_gpus() {
+std::string narrow_visible_gpus(bool peers_needed) {
   const char* off = std::getenv("GTADOC_NARROW_GPUS");
   if (off != nullptr && std::string_view(off) == "0") return "";
   const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
   const int ranks = ranks_on_node_from_env();
+  if (ranks < 1 || (ranks > 1 && peers_needed)) return "";
   const int gpus = physical_gpu_count();
-  if (ranks != 1 || gpus == 0) return "";
+  if (gpus == 0) return "";
+  const int local = ranks == 1 ? 0 : local_rank_from_env();
   const std::optional<std::string> one =
-      narrowed_visible_devices(visible, ranks, gpus, mig_instances());
+      narrowed_visible_devices(visible, ranks, local, gpus, mig_instances(), peers_needed);
   if (!one) return "";
   const std::string was = visible != nullptr ? visible : "unset";
   setenv("CUDA_VISIBLE_DEVICES", one->c_str(), 1);
   return "CUDA_VISIBLE_DEVICES=" + *one + " (was " + was +
-         "; the only rank on this node uses that GPU only)";
+         (ranks == 1 ? "; the only rank on this node uses that GPU only)"
+                     : "; local rank " + std::to_string(local) + " of " + std::to_string(ranks) +
+                           ", no data between the node's GPUs)");
 }
 
 }  // namespace gtadoc

@@ -1,14 +1,17 @@
 // Which GPUs a process lets the CUDA driver see. A gtadoc process uses one GPU (its local rank's),
 // but the driver's start-up initializes every visible device: on a two-GPU H200 host,
 // cudaGetDeviceCount took 323-430 ms with both visible and 125-132 ms with one (PERFORMANCE.md
-// §11). So, before any CUDA or MPI call, a process that is the only rank on its node (it would
-// pick device 0 = local rank 0 % visible devices) narrows CUDA_VISIBLE_DEVICES to that device.
-// Ranks that share a node keep every device visible: NCCL moves data between their GPUs through
-// CUDA IPC, which needs the peers' devices visible (with narrowed ranks the pipeline check saw
-// NCCL refused, "2 ranks on a node with 1 GPUs"). Nothing is narrowed when the choice is not
-// certain either: a launcher that does not say how many ranks share the node, MIG instances, a
-// CUDA_VISIBLE_DEVICES entry that is not a plain index below the GPU count or a GPU-UUID, or
-// GTADOC_NARROW_GPUS=0.
+// §11), and on a four-GPU host the ranks' start-up grew with the ranks (§12). So, before any CUDA
+// or MPI call, a process narrows CUDA_VISIBLE_DEVICES to the device it would pick (local rank %
+// visible devices) when
+//  - it is the only rank on its node, or
+//  - its ranks share the node but will not move data between their GPUs through CUDA IPC
+//    (`peers_needed` false: the caller knows the command; NCCL needs every peer's device visible
+//    — with narrowed ranks NCCL is refused, "2 ranks on a node with 1 GPUs" — so the service
+//    and runs whose shuffle may be NCCL keep every device) and the launcher says the local rank.
+// Nothing is narrowed when the choice is not certain: a launcher that does not say how many ranks
+// share the node, MIG instances, a CUDA_VISIBLE_DEVICES entry that is not a plain index below the
+// GPU count or a GPU-UUID, or GTADOC_NARROW_GPUS=0.
 #pragma once
 
 #include <optional>
@@ -17,13 +20,15 @@
 namespace gtadoc {
 
 /// The one device to leave visible, or nothing. `visible`: CUDA_VISIBLE_DEVICES (nullptr when
-/// unset); `ranks_on_node`: this node's ranks (-1: unknown); `physical_gpus`: the GPUs the driver
-/// lists; `mig`: some GPU has MIG instances.
+/// unset); `ranks_on_node`: this node's ranks (-1: unknown); `local_rank`: this process's rank on
+/// the node (-1: unknown); `physical_gpus`: the GPUs the driver lists; `mig`: some GPU has MIG
+/// instances; `peers_needed`: the ranks of the node may exchange data GPU to GPU.
 std::optional<std::string> narrowed_visible_devices(const char* visible, int ranks_on_node,
-                                                    int physical_gpus, bool mig);
+                                                    int local_rank, int physical_gpus, bool mig,
+                                                    bool peers_needed);
 
 /// Applies narrowed_visible_devices to this process from its environment and /proc (call
 /// first in main, before threads start). Returns a line for the log, empty when nothing changed.
-std::string narrow_visible_gpus();
+std::string narrow_visible_gpus(bool peers_needed);
 
 }  // namespace gtadoc

@@ -10,9 +10,11 @@
 #include <filesystem>
 #include <iostream>
 #include <new>
+#include <string_view>
 
 #include "cluster/collective_error.h"
 #include "cluster/comm.h"
+#include "cluster/nccl_comm.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "common/units.h"
@@ -24,6 +26,7 @@
 #include "coordinator/run_command.h"
 #include "coordinator/serve/service.h"
 #include "coordinator/verify.h"
+#include "worker/query.h"
 
 namespace gtadoc {
 
@@ -84,13 +87,37 @@ int print_error(const std::string& message, int code, const Error* e = nullptr) 
   return code;
 }
 
+/// Whether this command's ranks may move data between the GPUs of a node (NCCL through CUDA IPC),
+/// which needs every GPU of the node visible to each of them (common/visible_gpus.h): the service,
+/// and a run whose shuffle may be NCCL (shuffle_may_use_nccl). Read from the raw arguments, before
+/// MPI starts and before they are parsed: a wrong guess costs start-up time only (a rank whose
+/// GPUs were narrowed shuffles with MPI).
+bool gpu_peers_needed(int argc, char** argv) {
+  std::string_view command;
+  bool large = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a(argv[i]);
+    if (a.empty() || a[0] == '-') continue;
+    if (command.empty()) {
+      command = a;
+      continue;
+    }
+    try {
+      large = large || large_shuffle_task(parse_task(std::string(a)));
+    } catch (const UsageError&) {  // not a task: an archive, an option's value
+    }
+  }
+  if (command == "serve") return true;
+  return command == "run" && shuffle_may_use_nccl(false, large);
+}
+
 }  // namespace
 
 int cli_main(int argc, char** argv) {
   Comm* comm = nullptr;
   int code = 0;
   // First, before MPI or CUDA start: the driver then initializes only the GPU this process uses.
-  const std::string narrowed = narrow_visible_gpus();
+  const std::string narrowed = narrow_visible_gpus(gpu_peers_needed(argc, argv));
   try {
     comm = &Comm::init(argc, argv);
     CLI::App app{"gtadoc: text analytics directly on grammar-compressed text, on GPUs"};

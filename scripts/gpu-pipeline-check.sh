@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The whole pipeline on the GPU (device machine only; CI has no GPU): the bundled sample
-# compressed into 4 shards, every task through `gtadoc run --engine gpu` (1 rank and, with two
-# GPUs, `mpirun -np 2` with the default MPI shuffle and with the NCCL one forced) and through
-# `gtadoc serve --engine gpu` (resident shards, one merged batch; with two GPUs also under
-# `mpirun -np 2`, where the records move by NCCL), each compared byte for byte with the
-# raw-text reference.
+# compressed into 4 shards, every task through `gtadoc run --engine gpu` (1 rank; with two GPUs
+# `mpirun -np 2`, with four also `-np 4`, each with the default MPI shuffle and with the NCCL one
+# forced) and through `gtadoc serve --engine gpu` (resident shards, one merged batch; with two
+# GPUs also under `mpirun -np 2`, where the records move by NCCL), each compared byte for byte
+# with the raw-text reference.
 #   scripts/gpu-pipeline-check.sh BUILD_DIR     (after building gtadoc and gtadoc_reference)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -38,20 +38,21 @@ for t in "${TASKS[@]}"; do
   # shellcheck disable=SC2086
   "$BIN" run "$W/s.gtd" $t --engine gpu >"$W/got" && cmp -s "$W/want" "$W/got" &&
     echo "ok   run gpu: $t" || { echo "FAIL run gpu: $t"; bad=1; }
-  if [[ $gpus -ge 2 ]]; then
-    # Two GPUs: the records shuffled by NCCL (forced: a one-query run takes MPI by default; the
-    # log must say NCCL) and by MPI (the default).
+  for np in 2 4; do
+    [[ $gpus -ge $np ]] || continue
+    # Two (four) GPUs: the records shuffled by NCCL (forced: a one-query run takes MPI by
+    # default; the log must say NCCL) and by MPI (the default).
     # shellcheck disable=SC2086
-    mpirun -np 2 --bind-to none -x GTADOC_SHUFFLE=nccl "$BIN" run "$W/s.gtd" $t --engine gpu -v \
+    mpirun -np $np --bind-to none -x GTADOC_SHUFFLE=nccl "$BIN" run "$W/s.gtd" $t --engine gpu -v \
       >"$W/got" \
-      2>"$W/np2.err" </dev/null && cmp -s "$W/want" "$W/got" &&
-      grep -q 'shuffle: NCCL' "$W/np2.err" && echo "ok   run gpu np2 nccl: $t" ||
-      { echo "FAIL run gpu np2 nccl: $t"; tail -5 "$W/np2.err"; bad=1; }
+      2>"$W/np.err" </dev/null && cmp -s "$W/want" "$W/got" &&
+      grep -q 'shuffle: NCCL' "$W/np.err" && echo "ok   run gpu np$np nccl: $t" ||
+      { echo "FAIL run gpu np$np nccl: $t"; tail -5 "$W/np.err"; bad=1; }
     # shellcheck disable=SC2086
-    mpirun -np 2 --bind-to none "$BIN" run "$W/s.gtd" $t --engine gpu \
-      >"$W/got" </dev/null && cmp -s "$W/want" "$W/got" && echo "ok   run gpu np2 mpi: $t" ||
-      { echo "FAIL run gpu np2 mpi: $t"; bad=1; }
-  fi
+    mpirun -np $np --bind-to none "$BIN" run "$W/s.gtd" $t --engine gpu \
+      >"$W/got" </dev/null && cmp -s "$W/want" "$W/got" && echo "ok   run gpu np$np mpi: $t" ||
+      { echo "FAIL run gpu np$np mpi: $t"; bad=1; }
+  done
   # The same options as a JSON body ("--top 7 --lowercase" -> "top": 7, "lowercase": true).
   body=$(echo "$t" | awk '{ printf "{\"task\":\"%s\",\"format\":\"tsv\"", $1
     for (i = 2; i <= NF; i++) { o = substr($i, 3); gsub("-", "_", o)

@@ -175,9 +175,8 @@ std::unique_ptr<ArchiveSession> ArchiveSession::open(Comm& comm, const SessionOp
     // NCCL against MPI: sequence-count 1.33 / 1.55 s, ranked-inverted-index 2.33 / 2.79 s; the
     // other tasks lose 0.25-0.45 s to NCCL's set-up.
     const Task task = s->options_.auto_task;
-    const bool large_shuffle = task == Task::kSequenceCount || task == Task::kRankedInvertedIndex;
-    nccl =
-        use_nccl_shuffle(comm, s->engine_name_ == "gpu", s->options_.resident, large_shuffle, &why);
+    nccl = use_nccl_shuffle(comm, s->engine_name_ == "gpu", s->options_.resident,
+                            large_shuffle_task(task), &why);
   });
   if (nccl) {
     auto starter = NcclComm::start(comm, gpu_device_of(comm.local_rank()));

@@ -11,8 +11,8 @@
 #
 # Knobs: BUILD_DIR (build-device), OUT (./device-out), ARCHIVE (default: the `large` archive of
 # scripts/bench/e2e-bench.sh in $DATA, built through it when missing: LARGE_MB, DATA), CONFIGS
-# ("gpu gpu-np2 cpu"; gpu-np2 = mpirun -np 2 with one GPU each, skipped with fewer than 2 GPUs,
-# records moved by NCCL; gpu-np2-mpi = the same with GTADOC_SHUFFLE=mpi),
+# ("gpu gpu-np2 cpu"; gpu-npN = mpirun -np N with one GPU each, skipped with fewer than N GPUs,
+# records moved by NCCL; gpu-np2-mpi = two ranks with GTADOC_SHUFFLE=mpi),
 # TASKS_FILE (lines "name<TAB>json body<TAB>uncached reps<TAB>concurrent (0/1)"; e.g.
 # scripts/bench/serve-tasks-small.tsv, the tasks with small results), CACHED_REPS (200).
 # Writes $OUT/serve-bench.jsonl (one row per config x task x mode) and $OUT/serve-bench.md.
@@ -75,9 +75,9 @@ start_server() {  # start_server CONFIG -> SERVER_PID, PORT
   case $cfg in
     gpu) cmd=("$GTADOC" serve "$ARCHIVE" --engine gpu) ;;
     cpu) cmd=("$GTADOC" serve "$ARCHIVE" --engine cpu) ;;
-    gpu-np2) cmd=(mpirun -np 2 --bind-to none "$GTADOC" serve "$ARCHIVE" --engine gpu) ;;
     gpu-np2-mpi) cmd=(mpirun -np 2 --bind-to none -x GTADOC_SHUFFLE=mpi "$GTADOC" serve "$ARCHIVE"
       --engine gpu) ;;
+    gpu-np[0-9]*) cmd=(mpirun -np "${cfg#gpu-np}" --bind-to none "$GTADOC" serve "$ARCHIVE" --engine gpu) ;;
     cpu-np2) cmd=(mpirun -np 2 --bind-to none --oversubscribe "$GTADOC" serve "$ARCHIVE" --engine cpu) ;;
   esac
   : >"$WORK/server.err"
@@ -102,7 +102,8 @@ run_wall() {  # run_wall CONFIG TASKARGS... -> seconds of a fresh gtadoc run to 
   local pre=() eng=(--engine gpu)
   case $cfg in
     cpu) eng=(--engine cpu) ;;
-    gpu-np2 | gpu-np2-mpi) pre=(mpirun -np 2 --bind-to none) ;;
+    gpu-np2-mpi) pre=(mpirun -np 2 --bind-to none) ;;
+    gpu-np[0-9]*) pre=(mpirun -np "${cfg#gpu-np}" --bind-to none) ;;
     cpu-np2) pre=(mpirun -np 2 --bind-to none --oversubscribe) eng=(--engine cpu) ;;
   esac
   local t0=$EPOCHREALTIME
@@ -112,7 +113,10 @@ run_wall() {  # run_wall CONFIG TASKARGS... -> seconds of a fresh gtadoc run to 
 }
 
 for cfg in "${CONFIG_LIST[@]}"; do
-  if [[ $cfg == gpu* && $gpus -lt 1 ]] || [[ $cfg == gpu-np2* && $gpus -lt 2 ]]; then
+  need=0
+  [[ $cfg == gpu* ]] && need=1
+  [[ $cfg =~ ^gpu-np([0-9]+) ]] && need=${BASH_REMATCH[1]}
+  if ((gpus < need)); then
     say "config $cfg: skipped ($gpus GPUs)"
     continue
   fi

@@ -298,6 +298,7 @@ class PerDocTopDown {
     if (n == 0) return;
     GTADOC_EXPECTS(n < (uint64_t{1} << 32), "gpu engine: more than 2^32 triples in one level");
     DeviceBuffer<uint64_t> keys(n, Q_.pool), weight(n, Q_.pool);
+    uint64_t first = 0;  // where this group of slices starts in keys / weight
     for (size_t i = 0; i < slices.size(); i += SliceTable::kMax) {
       SliceTable tab;
       uint64_t at = 0;
@@ -309,11 +310,10 @@ class PerDocTopDown {
         ++tab.count;
       }
       tab.start[tab.count] = at;
-      uint64_t first = 0;
-      for (size_t k = 0; k < i; ++k) first += slices[k].n;
       concat_slices_kernel<<<grid_for(at), kBlock, 0, Q_.stream>>>(tab, keys.data() + first,
                                                                    weight.data() + first);
       GTADOC_CHECK_LAUNCH();
+      first += at;
     }
     slices.clear();  // chunks are freed once every level has taken its slice
     const uint32_t bits = level_bits(level_lo_host_.data(), h);
