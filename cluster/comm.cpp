@@ -52,6 +52,7 @@ struct Comm::Mpi {
   MPI_Comm world = MPI_COMM_NULL;  // private duplicate of MPI_COMM_WORLD
   MPI_Comm node = MPI_COMM_NULL;   // ranks sharing this node's memory
   bool owns_init = false;          // this process called MPI_Init_thread
+  std::string pml_note;            // prefer_shared_memory_pml's choice
 };
 
 namespace {
@@ -77,6 +78,23 @@ bool launched_by_mpi() {
     if (ntasks != nullptr && std::atol(ntasks) > 1) return true;
   }
   return false;
+}
+
+/// Open MPI within one node: its own shared-memory path (pml ob1 over the vader btl) starts in
+/// ~0.1 s where UCX's pml takes ~0.3 s (MPI_Init of 4 ranks on the H200 x4 host and of 2 on the
+/// dev VM), and moved gtadoc's MPI shuffles by -10..+8 % (docs/PERFORMANCE.md §12). Taken when
+/// every rank of the job is on this node and no pml was chosen (OMPI_MCA_pml, which `mpirun --mca
+/// pml X` also sets); GTADOC_MPI_PML=default leaves Open MPI's own choice. Returns the log line.
+std::string prefer_shared_memory_pml() {
+  const char* keep = std::getenv("GTADOC_MPI_PML");
+  if (keep != nullptr && std::strcmp(keep, "default") == 0) return "";
+  const char* size = std::getenv("OMPI_COMM_WORLD_SIZE");
+  const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  if (size == nullptr || local == nullptr || std::strcmp(size, local) != 0) return "";
+  if (env_set("OMPI_MCA_pml")) return "";
+  setenv("OMPI_MCA_pml", "ob1", 1);
+  return "MPI: every rank on this node, Open MPI's shared-memory transport (pml ob1; "
+         "GTADOC_MPI_PML=default leaves Open MPI's choice)";
 }
 
 template <typename T>
@@ -135,6 +153,10 @@ Comm::~Comm() {
   finalize();
 }
 
+const std::string& Comm::transport_note() const {
+  return mpi_->pml_note;
+}
+
 Comm& Comm::init(int& argc, char**& argv) {
   if (g_world) return *g_world;
   std::unique_ptr<Comm> comm(new Comm());
@@ -142,6 +164,7 @@ Comm& Comm::init(int& argc, char**& argv) {
     int initialized = 0;
     MPI_TRY(MPI_Initialized(&initialized));
     if (!initialized) {
+      comm->mpi_->pml_note = prefer_shared_memory_pml();
       int provided = 0;
       MPI_TRY(MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided));
       comm->mpi_->owns_init = true;

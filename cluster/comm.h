@@ -46,6 +46,8 @@ class Comm {
   /// Rank among the ranks on this node (shared-memory domain) and their number.
   int local_rank() const { return local_rank_; }
   int local_size() const { return local_size_; }
+  /// What the start-up chose for MPI's transport (a line for the log), empty when nothing.
+  const std::string& transport_note() const;
   /// True when MPI is in use (started by a launcher), even with a single rank.
   bool is_distributed() const { return distributed_; }
 

@@ -92,6 +92,10 @@ LARGE_SHARD_SIZES=${LARGE_SHARD_SIZES//,/ }
 TASKS=${TASKS:-word-count,word-count --top 100,sort,inverted-index,term-vector,sequence-count,ranked-inverted-index}
 read -r -a MPIRUN_ARGS <<<"${MPIRUN_ARGS:---oversubscribe --bind-to none}"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
+# mpirun's topology discovery without hwloc's GPU plugins: with them (OpenCL starts the CUDA
+# driver on every GPU) an `mpirun -np 4` of a trivial program took 1.5 s on the H200 x4 host,
+# without them 0.4 s (docs/PERFORMANCE.md §12). HWLOC_COMPONENTS set by the caller wins.
+export HWLOC_COMPONENTS=${HWLOC_COMPONENTS-"-opencl,-gl,-cuda,-nvml,-rsmi,-levelzero"}
 export PATH=/usr/local/cuda/bin:$PATH
 
 GTADOC=$BUILD_DIR/gtadoc

@@ -48,6 +48,10 @@ ENGINE=${CONFIG_ENGINE:-gpu}
 RUN_TIMEOUT=${RUN_TIMEOUT:-600}
 IFS=',' read -r -a TASK_LIST <<<"${TASKS:-word-count,inverted-index,sequence-count,ranked-inverted-index}"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
+# mpirun's topology discovery without hwloc's GPU plugins: with them (OpenCL starts the CUDA
+# driver on every GPU) an `mpirun -np 4` of a trivial program took 1.5 s on the H200 x4 host,
+# without them 0.4 s (docs/PERFORMANCE.md §12). HWLOC_COMPONENTS set by the caller wins.
+export HWLOC_COMPONENTS=${HWLOC_COMPONENTS-"-opencl,-gl,-cuda,-nvml,-rsmi,-levelzero"}
 LOG=$OUT/scaling.log
 ROWS=$OUT/scaling-rows.jsonl
 : >"$LOG"

@@ -28,6 +28,10 @@ GTADOC=$ROOT/$BUILD_DIR/gtadoc
 LOAD=$ROOT/$BUILD_DIR/scripts/bench/gtadoc_serve_load
 CACHED_REPS=${CACHED_REPS:-200}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
+# mpirun's topology discovery without hwloc's GPU plugins: with them (OpenCL starts the CUDA
+# driver on every GPU) an `mpirun -np 4` of a trivial program took 1.5 s on the H200 x4 host,
+# without them 0.4 s (docs/PERFORMANCE.md §12). HWLOC_COMPONENTS set by the caller wins.
+export HWLOC_COMPONENTS=${HWLOC_COMPONENTS-"-opencl,-gl,-cuda,-nvml,-rsmi,-levelzero"}
 ROWS=$OUT/serve-bench.jsonl
 LOG=$OUT/serve-bench.log
 WORK=$(mktemp -d /tmp/serve-bench.XXXXXX)

@@ -122,4 +122,18 @@ if [[ $NP -ge 2 ]]; then
   grep -qi "rank 1" "$WORK/err" || { cat "$WORK/err"; fail "no message names the killed rank"; }
   [[ ! -e $WORK/got ]] || fail "output written despite a killed rank"
 fi
+# Every rank on one node: Open MPI's shared-memory transport (pml ob1) unless a pml was chosen
+# (GTADOC_MPI_PML=default, or mpirun --mca pml); the answers do not depend on the transport.
+"${MPIRUN[@]}" "$BIN" run "$WORK/c.gtd" inverted-index --engine cpu -o "$WORK/pml-ob1" -vv \
+  2> "$WORK/err"
+grep -q "shared-memory transport (pml ob1" "$WORK/err" || { cat "$WORK/err"; fail "no pml chosen"; }
+"${MPIRUN[@]}" -x GTADOC_MPI_PML=default "$BIN" run "$WORK/c.gtd" inverted-index --engine cpu \
+  -o "$WORK/pml-default" -vv 2> "$WORK/err"
+! grep -q "pml ob1" "$WORK/err" || fail "GTADOC_MPI_PML=default: the pml was still chosen"
+"${MPIRUN[@]}" --mca pml ob1 "$BIN" run "$WORK/c.gtd" inverted-index --engine cpu -o "$WORK/pml-own" \
+  -vv 2> "$WORK/err"
+! grep -q "transport (pml ob1" "$WORK/err" || fail "mpirun --mca pml: the user's pml was overridden"
+cmp "$WORK/pml-ob1" "$WORK/pml-default" && cmp "$WORK/pml-ob1" "$WORK/pml-own" ||
+  fail "answers differ between MPI transports"
+
 echo "PASS: np=$NP"
