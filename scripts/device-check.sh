@@ -181,7 +181,7 @@ fi
 # on the bundled sample; tables land in $OUT/bench-*.{md,json}.
 if [ "${BENCH:-1}" != 0 ]; then
   if step bench-build cmake --build "$BUILD_DIR" -j "$JOBS" --target gtadoc_reference \
-    raw_wordcount raw_gpu gtadoc_query_bench gtadoc_serve_load; then
+    raw_wordcount raw_gpu gtadoc_query_bench gtadoc_serve_load gtadoc_gen; then
     # Resident queries (G-TADOC's methodology): every engine, speed-ups, bandwidth floor.
     if [ "${QUERY:-1}" != 0 ]; then
       step query-bench env OUT="$OUT" BUILD_DIR="$BUILD_DIR" REPS="${REPS:-5}" \
@@ -204,6 +204,15 @@ if [ "${BENCH:-1}" != 0 ]; then
       # shellcheck disable=SC2086
       step serve-bench env OUT="$OUT" BUILD_DIR="$BUILD_DIR" ${SERVE_ENV:-} \
         "$ROOT/scripts/bench/serve-bench.sh"
+    fi
+    # Scaling over the host's GPUs (issues 10, 11): weak and strong, end to end and resident,
+    # every multi-GPU output compared with one GPU's. Runs with 2 or more GPUs; SCALING=0 skips
+    # it; SCALING_ENV passes knobs (e.g. "PER_GPU=256M SERVE=0").
+    if [ "${SCALING:-1}" != 0 ] && [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')" -ge 2 ]; then
+      # shellcheck disable=SC2086
+      step scaling env OUT="$OUT/scaling" BUILD_DIR="$BUILD_DIR" ${SCALING_ENV:-} \
+        "$ROOT/scripts/bench/scaling-bench.sh"
+      cp "$OUT/scaling/scaling.md" "$OUT/scaling.md" 2>/dev/null
     fi
     # The older engines-and-reference benchmark (scripts/bench/device-bench.sh): ENGINES=1.
     if [ "${ENGINES:-0}" != 0 ]; then
