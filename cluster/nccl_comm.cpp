@@ -188,8 +188,9 @@ bool shuffle_may_use_nccl(bool resident, bool large_shuffle) {
   return true;
 }
 
-bool large_shuffle_task(Task task) {
-  return task == Task::kSequenceCount || task == Task::kRankedInvertedIndex;
+bool large_shuffle_task(Task task, int ranks_on_node) {
+  return task == Task::kRankedInvertedIndex ||
+         (task == Task::kSequenceCount && ranks_on_node >= 0 && ranks_on_node <= 2);
 }
 
 bool use_nccl_shuffle(Comm& comm, bool gpu_engine, bool resident, bool large_shuffle,

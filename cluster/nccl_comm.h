@@ -57,8 +57,8 @@ class NcclComm {
 /// GPU of its own, NCCL is built, and GTADOC_SHUFFLE (auto | nccl | mpi, default auto) allows
 /// it. `auto` takes NCCL for resident shards (gtadoc serve: NCCL's set-up, ~0.6-0.9 s on two
 /// GPUs, is paid once and every shuffle is 10-20x faster than MPI's) and for a one-query process
-/// whose task shuffles much (`large_shuffle`: sequence-count and ranked-inverted-index, where the
-/// records staying on the GPUs repay the set-up), MPI for the other one-query processes (gtadoc
+/// whose task shuffles much (`large_shuffle`: large_shuffle_task, where the records staying on
+/// the GPUs repay the set-up), MPI for the other one-query processes (gtadoc
 /// run: the set-up would cost more than the shuffle saves; docs/PERFORMANCE.md §8, §10).
 /// Collective; `why` gets the reason of the choice. UsageError for another GTADOC_SHUFFLE.
 bool use_nccl_shuffle(Comm& comm, bool gpu_engine, bool resident, bool large_shuffle,
@@ -70,8 +70,13 @@ bool use_nccl_shuffle(Comm& comm, bool gpu_engine, bool resident, bool large_shu
 /// starts (whether the ranks of a node must keep each other's GPUs visible, common/visible_gpus.h).
 bool shuffle_may_use_nccl(bool resident, bool large_shuffle);
 
-/// The tasks whose one-query shuffle is large enough to repay NCCL's set-up.
-bool large_shuffle_task(Task task);
+/// Whether a one-query process's shuffle of `task` is large enough to repay NCCL's set-up, with
+/// `ranks_on_node` ranks sharing a node (-1: unknown). The set-up grows with the ranks:
+/// init 1.0-1.1 s on 2 GPUs, 2.3-2.5 s on 4 (H200 x4, docs/PERFORMANCE.md §12).
+/// ranked-inverted-index repays it on 2 and 4 GPUs (MPI 0.3-0.7 s slower); sequence-count on 2
+/// (equal to 0.4 s faster, §10, §12) but not on 4 (MPI with narrowed GPUs 0.8 s faster), so it
+/// takes NCCL only up to 2 ranks a node.
+bool large_shuffle_task(Task task, int ranks_on_node);
 
 /// The shuffle of records resident on this rank's GPU, partitioned by owner with `offsets`
 /// (DeviceRecords::partition): every partition goes to its owner over NCCL; returns the records

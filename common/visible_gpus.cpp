@@ -17,8 +17,8 @@ bool all_digits(std::string_view s) {
   return true;
 }
 
-/// The ranks on this node from the launchers' environment: 1 without a launcher, -1 when a
-/// launcher is present but does not say.
+}  // namespace
+
 int ranks_on_node_from_env() {
   for (const char* name :
        {"OMPI_COMM_WORLD_LOCAL_SIZE", "MV2_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"}) {
@@ -34,6 +34,8 @@ int ranks_on_node_from_env() {
     if (std::getenv(name) != nullptr) return -1;
   return 1;
 }
+
+namespace {
 
 /// This process's rank on its node from the launchers' environment (-1: not said).
 int local_rank_from_env() {

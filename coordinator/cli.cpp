@@ -103,7 +103,7 @@ bool gpu_peers_needed(int argc, char** argv) {
       continue;
     }
     try {
-      large = large || large_shuffle_task(parse_task(std::string(a)));
+      large = large || large_shuffle_task(parse_task(std::string(a)), ranks_on_node_from_env());
     } catch (const UsageError&) {  // not a task: an archive, an option's value
     }
   }

@@ -176,7 +176,7 @@ std::unique_ptr<ArchiveSession> ArchiveSession::open(Comm& comm, const SessionOp
     // other tasks lose 0.25-0.45 s to NCCL's set-up.
     const Task task = s->options_.auto_task;
     nccl = use_nccl_shuffle(comm, s->engine_name_ == "gpu", s->options_.resident,
-                            large_shuffle_task(task), &why);
+                            large_shuffle_task(task, comm.local_size()), &why);
   });
   if (nccl) {
     auto starter = NcclComm::start(comm, gpu_device_of(comm.local_rank()));
