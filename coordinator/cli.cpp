@@ -87,12 +87,9 @@ int print_error(const std::string& message, int code, const Error* e = nullptr) 
   return code;
 }
 
-/// Whether this command's ranks may move data between the GPUs of a node (NCCL through CUDA IPC),
-/// which needs every GPU of the node visible to each of them (common/visible_gpus.h): the service,
-/// and a run whose shuffle may be NCCL (shuffle_may_use_nccl). Read from the raw arguments, before
-/// MPI starts and before they are parsed: a wrong guess costs start-up time only (a rank whose
-/// GPUs were narrowed shuffles with MPI).
-bool gpu_peers_needed(int argc, char** argv) {
+}  // namespace
+
+bool gpu_peers_needed(int argc, const char* const* argv, int ranks_on_node) {
   std::string_view command;
   bool large = false;
   for (int i = 1; i < argc; ++i) {
@@ -103,7 +100,7 @@ bool gpu_peers_needed(int argc, char** argv) {
       continue;
     }
     try {
-      large = large || large_shuffle_task(parse_task(std::string(a)), ranks_on_node_from_env());
+      large = large || large_shuffle_task(parse_task(std::string(a)), ranks_on_node);
     } catch (const UsageError&) {  // not a task: an archive, an option's value
     }
   }
@@ -111,13 +108,12 @@ bool gpu_peers_needed(int argc, char** argv) {
   return command == "run" && shuffle_may_use_nccl(false, large);
 }
 
-}  // namespace
-
 int cli_main(int argc, char** argv) {
   Comm* comm = nullptr;
   int code = 0;
   // First, before MPI or CUDA start: the driver then initializes only the GPU this process uses.
-  const std::string narrowed = narrow_visible_gpus(gpu_peers_needed(argc, argv));
+  const std::string narrowed =
+      narrow_visible_gpus(gpu_peers_needed(argc, argv, ranks_on_node_from_env()));
   try {
     comm = &Comm::init(argc, argv);
     CLI::App app{"gtadoc: text analytics directly on grammar-compressed text, on GPUs"};

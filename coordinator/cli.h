@@ -4,4 +4,11 @@
 
 namespace gtadoc {
 int cli_main(int argc, char** argv);
-}
+
+/// Whether this command's ranks may move data between the GPUs of a node (NCCL through CUDA
+/// IPC), which needs every GPU of the node visible to each of them (common/visible_gpus.h): the
+/// service, and a run whose shuffle may be NCCL (shuffle_may_use_nccl, large_shuffle_task with
+/// `ranks_on_node`). Read from the raw arguments before MPI starts and before they are parsed: a
+/// wrong guess costs start-up time only (a rank whose GPUs were narrowed shuffles with MPI).
+bool gpu_peers_needed(int argc, const char* const* argv, int ranks_on_node);
+}  // namespace gtadoc

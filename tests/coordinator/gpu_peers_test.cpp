@@ -1,0 +1,65 @@
+// coordinator/cli.h gpu_peers_needed: which commands keep every GPU of a node visible to ranks
+// sharing it (the service; runs whose shuffle may be NCCL), read from raw arguments.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "coordinator/cli.h"
+
+namespace gtadoc {
+namespace {
+
+bool needed(std::initializer_list<const char*> args, int ranks_on_node) {
+  std::vector<const char*> argv{"gtadoc"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return gpu_peers_needed(static_cast<int>(argv.size()), argv.data(), ranks_on_node);
+}
+
+class GpuPeersNeeded : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const char* v = std::getenv("GTADOC_SHUFFLE");
+    had_ = v != nullptr;
+    if (had_) saved_ = v;
+    unsetenv("GTADOC_SHUFFLE");
+  }
+  void TearDown() override {
+    if (had_)
+      setenv("GTADOC_SHUFFLE", saved_.c_str(), 1);
+    else
+      unsetenv("GTADOC_SHUFFLE");
+  }
+  bool had_ = false;
+  std::string saved_;
+};
+
+TEST_F(GpuPeersNeeded, ByCommandAndTask) {
+  EXPECT_TRUE(needed({"serve", "a.gtd", "--engine", "gpu"}, 4));
+  EXPECT_TRUE(needed({"-v", "serve", "a.gtd"}, 2));
+  EXPECT_TRUE(needed({"run", "a.gtd", "ranked-inverted-index"}, 4));
+  EXPECT_TRUE(needed({"run", "--n", "2", "a.gtd", "ranked-inverted-index", "-o", "x"}, 2));
+  EXPECT_TRUE(needed({"run", "a.gtd", "sequence-count"}, 2));
+  EXPECT_FALSE(needed({"run", "a.gtd", "sequence-count"}, 4));  // MPI from 3 ranks a node
+  EXPECT_FALSE(needed({"run", "a.gtd", "sequence-count"}, -1));
+  EXPECT_FALSE(needed({"run", "a.gtd", "word-count", "--top", "100"}, 4));
+  EXPECT_FALSE(needed({"run", "a.gtd", "inverted-index", "-o", "out.tsv"}, 2));
+  EXPECT_FALSE(needed({"compress", "docs", "-o", "a.gtd"}, 4));
+  EXPECT_FALSE(needed({"info", "a.gtd"}, 4));
+  EXPECT_FALSE(needed({}, 4));
+  // A file named like a task only costs the narrowing (the run then shuffles as it would).
+  EXPECT_TRUE(needed({"run", "a.gtd", "word-count", "-o", "ranked-inverted-index"}, 2));
+}
+
+TEST_F(GpuPeersNeeded, ShuffleOverride) {
+  setenv("GTADOC_SHUFFLE", "nccl", 1);
+  EXPECT_TRUE(needed({"run", "a.gtd", "word-count"}, 4));
+  setenv("GTADOC_SHUFFLE", "mpi", 1);
+  EXPECT_FALSE(needed({"run", "a.gtd", "ranked-inverted-index"}, 2));
+  EXPECT_TRUE(needed({"serve", "a.gtd"}, 2));  // the service keeps every GPU
+}
+
+}  // namespace
+}  // namespace gtadoc
