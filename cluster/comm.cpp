@@ -496,6 +496,38 @@ std::vector<T> Comm::alltoallv_impl(std::span<const T> send, std::span<const siz
   return out;
 }
 
+void Comm::alltoallv_records(uint32_t width, const uint32_t* keys, const uint64_t* counts,
+                             std::span<const size_t> send_count, std::span<const size_t> send_first,
+                             uint32_t* out_keys, uint64_t* out_counts,
+                             std::span<const size_t> recv_count,
+                             std::span<const size_t> recv_first) {
+  const size_t p = static_cast<size_t>(size_);
+  GTADOC_EXPECTS(send_count.size() == p && send_first.size() == p && recv_count.size() == p &&
+                     recv_first.size() == p,
+                 "alltoallv_records needs one count and position per rank");
+  GTADOC_EXPECTS(width >= 1, "alltoallv_records: records without keys");
+  if (!distributed_) return;
+  std::vector<int> sc(p), sd(p), rc(p), rd(p);
+  for (size_t r = 0; r < p; ++r) {
+    sc[r] = to_int(send_count[r]);
+    sd[r] = to_int(send_first[r]);
+    rc[r] = to_int(recv_count[r]);
+    rd[r] = to_int(recv_first[r]);
+  }
+  // One key row is one element of a contiguous type: positions count records, not values.
+  MPI_Datatype row = MPI_DATATYPE_NULL;
+  MPI_TRY(MPI_Type_contiguous(static_cast<int>(width), MPI_UINT32_T, &row));
+  struct Free {
+    MPI_Datatype& t;
+    ~Free() { MPI_Type_free(&t); }
+  } free_row{row};
+  MPI_TRY(MPI_Type_commit(&row));
+  MPI_TRY(MPI_Alltoallv(nonnull(keys), sc.data(), sd.data(), row, nonnull(out_keys), rc.data(),
+                        rd.data(), row, mpi_->world));
+  MPI_TRY(MPI_Alltoallv(nonnull(counts), sc.data(), sd.data(), MPI_UINT64_T, nonnull(out_counts),
+                        rc.data(), rd.data(), MPI_UINT64_T, mpi_->world));
+}
+
 std::vector<uint8_t> Comm::alltoallv(std::span<const uint8_t> send,
                                      std::span<const size_t> send_counts,
                                      std::vector<size_t>* recv_counts) {

@@ -90,6 +90,16 @@ class Comm {
                                   std::span<const size_t> send_counts,
                                   std::vector<size_t>* recv_counts = nullptr);
 
+  /// Personalized all-to-all of records (`width` uint32 key values and one uint64 count each)
+  /// in place, without staging: to rank d go send_count[d] records starting at record
+  /// send_first[d] of (keys, counts); from rank s come recv_count[s] records (what s sends
+  /// here), written from record recv_first[s] of (out_keys, out_counts). Counts and positions
+  /// are in records and must be below 2^31; the caller exchanged the counts (alltoall).
+  void alltoallv_records(uint32_t width, const uint32_t* keys, const uint64_t* counts,
+                         std::span<const size_t> send_count, std::span<const size_t> send_first,
+                         uint32_t* out_keys, uint64_t* out_counts,
+                         std::span<const size_t> recv_count, std::span<const size_t> recv_first);
+
   /// Ends the whole job with `code`: MPI_Abort when distributed, std::exit otherwise.
   [[noreturn]] void abort(int code);
   /// Finalizes MPI if this process initialized it. Idempotent; also called at exit.

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -85,45 +86,27 @@ RecordBatch shuffle_records(Comm& comm, const PartitionedRecords& parts, size_t 
                 rows * sizeof(uint64_t));
     write_at[me] += rows;
   }
-  std::vector<size_t> left(p), sent(p, 0), take(p), send_bytes(p), recv_bytes;
+  // Rounds: MPI moves each round's records straight from the partitioned batch into their
+  // place in the result (no packing, no receive buffer: each of those was a pass over the
+  // records plus first-touch page faults, 0.5 s of a 0.36 GB shuffle on the H200 x4 host).
+  std::vector<size_t> left(p), sent(p, 0), take(p), send_first(p), recv_count(p);
   sent[me] = send_total[me];
-  std::vector<uint8_t> wire;
   for (uint64_t round = 0; round < rounds; ++round) {
     for (size_t d = 0; d < p; ++d) left[d] = send_total[d] - sent[d];
     fill_round(left, per_round, static_cast<size_t>(comm.rank() + round) % p, take);
-
-    // Pack per destination: the key block, then the count block.
-    size_t total = 0;
-    for (size_t d = 0; d < p; ++d) {
-      send_bytes[d] = take[d] * rec_bytes;
-      total += send_bytes[d];
-    }
-    wire.resize(total);
-    uint8_t* cursor = wire.data();
-    for (size_t d = 0; d < p; ++d) {
-      if (take[d] == 0) continue;
-      const size_t first = parts.offsets[d] + sent[d];
-      std::memcpy(cursor, in.keys.data() + first * w, take[d] * w * sizeof(uint32_t));
-      cursor += take[d] * w * sizeof(uint32_t);
-      std::memcpy(cursor, in.counts.data() + first, take[d] * sizeof(uint64_t));
-      cursor += take[d] * sizeof(uint64_t);
-      sent[d] += take[d];
-    }
-
-    const std::vector<uint8_t> got = comm.alltoallv(wire, send_bytes, &recv_bytes);
-
-    const uint8_t* from = got.data();
+    for (size_t d = 0; d < p; ++d) send_first[d] = parts.offsets[d] + sent[d];
+    const std::vector<uint64_t> take64(take.begin(), take.end());
+    const std::vector<uint64_t> got = comm.alltoall(take64);
     for (size_t s = 0; s < p; ++s) {
-      GTADOC_EXPECTS(recv_bytes[s] % rec_bytes == 0, "shuffle received a partial record");
-      const size_t rows = recv_bytes[s] / rec_bytes;
-      if (rows == 0) continue;
-      GTADOC_EXPECTS(write_at[s] + rows <= recv_end[s], "shuffle received too many records");
-      std::memcpy(out.keys.data() + write_at[s] * w, from, rows * w * sizeof(uint32_t));
-      from += rows * w * sizeof(uint32_t);
-      std::memcpy(out.counts.data() + write_at[s], from, rows * sizeof(uint64_t));
-      from += rows * sizeof(uint64_t);
-      write_at[s] += rows;
+      recv_count[s] = got[s];
+      GTADOC_EXPECTS(write_at[s] + recv_count[s] <= recv_end[s],
+                     "shuffle received too many records");
     }
+    comm.alltoallv_records(w, in.keys.data(), in.counts.data(), take, send_first, out.keys.data(),
+                           out.counts.data(), recv_count,
+                           std::span<const size_t>(write_at.data(), p));
+    for (size_t d = 0; d < p; ++d) sent[d] += take[d];
+    for (size_t s = 0; s < p; ++s) write_at[s] += recv_count[s];
   }
   for (size_t s = 0; s < p; ++s) {
     GTADOC_EXPECTS(write_at[s] == recv_end[s], "shuffle ended with records missing");

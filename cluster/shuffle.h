@@ -6,10 +6,11 @@
 //  - Every record arrives exactly once, at its owner, with its count unchanged.
 //  - Deterministic order: the result holds the records from rank 0 first, then rank 1, ...,
 //    each source's records in its partitioned order, whatever the round size.
-//  - Bounded memory: the exchange runs in rounds of MPI_Alltoallv; per round each rank sends at
-//    most max_round_bytes (at least one record), spread evenly over destinations that still
-//    have data; all ranks agree on the number of rounds. Besides the result, a rank holds one
-//    round's send and receive buffers (receive <= comm.size() * max_round_bytes).
+//  - No staging: the exchange runs in rounds of MPI_Alltoallv that move records straight from
+//    the partitioned batch into their place in the result (Comm::alltoallv_records); per round
+//    each rank sends at most max_round_bytes (at least one record), spread evenly over
+//    destinations that still have data; all ranks agree on the number of rounds. Besides the
+//    result, a rank holds no copy of the records.
 //  - With one rank the records are returned unchanged and MPI is not used.
 #pragma once
 
