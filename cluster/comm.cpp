@@ -506,7 +506,14 @@ void Comm::alltoallv_records(uint32_t width, const uint32_t* keys, const uint64_
                      recv_first.size() == p,
                  "alltoallv_records needs one count and position per rank");
   GTADOC_EXPECTS(width >= 1, "alltoallv_records: records without keys");
-  if (!distributed_) return;
+  if (!distributed_) {  // one rank: its records to itself
+    GTADOC_EXPECTS(send_count[0] == recv_count[0], "alltoallv_records: counts disagree");
+    std::memmove(out_keys + recv_first[0] * width, keys + send_first[0] * width,
+                 send_count[0] * width * sizeof(uint32_t));
+    std::memmove(out_counts + recv_first[0], counts + send_first[0],
+                 send_count[0] * sizeof(uint64_t));
+    return;
+  }
   std::vector<int> sc(p), sd(p), rc(p), rd(p);
   for (size_t r = 0; r < p; ++r) {
     sc[r] = to_int(send_count[r]);

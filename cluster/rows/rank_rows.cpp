@@ -133,19 +133,25 @@ RecordBatch exchange_rows(Comm& comm, const RecordBatch& rows, const CountKeyLes
     }
     cut[p] = lo;
   }
-  std::vector<size_t> key_counts(parts), counts(parts);
+  std::vector<size_t> counts(parts);
+  for (uint32_t p = 0; p < parts; ++p) counts[p] = cut[p + 1] - cut[p];
+  // Straight into place (Comm::alltoallv_records): no receive buffer to fill and copy again.
+  const std::vector<uint64_t> sent(counts.begin(), counts.end());
+  const std::vector<uint64_t> from = comm.alltoall(sent);
+  runs.assign(from.begin(), from.end());
+  std::vector<size_t> recv_first(parts, 0);
+  size_t total = 0;
   for (uint32_t p = 0; p < parts; ++p) {
-    counts[p] = cut[p + 1] - cut[p];
-    key_counts[p] = counts[p] * w;
+    recv_first[p] = total;
+    total += runs[p];
   }
   RecordBatch got;
   got.width = w;
-  std::vector<uint32_t> keys =
-      comm.alltoallv(std::span<const uint32_t>(rows.keys.data(), rows.keys.size()), key_counts);
-  std::vector<uint64_t> c = comm.alltoallv(
-      std::span<const uint64_t>(rows.counts.data(), rows.counts.size()), counts, &runs);
-  got.keys.assign(keys.begin(), keys.end());
-  got.counts.assign(c.begin(), c.end());
+  got.keys.resize(total * w);
+  got.counts.resize(total);
+  comm.alltoallv_records(w, rows.keys.data(), rows.counts.data(), counts,
+                         std::span<const size_t>(cut.data(), parts), got.keys.data(),
+                         got.counts.data(), runs, recv_first);
   return got;
 }
 
