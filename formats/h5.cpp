@@ -2,8 +2,6 @@
 
 #include <hdf5.h>
 
-#include <zlib.h>
-
 #include <algorithm>
 #include <atomic>
 #include <bit>
@@ -16,6 +14,7 @@
 #include "common/big_alloc.h"
 #include "common/error.h"
 #include "common/parallel.h"
+#include "formats/zlib_codec.h"
 
 static_assert(std::is_same_v<hid_t, gtadoc::h5::Id>, "h5::Id must be hid_t (HDF5 >= 1.10)");
 static_assert(H5_VERSION_GE(1, 10, 3), "gtadoc needs HDF5 1.10.3 or newer");
@@ -332,8 +331,9 @@ namespace {
 /// Chunk k of a dataset of n elements (chunk elements each, the last one padded with zeros as
 /// HDF5 pads it) as HDF5's pipeline stores it: elements converted to `store` (little-endian),
 /// byte-shuffled (deflate with shuffle, elements wider than a byte, chunks of more than one
-/// element), deflated with compress2 at the level (the deflate filter's call, with an output
-/// bound it never overflows), then the Fletcher32 sum of those bytes appended little-endian.
+/// element), deflated at the level (formats/zlib_codec.h: a zlib stream, as the deflate filter
+/// writes, with an output bound it never overflows), then the Fletcher32 sum of those bytes
+/// appended little-endian.
 std::vector<unsigned char> filter_chunk(const void* data, uint64_t n, Width mem, Width store,
                                         uint64_t chunk, uint64_t k, const WriteOptions& o) {
   // Scratch reused by the thread across chunks and datasets (fresh 1 MiB buffers per chunk cost
@@ -362,13 +362,9 @@ std::vector<unsigned char> filter_chunk(const void* data, uint64_t n, Width mem,
         for (size_t b = 0; b < es; ++b) shuffled[b * chunk + i] = plain[i * es + b];
       src = shuffled.data();
     }
-    uLongf packed_len = compressBound(static_cast<uLong>(chunk_bytes));
-    packed.resize(packed_len);
-    const int rc = compress2(packed.data(), &packed_len, src, static_cast<uLong>(chunk_bytes),
-                             o.deflate_level);
-    if (rc != Z_OK) throw ResourceError("deflate failed (zlib error " + std::to_string(rc) + ")");
+    packed.resize(zlib_bound(chunk_bytes));
+    len = zlib_compress(src, chunk_bytes, packed.data(), packed.size(), o.deflate_level);
     stored = packed.data();
-    len = packed_len;
   }
   std::vector<unsigned char> out(len + 4);
   std::memcpy(out.data(), stored, len);
@@ -527,21 +523,6 @@ std::optional<Pipeline> known_pipeline(hid_t dcpl, uint32_t element_bytes) {
     }
   }
   return p;
-}
-
-// Inflates a zlib stream into exactly `n` bytes at `dst`; false unless the stream ends there.
-bool inflate_exact(const unsigned char* src, size_t len, unsigned char* dst, size_t n) {
-  if (len > UINT_MAX || n > UINT_MAX) return false;
-  z_stream z{};
-  z.next_in = const_cast<Bytef*>(src);
-  z.avail_in = static_cast<uInt>(len);
-  z.next_out = dst;
-  z.avail_out = static_cast<uInt>(n);
-  if (inflateInit(&z) != Z_OK) return false;
-  const int rc = inflate(&z, Z_FINISH);
-  const bool ok = rc == Z_STREAM_END && z.total_out == n;
-  inflateEnd(&z);
-  return ok;
 }
 
 // Writes `count` values of ES little-endian bytes each into `out` (type M, at least as wide).
@@ -720,7 +701,7 @@ bool BatchRead::Item::decode(uint64_t k) const {
     unsigned char* into = dst;
     if (!direct)
       into = (scratch = std::make_unique_for_overwrite<unsigned char[]>(chunk_bytes)).get();
-    if (!inflate_exact(src, len, into, chunk_bytes)) return false;
+    if (!zlib_inflate_exact(src, len, into, chunk_bytes)) return false;
     if (direct) return true;
     data = into;
   } else if (len != chunk_bytes) {

@@ -10,7 +10,7 @@ if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
 PKGS=(
   g++ cmake ninja-build pkg-config
   libopenmpi-dev openmpi-bin
-  libhdf5-dev hdf5-tools libssl-dev
+  libhdf5-dev hdf5-tools libssl-dev libdeflate-dev
   libboost-dev libboost-system-dev
   libgtest-dev libgmock-dev
   libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev

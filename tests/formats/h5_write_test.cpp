@@ -1,6 +1,7 @@
 // h5::write_raw's parallel chunk path (chunks filtered on threads, stored with H5Dwrite_chunk)
-// against HDF5's own pipeline (H5Dwrite): the same file, byte for byte, for every stored width,
-// memory width, deflate level, shuffle setting, chunk edge and kind of data (compressible,
+// against HDF5's own pipeline (H5Dwrite): the same file, byte for byte (when the chunk codec is
+// zlib, as HDF5's filter; with libdeflate the same values through HDF5's reader), for every stored
+// width, memory width, deflate level, shuffle setting, chunk edge and kind of data (compressible,
 // incompressible, zeros); and the values read back equal to those written, on any thread count.
 #include <gtest/gtest.h>
 
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "formats/h5.h"
+#include "formats/zlib_codec.h"
 #include "tests/testutil/corpus.h"
 
 namespace gtadoc {
@@ -67,8 +69,12 @@ TEST(H5Write, ParallelChunksStoreHdf5sBytes) {
                                      (shuffle ? " shuffle" : "");
             const std::string a = write_file_bytes(dir / "a.h5", values, mem, store, serial);
             const std::string b = write_file_bytes(dir / "b.h5", values, mem, store, parallel);
-            ASSERT_EQ(a.size(), b.size()) << what;
-            ASSERT_TRUE(a == b) << what;
+            // With zlib the chunks are HDF5's own bytes; libdeflate writes other (valid) zlib
+            // streams of the same data, which HDF5's filter reads back below.
+            if (level == 0 || std::string(zlib_codec_name()) == "zlib") {
+              ASSERT_EQ(a.size(), b.size()) << what;
+              ASSERT_TRUE(a == b) << what;
+            }
             h5::Lock lock;
             h5::File f = h5::open_file(dir / "b.h5");
             ASSERT_EQ(h5::read_array<uint64_t>(f.id(), "d"), values) << what;
