@@ -100,8 +100,11 @@ for n in "${COUNTS[@]}"; do
     rm -rf "$corpus" "$arch"
     "$GEN" generate "$MODEL" -o "$corpus" --bytes $((per_gpu_bytes * n)) --seed "$SEED" >>"$LOG" 2>&1 ||
       { say "generating $name failed"; exit 1; }
-    /usr/bin/time -f "%e %M" -o "$WORK/time.txt" "$GTADOC" compress "$corpus" -o "$arch" \
-      >>"$LOG" 2>&1 || { say "compressing $name failed"; exit 1; }
+    /usr/bin/time -f "%e %M" -o "$WORK/time.txt" "$GTADOC" compress "$corpus" -o "$arch" -vv \
+      >"$WORK/compress-$name.log" 2>&1 || { cat "$WORK/compress-$name.log" >>"$LOG"; say "compressing $name failed"; exit 1; }
+    # The phases (where a many-core compression spends its time) under the table.
+    grep -E "inputs listed|read [0-9]+ shards|words sorted|dictionary of|encoded [0-9]+ shards|manifest written" \
+      "$WORK/compress-$name.log" | sed -E "s/^gtadoc: [a-z]+: compress: /- $name: /" >>"$WORK/compress-phases.md"
     read -r wall rss <"$WORK/time.txt"
     bytes=$(du -sb --apparent-size "$corpus" | cut -f1)
     docs=$(find "$corpus" -type f | wc -l)
@@ -118,6 +121,10 @@ for n in "${COUNTS[@]}"; do
   SHARDS[$n]=$("$GTADOC" info "$arch" --json | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["shards"], d["input_bytes"])')
   say "archive $name: shards and input bytes ${SHARDS[$n]}"
 done
+if [[ -s $WORK/compress-phases.md ]]; then
+  { echo; echo "Phases (\`gtadoc compress -vv\`):"; echo; cat "$WORK/compress-phases.md"; } >>"$OUT/compress.md"
+  rm -f "$WORK/compress-phases.md"
+fi
 cat "$OUT/compress.md" >&2
 
 # ------------------------------------------------------------------ NCCL's own all-to-all
