@@ -101,12 +101,9 @@ std::string narrow_visible_gpus(bool peers_needed) {
   if (off != nullptr && std::string_view(off) == "0") return "";
   const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
   const int ranks = ranks_on_node_from_env();
-  if (ranks < 1 || (ranks > 1 && peers_needed)) return "";
-  const int gpus = physical_gpu_count();
-  if (gpus == 0) return "";
-  const int local = ranks == 1 ? 0 : local_rank_from_env();
-  const std::optional<std::string> one =
-      narrowed_visible_devices(visible, ranks, local, gpus, mig_instances(), peers_needed);
+  const int local = local_rank_from_env();
+  const std::optional<std::string> one = narrowed_visible_devices(
+      visible, ranks, local, physical_gpu_count(), mig_instances(), peers_needed);
   if (!one) return "";
   const std::string was = visible != nullptr ? visible : "unset";
   setenv("CUDA_VISIBLE_DEVICES", one->c_str(), 1);
