@@ -401,8 +401,9 @@ RecordBatch ArchiveSession::collect_streaming(const QueryOptions& q, const Norma
     } catch (const Error& e) {
       throw Error(e.kind(), shard_where(s) + ": " + e.what(), e.file().c_str(), e.line());
     }
-    spdlog::debug("{}: waited {:.3f} s for the read, loaded in {:.3f} s", shard_where(s), read_wait,
-                  std::max(0.0, load_timer.seconds() - read_wait));
+    spdlog::debug("{}: waited {:.3f} s for the read, loaded in {:.3f} s, by {:.3f} s",
+                  shard_where(s), read_wait, std::max(0.0, load_timer.seconds() - read_wait),
+                  prefetch_->elapsed());
     t.load += load_timer.seconds();
     progress.add(1);
   }

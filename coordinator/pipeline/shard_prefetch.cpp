@@ -5,6 +5,8 @@
 #include <memory>
 #include <utility>
 
+#include <spdlog/spdlog.h>
+
 #include "common/parallel.h"
 
 namespace gtadoc {
@@ -51,9 +53,12 @@ void ShardPrefetcher::fill() {
     last_read_ = read_done->get_future().share();
     inflight_.push_back(std::async(std::launch::async, [this, id, threads, previous, read_done] {
       ShardGrammar g;
+      double read_from = 0, read_to = 0;
       try {
         if (previous.valid()) previous.wait();
+        read_from = clock_.seconds();
         g = read_shard_grammar(archive_, manifest_, id);
+        read_to = clock_.seconds();
       } catch (...) {
         read_done->set_value();
         throw;
@@ -61,7 +66,10 @@ void ShardPrefetcher::fill() {
       read_done->set_value();
       if (prepare_bound_ != 0 && g.symbols.size() > prepare_bound_)
         return PreparedShard{std::move(g), nullptr};
-      return prepare_shard(engine_, std::move(g), threads);
+      PreparedShard p = prepare_shard(engine_, std::move(g), threads);
+      spdlog::debug("shard {}: read {:.3f}-{:.3f} s, prepared on {} threads by {:.3f} s", id,
+                    read_from, read_to, threads, clock_.seconds());
+      return p;
     }));
     symbols_in_flight_ += symbols;
     ++started_;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/timer.h"
 #include "formats/archive.h"
 #include "worker/engine.h"
 
@@ -38,6 +39,8 @@ class ShardPrefetcher {
   bool done() const { return taken_ == shards_.size(); }
   /// The next shard (id in `id`), waiting for it if needed; starts more work behind it.
   PreparedShard next(uint32_t* id);
+  /// Seconds since this prefetcher started (the timeline of its -vv messages).
+  double elapsed() const { return clock_.seconds(); }
 
   /// Symbols in flight beyond the first shard: about 24 bytes each while prepared (1.5 GB).
   static constexpr uint64_t kSymbolBudget = uint64_t{64} << 20;
@@ -60,6 +63,7 @@ class ShardPrefetcher {
   uint64_t symbols_in_flight_ = 0;
   std::deque<std::future<PreparedShard>> inflight_;
   std::shared_future<void> last_read_;  ///< the read of the last shard started
+  Timer clock_;                         ///< since construction: the reads' timeline (-vv)
 };
 
 }  // namespace gtadoc

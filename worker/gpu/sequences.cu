@@ -516,7 +516,8 @@ OwnSet intern_windows(Query& Q) {
     own.items = gr.groups;
   }
   own.csr = {own.off_store.data(), own.unit_store.data(), own.item_store.data(), nullptr};
-  own.h_off = own.off_store.to_host();
+  own.h_off_store = own.off_store.to_host();
+  own.h_off = own.h_off_store;
   Q.mark("intern windows");
   return own;
 }

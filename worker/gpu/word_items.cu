@@ -66,7 +66,8 @@ OwnSet word_own_set(Query& Q) {
   GTADOC_CHECK_LAUNCH();
   own.csr = {own.off_store.data(), own.unit_store.data(), own.item_store.data(),
              own.cnt_store.data()};
-  own.h_off = own.off_store.to_host();
+  own.h_off_store = own.off_store.to_host();
+  own.h_off = own.h_off_store;
   Q.mark("own words");
   return own;
 }
