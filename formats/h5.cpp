@@ -195,6 +195,28 @@ std::recursive_mutex& global_mutex() {
   return m;
 }
 
+/// How many h5::Lock objects of this thread hold global_mutex().
+thread_local unsigned lock_depth = 0;
+
+/// Releases every hold this thread has on global_mutex() for its lifetime, for work that enters
+/// no HDF5 call (BatchRead's first touch of its buffers and its decoding), so other threads' HDF5
+/// calls run meanwhile; takes them back at the end. The HDF5 ids the thread keeps open stay
+/// valid: HDF5 needs its calls serialized, not its objects.
+class Unlocked {
+ public:
+  Unlocked() : depth_(lock_depth) {
+    for (unsigned i = 0; i < depth_; ++i) global_mutex().unlock();
+  }
+  ~Unlocked() {
+    for (unsigned i = 0; i < depth_; ++i) global_mutex().lock();
+  }
+  Unlocked(const Unlocked&) = delete;
+  Unlocked& operator=(const Unlocked&) = delete;
+
+ private:
+  unsigned depth_;
+};
+
 // Silence the main thread as soon as the library is loaded; other threads call init() first.
 [[maybe_unused]] const bool kInitialized = (init(), true);
 
@@ -209,9 +231,12 @@ void init() {
 }
 
 Lock::Lock() : lock_(global_mutex()) {
+  ++lock_depth;
   init();
 }
-Lock::~Lock() = default;
+Lock::~Lock() {
+  --lock_depth;
+}
 
 bool close_id(Kind kind, Id id) noexcept {
   herr_t rc = -1;
@@ -617,14 +642,16 @@ struct BatchRead::Item {
   std::vector<uint64_t> raw_offsets;
 
   uint64_t num_chunks() const { return raw_offsets.empty() ? 0 : raw_offsets.size() - 1; }
-  // Reads every chunk as stored; false (and HDF5's error stack cleared) when this dataset is not
-  // for the direct path.
+  // Learns the chunks' layout and stored sizes (raw_offsets); false (and HDF5's error stack
+  // cleared) when this dataset is not for the direct path.
+  bool plan_chunks();
+  // Reads every chunk as stored into `raw` (sized by the caller); false as plan_chunks.
   bool read_chunks();
   // Checks, inflates, unshuffles and widens chunk k into `out`; false on any surprise.
   bool decode(uint64_t k) const;
 };
 
-bool BatchRead::Item::read_chunks() {
+bool BatchRead::Item::plan_chunks() {
   if constexpr (std::endian::native != std::endian::little) return false;
   PropList dcpl(H5Dget_create_plist(ds.id()));
   Datatype type(H5Dget_type(ds.id()));
@@ -659,8 +686,11 @@ bool BatchRead::Item::read_chunks() {
     }
     raw_offsets[k + 1] = raw_offsets[k] + stored;
   }
-  raw.resize(raw_offsets.back());
-  for (uint64_t k = 0; k < chunks; ++k) {
+  return true;
+}
+
+bool BatchRead::Item::read_chunks() {
+  for (uint64_t k = 0, chunks = num_chunks(); k < chunks; ++k) {
     hsize_t offset[1] = {k * chunk};
     uint32_t filter_mask = 0;
     if (H5Dread_chunk(ds.id(), H5P_DEFAULT, offset, &filter_mask, raw.data() + raw_offsets[k]) <
@@ -732,7 +762,7 @@ size_t BatchRead::add_raw(Id loc, const std::string& name, Width mem,
 
 void BatchRead::run() {
   init();
-  std::vector<std::pair<Item*, uint64_t>> tasks;  // (dataset, chunk)
+  // 1. HDF5: every dataset opened and checked, its chunks' stored sizes learnt.
   for (auto& it : items_) {
     try {
       with_context("dataset " + object_path(it->loc, it->name), [&] {
@@ -744,21 +774,52 @@ void BatchRead::run() {
       it->open_error = std::current_exception();
       continue;
     }
-    it->out = it->resize(it->n);
+    if (it->n > 0) it->fast = it->plan_chunks();
+  }
+  // 2. No HDF5 call: the outputs sized and the stored chunks' buffers touched, on threads. First
+  // touch of fresh memory is the slow part of a read (0.5 GB/s on a VM's 4 KiB pages); outside
+  // the lock, other threads' reads (the next shards) go on meanwhile.
+  {
+    Unlocked others_may_read;
+    parallel_for(items_.size(), resolve_threads(threads_), [&](size_t i) {
+      Item& it = *items_[i];
+      if (it.open_error) return;
+      it.out = it.resize(it.n);
+      if (it.fast) it.raw.resize(it.raw_offsets.back());
+    });
+    std::vector<std::pair<unsigned char*, size_t>> pages;  // (start, bytes) of 1 MiB blocks
+    for (auto& it : items_)
+      for (size_t at = 0; it->fast && at < it->raw.size(); at += size_t{1} << 20)
+        pages.emplace_back(it->raw.data() + at, std::min(size_t{1} << 20, it->raw.size() - at));
+    parallel_for(pages.size(), resolve_threads(threads_),
+                 [&](size_t i) { std::memset(pages[i].first, 0, pages[i].second); });
+  }
+  // 3. HDF5: the chunks read as stored.
+  std::vector<std::pair<Item*, uint64_t>> tasks;  // (dataset, chunk)
+  for (auto& it : items_) {
+    if (it->open_error) continue;
     if (it->n == 0) {
       it->done = true;
       it->ds.reset();
       continue;
     }
-    it->fast = it->read_chunks();
+    if (it->fast && !it->read_chunks()) {
+      it->fast = false;
+      it->raw = UninitVector<unsigned char>();
+    }
     if (!it->fast) continue;
     for (uint64_t k = 0; k < it->num_chunks(); ++k) tasks.emplace_back(it.get(), k);
   }
-  parallel_for(tasks.size(), resolve_threads(threads_), [&](size_t t) {
-    auto [it, k] = tasks[t];
-    if (it->failed.load(std::memory_order_relaxed)) return;
-    if (!it->decode(k)) it->failed.store(true, std::memory_order_relaxed);
-  });
+  // 4. No HDF5 call: checksums, inflating, unshuffling and widening on threads.
+  {
+    Unlocked others_may_read;
+    parallel_for(tasks.size(), resolve_threads(threads_), [&](size_t t) {
+      auto [it, k] = tasks[t];
+      if (it->failed.load(std::memory_order_relaxed)) return;
+      if (!it->decode(k)) it->failed.store(true, std::memory_order_relaxed);
+    });
+  }
+  // 5. HDF5: what was read closed; the rest waits for finish().
   for (auto& it : items_) {
     if (!it->fast) continue;
     it->raw = UninitVector<unsigned char>();

@@ -179,8 +179,9 @@ std::vector<T> read_array(Id loc, const std::string& name);
 /// is read again by H5Dread in `finish`, so values and error messages are exactly HDF5's.
 /// Errors are kept per dataset and thrown when the caller asks for that dataset: `size(i)` throws
 /// what opening it threw (missing, not 1-D, wrong type), `finish(i)` that or a read error, so the
-/// caller meets them in the order of its own checks. The caller holds h5::Lock throughout, and
-/// uses an output only after `finish` returned for it.
+/// caller meets them in the order of its own checks. The caller holds h5::Lock throughout (run()
+/// lets it go while it decodes, which enters no HDF5 call, and takes it back), and uses an output
+/// only after `finish` returned for it.
 class BatchRead {
  public:
   explicit BatchRead(unsigned threads = 0);

@@ -3,8 +3,9 @@
 # compressed into 4 shards, every task through `gtadoc run --engine gpu` (1 rank; with two GPUs
 # `mpirun -np 2`, with four also `-np 4`, each with the default MPI shuffle and with the NCCL one
 # forced) and through `gtadoc serve --engine gpu` (resident shards, one merged batch; with two
-# GPUs also under `mpirun -np 2`, where the records move by NCCL), each compared byte for byte
-# with the raw-text reference.
+# GPUs also under `mpirun -np 2`, where the records move by NCCL), and on one GPU with the engine's
+# memory capped below the archive (loads in rounds), each compared byte for byte with the raw-text
+# reference.
 #   scripts/gpu-pipeline-check.sh BUILD_DIR     (after building gtadoc and gtadoc_reference)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -38,6 +39,13 @@ for t in "${TASKS[@]}"; do
   # shellcheck disable=SC2086
   "$BIN" run "$W/s.gtd" $t --engine gpu >"$W/got" && cmp -s "$W/want" "$W/got" &&
     echo "ok   run gpu: $t" || { echo "FAIL run gpu: $t"; bad=1; }
+  # The engine's memory capped below the archive (GTADOC_GPU_MEMORY_LIMIT): loads run out of
+  # memory, what is loaded runs as a batch and is dropped, loading goes on; the log must say so.
+  # shellcheck disable=SC2086
+  GTADOC_GPU_MEMORY_LIMIT=$((6 << 20)) "$BIN" run "$W/s.gtd" $t --engine gpu -v >"$W/got" \
+    2>"$W/lim.err" && cmp -s "$W/want" "$W/got" && grep -q 'engine memory full' "$W/lim.err" &&
+    echo "ok   run gpu, memory capped: $t" ||
+    { echo "FAIL run gpu, memory capped: $t"; tail -3 "$W/lim.err"; bad=1; }
   for np in 2 4; do
     [[ $gpus -ge $np ]] || continue
     # Two (four) GPUs: the records shuffled by NCCL (forced: a one-query run takes MPI by

@@ -134,7 +134,9 @@ std::unique_ptr<ArchiveSession> ArchiveSession::open(Comm& comm, const SessionOp
       return make_engine(engine, threads, local_rank);
     });
     try {
+      Timer manifest_timer;
       s->manifest_ = read_manifest(s->path_);
+      spdlog::debug("manifest read in {:.3f} s", manifest_timer.seconds());
       std::vector<uint64_t> sizes;
       for (const auto& sh : s->manifest_.shards) sizes.push_back(sh.input_bytes);
       s->mine_ = assign_by_size(sizes, comm.size())[comm.rank()];

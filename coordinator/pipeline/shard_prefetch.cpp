@@ -44,13 +44,17 @@ void ShardPrefetcher::fill() {
     const uint32_t id = shards_[started_];
     const uint64_t symbols = manifest_symbols(id);
     if (!inflight_.empty() && symbols_in_flight_ + symbols > kSymbolBudget) break;
-    // Reads go one after the other in shard order (HDF5 is entered by one thread at a time, and
-    // the first shard is the one the load waits for); each preparation starts after its read.
-    // The first shard is prepared on every thread: nothing else is ready to run yet.
+    // Reads start in shard order, two at a time: HDF5 is entered by one thread at a time, but a
+    // read spends most of its time outside it (first touch of its buffers, decoding), where the
+    // next read's HDF5 calls run; a read waits for the one two before it, so the first shards,
+    // which the loads wait for, are not slowed by all the others. Each preparation starts after
+    // its read. The first shard is prepared on every thread: nothing else is ready to run yet.
     const unsigned threads = started_ == 0 ? threads_ : threads_each_;
-    std::shared_future<void> previous = last_read_;
+    std::shared_future<void> previous =
+        reads_.size() >= kReadsAtOnce ? reads_.front() : std::shared_future<void>();
+    if (reads_.size() >= kReadsAtOnce) reads_.pop_front();
     auto read_done = std::make_shared<std::promise<void>>();
-    last_read_ = read_done->get_future().share();
+    reads_.push_back(read_done->get_future().share());
     inflight_.push_back(std::async(std::launch::async, [this, id, threads, previous, read_done] {
       ShardGrammar g;
       double read_from = 0, read_to = 0;

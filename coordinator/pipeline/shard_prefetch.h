@@ -21,7 +21,7 @@ class ShardPrefetcher {
  public:
   /// Starts reading `shards` of `archive` (whose manifest must outlive this object) in order.
   /// Up to depth_for(engine, threads) shards are in flight, more than one only while their
-  /// manifest symbol counts stay within kSymbolBudget. Reads run in shard order, one at a time;
+  /// manifest symbol counts stay within kSymbolBudget. Reads start in shard order, two at a time;
   /// the first shard is prepared on `threads` threads (0: every usable CPU), the others on
   /// threads / depth (at least one). A shard of more than `prepare_bound` symbols (0: no bound) is
   /// read but not prepared: it will be loaded in document-range pieces, which the load prepares.
@@ -62,8 +62,10 @@ class ShardPrefetcher {
   size_t started_ = 0, taken_ = 0;
   uint64_t symbols_in_flight_ = 0;
   std::deque<std::future<PreparedShard>> inflight_;
-  std::shared_future<void> last_read_;  ///< the read of the last shard started
-  Timer clock_;                         ///< since construction: the reads' timeline (-vv)
+  /// Reads in flight at once (see fill()).
+  static constexpr size_t kReadsAtOnce = 2;
+  std::deque<std::shared_future<void>> reads_;  ///< the last kReadsAtOnce reads started
+  Timer clock_;                                 ///< since construction: the reads' timeline (-vv)
 };
 
 }  // namespace gtadoc

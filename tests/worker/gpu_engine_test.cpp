@@ -10,6 +10,7 @@
 #include "tests/testutil/engine_cases.h"
 
 #include "worker/engine.h"
+#include "worker/plan/shard_layout.h"
 
 #ifdef GTADOC_HAVE_GPU_ENGINE
 
@@ -789,6 +790,59 @@ TEST_F(GpuEngineTest, OutOfMemoryFallsBackOrFailsCleanly) {
   EXPECT_EQ(difference(canonical(cpu().run(*cs, q, norm, stats), 2, "cpu"),
                        canonical(engine->run(*gs, q, norm, stats), 2, "gpu")),
             "");
+}
+
+/// A load that runs out of memory (GTADOC_GPU_MEMORY_LIMIT) leaves the prepared shard as it
+/// was, whatever step failed, so the caller can load it again once memory is freed; the load that
+/// then succeeds answers as the CPU engine does.
+TEST_F(GpuEngineTest, FailedLoadLeavesThePreparedShardWhole) {
+  RandomShape shape;
+  shape.rules = 2000;
+  shape.docs = 60;
+  shape.max_doc = 80;
+  const ShardGrammar g = random_grammar(shape, V, 47);
+  PreparedShard prepared = prepare_shard("gpu", ShardGrammar(g), 2);
+  ASSERT_TRUE(prepared.layout);
+  const plan::ShardLayout before = *prepared.layout;
+  auto same_layout = [&](const plan::ShardLayout& now) {
+    return now.body == before.body && now.unit_begin == before.unit_begin &&
+           now.unit_end == before.unit_end && now.children.off == before.children.off &&
+           now.children.item == before.children.item && now.terms.off == before.terms.off &&
+           now.terms.item == before.terms.item && now.root_uses == before.root_uses &&
+           now.local_words == before.local_words;
+  };
+  int failed = 0;
+  std::unique_ptr<Engine> engine;
+  std::unique_ptr<LoadedShard> gs;
+  for (uint64_t limit = 4096; !gs; limit += limit / 8) {
+    SCOPED_TRACE(::testing::Message() << "limit " << limit);
+    ASSERT_LT(limit, uint64_t{1} << 30);
+    ScopedEnv env("GTADOC_GPU_MEMORY_LIMIT", std::to_string(limit));
+    engine = make_gpu_engine(0);
+    try {
+      gs = engine->load_prepared(prepared);
+    } catch (const ResourceError& e) {
+      ++failed;
+      EXPECT_NE(std::string(e.what()).find("memory"), std::string::npos) << e.what();
+      ASSERT_TRUE(prepared.layout);
+      ASSERT_TRUE(same_layout(*prepared.layout));
+      ASSERT_EQ(prepared.grammar.symbols, g.symbols);
+    }
+  }
+  EXPECT_GT(failed, 5);  // the limits walked through every step of the load
+  auto cs = cpu().load(ShardGrammar(g));
+  const Normalization norm = normalize_dictionary(dict, false, false);
+  for (const TaskCase& tc : kTasks) {
+    QueryOptions q;
+    q.task = tc.task;
+    q.per_doc = tc.per_doc;
+    ShardRunStats stats;
+    const uint32_t width = key_layout(q).width;
+    EXPECT_EQ(difference(canonical(cpu().run(*cs, q, norm, stats), width, "cpu"),
+                         canonical(engine->run(*gs, q, norm, stats), width, "gpu")),
+              "")
+        << task_name(tc.task);
+  }
 }
 
 }  // namespace

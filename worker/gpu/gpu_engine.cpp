@@ -57,6 +57,19 @@ uint64_t query_memory_limit() {
   return MemoryPool::kNoLimit;
 }
 
+/// Bytes the engine's pool may hold at once, resident shards and queries together
+/// (GTADOC_GPU_MEMORY_LIMIT; unset = the whole device). A load past it fails as on a full
+/// device: the caller runs what is loaded and goes on, or splits the shard. Tests use it to
+/// force those paths.
+uint64_t engine_memory_limit() {
+  if (const char* env = std::getenv("GTADOC_GPU_MEMORY_LIMIT")) {
+    char* end = nullptr;
+    const unsigned long long v = std::strtoull(env, &end, 10);
+    if (end != env) return v;
+  }
+  return MemoryPool::kNoLimit;
+}
+
 /// Freed device memory the pool keeps between queries (beyond the resident shards), so the next
 /// query's allocations are cheap; the rest goes back to the driver for NCCL and others.
 constexpr uint64_t kKeepBetweenQueries = uint64_t{512} << 20;
@@ -68,8 +81,9 @@ class QueryScope {
   QueryScope(DeviceContext& ctx, uint64_t query_limit) : ctx_(ctx) {
     MemoryPool& pool = ctx_.pool;
     pool.reset_peak();
-    pool.set_limit(query_limit == MemoryPool::kNoLimit ? MemoryPool::kNoLimit
-                                                       : pool.in_use() + query_limit);
+    const uint64_t mine =
+        query_limit == MemoryPool::kNoLimit ? MemoryPool::kNoLimit : pool.in_use() + query_limit;
+    pool.set_limit(std::min(mine, engine_memory_limit()));
   }
   ~QueryScope() {
     ctx_.pool.set_limit(MemoryPool::kNoLimit);
@@ -238,6 +252,11 @@ class GpuEngine final : public Engine {
     std::lock_guard<std::mutex> lock(mu_);
     ctx_->activate();
     const uint64_t symbols = prepared.grammar.symbols.size();
+    struct LimitScope {
+      MemoryPool& pool;
+      ~LimitScope() { pool.set_limit(MemoryPool::kNoLimit); }
+    } limit{ctx_->pool};
+    ctx_->pool.set_limit(engine_memory_limit());
     try {
       auto shard =
           std::make_unique<GpuShard>(prepared.grammar, prepared.layout, ctx_);  // synchronizes

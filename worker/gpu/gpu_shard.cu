@@ -32,7 +32,7 @@ void build_level_schedule(GpuShard& s, const std::vector<uint32_t>& level_offset
                  "gpu engine: bad level offsets");
   const uint32_t inner_levels = static_cast<uint32_t>(level_offsets.size() - 1);
   const std::vector<uint64_t>& len = s.h_body_len;
-  std::vector<uint32_t> hlevel(s.inner), hsched;
+  std::vector<uint32_t> hsched;
   hsched.reserve(s.inner);
   s.levels.assign(inner_levels, LevelSchedule{});
   for (uint32_t h = 0; h < inner_levels; ++h) {
@@ -42,10 +42,8 @@ void build_level_schedule(GpuShard& s, const std::vector<uint32_t>& level_offset
     ls.begin = static_cast<uint32_t>(hsched.size());
     // Thread class: counting sort by body length.
     std::vector<uint32_t> by_len(kThreadMaxBody + 2, 0);
-    for (uint32_t r = lo; r < hi; ++r) {
-      hlevel[r] = h;
+    for (uint32_t r = lo; r < hi; ++r)
       if (len[r] <= kThreadMaxBody) ++by_len[len[r] + 1];
-    }
     for (uint32_t i = 0; i <= kThreadMaxBody; ++i) by_len[i + 1] += by_len[i];
     ls.threads = by_len[kThreadMaxBody + 1];
     hsched.resize(hsched.size() + ls.threads);
@@ -64,7 +62,12 @@ void build_level_schedule(GpuShard& s, const std::vector<uint32_t>& level_offset
   }
   GTADOC_EXPECTS(hsched.size() == s.inner, "gpu engine: level schedule does not cover the rules");
   MemoryPool& pool = s.ctx->pool;
-  s.level_of = DeviceBuffer<uint32_t>(hlevel, pool);
+  // The level of every rule, on the device from the level offsets (no host array).
+  const std::vector<uint64_t> offsets(level_offsets.begin(), level_offsets.end());
+  DeviceBuffer<uint64_t> d_offsets(offsets, pool);
+  s.level_of = DeviceBuffer<uint32_t>(s.inner, pool);
+  ranges_of_positions(d_offsets.data(), d_offsets.data() + 1, inner_levels, s.inner, 0,
+                      s.level_of.data(), pool.stream());
   s.sched = DeviceBuffer<uint32_t>(hsched, pool);
 }
 
@@ -119,8 +122,6 @@ GpuShard::GpuShard(ShardGrammar& grammar, std::shared_ptr<plan::ShardLayout> pre
   num_docs = layout.num_docs;
   units = inner + num_docs;
   S = grammar.symbols.size();
-  h_body_len.resize(units);
-  for (uint32_t u = 0; u < units; ++u) h_body_len[u] = layout.body_length(u);
 
   // 2. Uploaded: bodies, unit ranges, the bags, the rules' uses in the root and the rules the
   // root uses; every buffer allocated first, then filled through the pinned staging slots. The
@@ -148,8 +149,23 @@ GpuShard::GpuShard(ShardGrammar& grammar, std::shared_ptr<plan::ShardLayout> pre
   ch_unit = DeviceBuffer<uint32_t>(layout.children.item.size(), pool);
   tm_unit = DeviceBuffer<uint32_t>(layout.terms.item.size(), pool);
   mark("alloc");
-  upload_host(*ctx, uploads);
+  upload_host(*ctx, uploads);  // synchronous: the host arrays may change now
   mark("copy");
+  // The body lengths kept on the host in the memory of the unit ends, already touched (first
+  // touch of a fresh array costs ~0.6 ms per MiB on a VM); given back as they were if the load
+  // fails below, so the caller can load the prepared shard again (after freeing memory).
+  h_body_len = std::move(layout.unit_end);
+  for (uint32_t u = 0; u < units; ++u) h_body_len[u] -= layout.unit_begin[u];
+  struct GiveBackEnds {
+    std::vector<uint64_t>& lengths;
+    plan::ShardLayout& layout;
+    bool loaded = false;
+    ~GiveBackEnds() {
+      if (loaded) return;
+      for (size_t u = 0; u < lengths.size(); ++u) lengths[u] += layout.unit_begin[u];
+      layout.unit_end = std::move(lengths);
+    }
+  } give_back{h_body_len, layout};
   ranges_of_positions(unit_begin.data(), unit_end.data(), units, S, plan::kNoUnit, sym_unit.data(),
                       pool.stream());
   ranges_of_positions(ch_off.data(), ch_off.data() + 1, units, ch_unit.size(), plan::kNoUnit,
@@ -162,6 +178,7 @@ GpuShard::GpuShard(ShardGrammar& grammar, std::shared_ptr<plan::ShardLayout> pre
   build_level_schedule(
       *this, std::vector<uint32_t>(grammar.level_offsets.begin(), grammar.level_offsets.end() - 1));
   ctx->stream.synchronize();
+  give_back.loaded = true;
   // Loaded (nothing below throws): the grammar and the host arrays kept are the shard's, moved
   // rather than copied (first touch of a copy costs ~0.6 ms per MiB).
   h_ch_off = std::move(layout.children.off);
