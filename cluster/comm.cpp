@@ -97,6 +97,14 @@ std::string prefer_shared_memory_pml() {
          "GTADOC_MPI_PML=default leaves Open MPI's choice)";
 }
 
+/// NCCL's buffers through cudaMalloc and CUDA IPC instead of its cuMem* path
+/// (NCCL_CUMEM_ENABLE=0), unless the user chose: MEASUREMENT-PENDING. Set here, before MPI and
+/// any thread start (setenv is not safe beside other threads' getenv); NCCL reads it at its
+/// first communicator.
+void prefer_legacy_nccl_buffers() {
+  if (!env_set("NCCL_CUMEM_ENABLE")) setenv("NCCL_CUMEM_ENABLE", "0", 1);
+}
+
 template <typename T>
 MPI_Datatype mpi_type();
 template <>
@@ -165,6 +173,7 @@ Comm& Comm::init(int& argc, char**& argv) {
     MPI_TRY(MPI_Initialized(&initialized));
     if (!initialized) {
       comm->mpi_->pml_note = prefer_shared_memory_pml();
+      prefer_legacy_nccl_buffers();
       int provided = 0;
       MPI_TRY(MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided));
       comm->mpi_->owns_init = true;

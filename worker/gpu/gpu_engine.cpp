@@ -58,9 +58,9 @@ uint64_t query_memory_limit() {
 }
 
 /// Bytes the engine's pool may hold at once, resident shards and queries together
-/// (GTADOC_GPU_MEMORY_LIMIT; unset = the whole device). A load past it fails as on a full
-/// device: the caller runs what is loaded and goes on, or splits the shard. Tests use it to
-/// force those paths.
+/// (GTADOC_GPU_MEMORY_LIMIT; unset = the whole device). A load past its share (load_memory_limit)
+/// fails as on a full device: the caller runs what is loaded and goes on, or splits the shard.
+/// Tests use it to force those paths.
 uint64_t engine_memory_limit() {
   if (const char* env = std::getenv("GTADOC_GPU_MEMORY_LIMIT")) {
     char* end = nullptr;
@@ -68,6 +68,20 @@ uint64_t engine_memory_limit() {
     if (end != env) return v;
   }
   return MemoryPool::kNoLimit;
+}
+
+/// Bytes the resident shards may take: half of the engine's memory (GTADOC_GPU_MEMORY_LIMIT, or
+/// the device's), the other half left to the queries' workspace. Loads that fill the whole
+/// memory leave a query none: a rank streaming more shards than fit ran its batch out of memory
+/// (found by the pipeline check with the memory capped).
+uint64_t load_memory_limit() {
+  uint64_t cap = engine_memory_limit();
+  if (cap == MemoryPool::kNoLimit) {
+    size_t free_b = 0, total_b = 0;
+    CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
+    cap = total_b;
+  }
+  return cap / 2;
 }
 
 /// Freed device memory the pool keeps between queries (beyond the resident shards), so the next
@@ -256,7 +270,7 @@ class GpuEngine final : public Engine {
       MemoryPool& pool;
       ~LimitScope() { pool.set_limit(MemoryPool::kNoLimit); }
     } limit{ctx_->pool};
-    ctx_->pool.set_limit(engine_memory_limit());
+    ctx_->pool.set_limit(load_memory_limit());
     try {
       auto shard =
           std::make_unique<GpuShard>(prepared.grammar, prepared.layout, ctx_);  // synchronizes
