@@ -98,7 +98,10 @@ std::string prefer_shared_memory_pml() {
 }
 
 /// NCCL's buffers through cudaMalloc and CUDA IPC instead of its cuMem* path
-/// (NCCL_CUMEM_ENABLE=0), unless the user chose: MEASUREMENT-PENDING. Set here, before MPI and
+/// (NCCL_CUMEM_ENABLE=0), unless the user chose: on the H200 x4 host, `gtadoc run` with the NCCL
+/// shuffle on 4 GPUs, alternated, init 2.9-3.2 -> 1.9 s, total 3.9-4.2 -> 2.8 s
+/// (sequence-count) and 5.3 -> 4.3-4.7 s (ranked-inverted-index); on 2 GPUs within the noise
+/// (docs/PERFORMANCE.md §13). Set here, before MPI and
 /// any thread start (setenv is not safe beside other threads' getenv); NCCL reads it at its
 /// first communicator.
 void prefer_legacy_nccl_buffers() {

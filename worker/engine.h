@@ -90,6 +90,10 @@ class Engine {
   /// order the runs produced them, and turns keeping off. Engines without a device ignore
   /// keep_records, and their take_records returns nullptr.
   virtual void keep_records(bool on) { (void)on; }
+  /// Moves the records kept so far from device memory to host memory (they stay part of what
+  /// take_records() hands over, in the same order), so that loads and queries find the memory;
+  /// false when nothing was kept there.
+  virtual bool spill_records() { return false; }
   virtual std::unique_ptr<DeviceRecords> take_records(uint32_t width) {
     (void)width;
     return nullptr;

@@ -377,13 +377,16 @@ RecordBatch ArchiveSession::collect_streaming(const QueryOptions& q, const Norma
         try {
           loaded.push_back(engine_->load_prepared(pieces[k]));  // pieces[k] kept if it throws
         } catch (const ResourceError&) {
+          // Records the engine keeps on its device (device-resident records) go to host memory
+          // first: the loads and the batch's query need the room.
+          const bool spilled = engine_->spill_records();
           if (!loaded.empty()) {
             spdlog::info("engine memory full after {} shards or pieces: running them as one batch",
                          ids.size());
             t.load += load_timer.seconds();
             flush();
             load_timer = Timer();
-          } else {
+          } else if (!spilled) {
             if (pieces[k].grammar.num_docs <= 1) throw;  // one document alone does not fit
             std::vector<ShardGrammar> halves =
                 split_by_documents(pieces[k].grammar, pieces[k].grammar.symbols.size() / 2);

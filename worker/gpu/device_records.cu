@@ -485,7 +485,10 @@ std::unique_ptr<DeviceRecords> join_records(std::shared_ptr<DeviceContext> ctx, 
   ctx->activate();
   for (const RecordSink::Part& p : sink.parts)
     GTADOC_EXPECTS(p.width == width, "join_records: parts of another key width");
-  if (sink.parts.size() == 1 && sink.parts[0].keys.size() == sink.parts[0].n * width &&
+  for (const RecordBatch& b : sink.spilled)
+    GTADOC_EXPECTS(b.width == width, "join_records: spilled records of another key width");
+  if (sink.spilled.empty() && sink.parts.size() == 1 &&
+      sink.parts[0].keys.size() == sink.parts[0].n * width &&
       sink.parts[0].counts.size() == sink.parts[0].n) {
     RecordSink::Part& p = sink.parts[0];
     auto out =
@@ -494,10 +497,20 @@ std::unique_ptr<DeviceRecords> join_records(std::shared_ptr<DeviceContext> ctx, 
     return out;
   }
   uint64_t n = 0;
+  for (const RecordBatch& b : sink.spilled) n += b.size();
   for (const RecordSink::Part& p : sink.parts) n += p.n;
   auto out = std::make_unique<GpuDeviceRecords>(ctx, width, n);
   uint64_t at = 0;
   cudaStream_t st = ctx->stream.get();
+  // Spilled records first (they are the oldest), back from host memory.
+  std::vector<HostCopy> uploads;
+  for (const RecordBatch& b : sink.spilled) {
+    uploads.push_back({out->keys() + at * width, b.keys.data(), b.keys.size() * sizeof(uint32_t)});
+    uploads.push_back({out->counts() + at, b.counts.data(), b.size() * sizeof(uint64_t)});
+    at += b.size();
+  }
+  upload_host(*ctx, uploads);
+  sink.spilled.clear();
   for (RecordSink::Part& p : sink.parts) {
     copy_async(out->keys() + at * width, p.keys.data(), p.n * width, st);
     copy_async(out->counts() + at, p.counts.data(), p.n, st);

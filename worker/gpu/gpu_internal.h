@@ -269,6 +269,8 @@ struct RecordSink {
     uint32_t width = 0;
   };
   std::vector<Part> parts;
+  /// Records spilled to the host (Engine::spill_records), older than every part above.
+  std::vector<RecordBatch> spilled;
 };
 
 struct Query {
