@@ -35,9 +35,6 @@ int ranks_on_node_from_env() {
   return 1;
 }
 
-namespace {
-
-/// This process's rank on its node from the launchers' environment (-1: not said).
 int local_rank_from_env() {
   for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_RANK",
                            "MPI_LOCALRANKID", "SLURM_LOCALID"}) {
@@ -46,6 +43,8 @@ int local_rank_from_env() {
   }
   return -1;
 }
+
+namespace {
 
 int physical_gpu_count() {
   std::error_code ec;

@@ -26,6 +26,7 @@
 #include "coordinator/run_command.h"
 #include "coordinator/serve/service.h"
 #include "coordinator/verify.h"
+#include "worker/engine.h"
 #include "worker/query.h"
 
 namespace gtadoc {
@@ -89,6 +90,18 @@ int print_error(const std::string& message, int code, const Error* e = nullptr) 
 
 }  // namespace
 
+bool gpu_engine_asked(int argc, const char* const* argv) {
+  std::string_view command;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a(argv[i]);
+    if (command.empty() && !a.empty() && a[0] != '-') command = a;
+    const bool gpu = a == "--engine=gpu" ||
+                     (a == "--engine" && i + 1 < argc && std::string_view(argv[i + 1]) == "gpu");
+    if (gpu) return command == "run" || command == "serve";
+  }
+  return false;
+}
+
 bool gpu_peers_needed(int argc, const char* const* argv, int ranks_on_node) {
   std::string_view command;
   bool large = false;
@@ -114,6 +127,8 @@ int cli_main(int argc, char** argv) {
   // First, before MPI or CUDA start: the driver then initializes only the GPU this process uses.
   const std::string narrowed =
       narrow_visible_gpus(gpu_peers_needed(argc, argv, ranks_on_node_from_env()));
+  // A run or service told to use the GPU starts CUDA now, beside MPI's start.
+  if (gpu_engine_asked(argc, argv)) warm_up_gpu(std::max(0, local_rank_from_env()));
   try {
     comm = &Comm::init(argc, argv);
     CLI::App app{"gtadoc: text analytics directly on grammar-compressed text, on GPUs"};

@@ -11,4 +11,8 @@ int cli_main(int argc, char** argv);
 /// `ranks_on_node`). Read from the raw arguments before MPI starts and before they are parsed: a
 /// wrong guess costs start-up time only (a rank whose GPUs were narrowed shuffles with MPI).
 bool gpu_peers_needed(int argc, const char* const* argv, int ranks_on_node);
+
+/// Whether argv is a `run` or `serve` with `--engine gpu` (or `--engine=gpu`): such a process
+/// starts CUDA first (warm_up_gpu), beside MPI's start.
+bool gpu_engine_asked(int argc, const char* const* argv);
 }  // namespace gtadoc

@@ -42,7 +42,7 @@ for t in "${TASKS[@]}"; do
   # The engine's memory capped below the archive (GTADOC_GPU_MEMORY_LIMIT): loads run out of
   # memory, what is loaded runs as a batch and is dropped, loading goes on; the log must say so.
   # shellcheck disable=SC2086
-  GTADOC_GPU_MEMORY_LIMIT=$((8 << 20)) "$BIN" run "$W/s.gtd" $t --engine gpu -v >"$W/got" \
+  GTADOC_GPU_MEMORY_LIMIT=$((16 << 20)) "$BIN" run "$W/s.gtd" $t --engine gpu -v >"$W/got" \
     2>"$W/lim.err" && cmp -s "$W/want" "$W/got" && grep -q 'engine memory full' "$W/lim.err" &&
     echo "ok   run gpu, memory capped: $t" ||
     { echo "FAIL run gpu, memory capped: $t"; tail -3 "$W/lim.err"; bad=1; }

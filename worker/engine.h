@@ -119,6 +119,13 @@ bool gpu_memory(int local_rank, uint64_t* used, uint64_t* total);
 /// The GPU engine on `device` (worker/gpu). Throws ResourceError when no GPU is usable.
 std::unique_ptr<Engine> make_gpu_engine(int device);
 
+/// Starts CUDA and the primary context of the device make_gpu_engine(local_rank) will use, on a
+/// thread of its own, so that CUDA's start-up (0.25-0.4 s) overlaps what the process does
+/// before it asks for the engine (MPI's start, reading the manifest). For a process told to use
+/// the GPU engine; make_gpu_engine waits for it. GTADOC_GPU_WARMUP=0 turns it off; a no-op in a
+/// build without the GPU engine.
+void warm_up_gpu(int local_rank);
+
 /// Creates the engine for `--engine gpu|cpu` ("auto" must be resolved by choose_auto_engine
 /// first; if passed it means gpu when available, else cpu). `local_rank` chooses the device
 /// (local rank % visible devices). Throws UsageError for an unknown name and ResourceError for

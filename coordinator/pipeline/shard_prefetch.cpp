@@ -2,6 +2,7 @@
 #include "coordinator/pipeline/shard_prefetch.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <memory>
 #include <utility>
 
@@ -12,8 +13,12 @@
 namespace gtadoc {
 
 unsigned ShardPrefetcher::depth_for(const std::string& engine, unsigned threads) {
+  if (const char* v = std::getenv("GTADOC_PREFETCH_DEPTH")) {
+    const long d = std::strtol(v, nullptr, 10);
+    if (d >= 1 && d <= 256) return static_cast<unsigned>(d);
+  }
   if (engine != "gpu") return 2;
-  return std::clamp(resolve_threads(threads) / 2, 2u, 8u);
+  return std::clamp(resolve_threads(threads), 2u, 16u);
 }
 
 ShardPrefetcher::ShardPrefetcher(std::filesystem::path archive, const Manifest& manifest,

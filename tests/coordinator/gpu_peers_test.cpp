@@ -61,5 +61,24 @@ TEST_F(GpuPeersNeeded, ShuffleOverride) {
   EXPECT_TRUE(needed({"serve", "a.gtd"}, 2));  // the service keeps every GPU
 }
 
+bool asked(std::initializer_list<const char*> args) {
+  std::vector<const char*> argv{"gtadoc"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return gpu_engine_asked(static_cast<int>(argv.size()), argv.data());
+}
+
+// coordinator/cli.h gpu_engine_asked: which processes start CUDA before MPI (warm_up_gpu).
+TEST(GpuEngineAsked, RunAndServeWithEngineGpu) {
+  EXPECT_TRUE(asked({"run", "a.gtd", "word-count", "--engine", "gpu"}));
+  EXPECT_TRUE(asked({"-v", "run", "--engine=gpu", "a.gtd", "sort"}));
+  EXPECT_TRUE(asked({"serve", "a.gtd", "--engine", "gpu", "--listen", "127.0.0.1:0"}));
+  EXPECT_FALSE(asked({"run", "a.gtd", "word-count"}));  // auto may choose the CPU
+  EXPECT_FALSE(asked({"run", "a.gtd", "word-count", "--engine", "cpu"}));
+  EXPECT_FALSE(asked({"run", "a.gtd", "word-count", "--engine"}));
+  EXPECT_FALSE(asked({"compress", "docs", "-o", "a.gtd", "--engine", "gpu"}));
+  EXPECT_FALSE(asked({"info", "a.gtd"}));
+  EXPECT_FALSE(asked({}));
+}
+
 }  // namespace
 }  // namespace gtadoc

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <deque>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -579,7 +580,39 @@ int gpu_count() {
   return gpu::visible_devices();
 }
 
+namespace {
+
+std::mutex& warm_up_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::future<void>& warm_up_done() {
+  static std::future<void> f;
+  return f;
+}
+
+}  // namespace
+
+void warm_up_gpu(int local_rank) {
+  const char* off = std::getenv("GTADOC_GPU_WARMUP");
+  if (off != nullptr && std::string(off) == "0") return;
+  std::lock_guard<std::mutex> lock(warm_up_mutex());
+  if (warm_up_done().valid()) return;
+  warm_up_done() = std::async(std::launch::async, [local_rank] {
+    // Errors are not this thread's to report: make_gpu_engine meets them again.
+    int n = 0;
+    if (cudaGetDeviceCount(&n) == cudaSuccess && n > 0 &&
+        cudaSetDevice(((local_rank % n) + n) % n) == cudaSuccess)
+      (void)cudaFree(nullptr);  // creates the primary context the engine then uses
+    (void)cudaGetLastError();
+  });
+}
+
 std::unique_ptr<Engine> make_gpu_engine(int device) {
+  {
+    std::lock_guard<std::mutex> lock(warm_up_mutex());
+    if (warm_up_done().valid()) warm_up_done().get();
+  }
   const int count = gpu::visible_devices();
   if (count == 0) throw ResourceError("--engine gpu: no CUDA device is visible");
   const int d = ((device % count) + count) % count;
