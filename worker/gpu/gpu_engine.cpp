@@ -71,10 +71,11 @@ uint64_t engine_memory_limit() {
   return MemoryPool::kNoLimit;
 }
 
-/// Bytes the resident shards may take: half of the engine's memory (GTADOC_GPU_MEMORY_LIMIT, or
-/// the device's), the other half left to the queries' workspace. Loads that fill the whole
-/// memory leave a query none: a rank streaming more shards than fit ran its batch out of memory
-/// (found by the pipeline check with the memory capped).
+/// Bytes the resident shards may take: a third of the engine's memory (GTADOC_GPU_MEMORY_LIMIT,
+/// or the device's), the rest left to the queries' workspace. Loads that fill the whole memory
+/// leave a query none: a rank streaming more shards than fit ran its batch out of memory, and
+/// with half, the n-gram queries of the memory-capped pipeline check still did (they need over
+/// twice a shard's resident bytes).
 uint64_t load_memory_limit() {
   uint64_t cap = engine_memory_limit();
   if (cap == MemoryPool::kNoLimit) {
@@ -82,7 +83,7 @@ uint64_t load_memory_limit() {
     CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
     cap = total_b;
   }
-  return cap / 2;
+  return cap / 3;
 }
 
 /// Freed device memory the pool keeps between queries (beyond the resident shards), so the next
