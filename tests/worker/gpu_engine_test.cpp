@@ -246,6 +246,21 @@ class GpuEngineTest : public ::testing::Test {
     if (!cpu_) cpu_ = make_cpu_engine(2);
     return *cpu_;
   }
+  /// Every task (default n) of `gpu_engine` on `gs` equal to the CPU engine's on `cs`.
+  void expect_every_task_as_cpu(Engine& gpu_engine, LoadedShard& gs, LoadedShard& cs,
+                                const Normalization& norm) {
+    for (const TaskCase& tc : kTasks) {
+      QueryOptions q;
+      q.task = tc.task;
+      q.per_doc = tc.per_doc;
+      ShardRunStats stats;
+      const uint32_t width = key_layout(q).width;
+      EXPECT_EQ(difference(canonical(cpu().run(cs, q, norm, stats), width, "cpu"),
+                           canonical(gpu_engine.run(gs, q, norm, stats), width, "gpu")),
+                "")
+          << task_name(tc.task);
+    }
+  }
   WordId word(const char* s) const {
     const WordId w = dict.find(s);
     EXPECT_LT(w, dict.size()) << s;
@@ -628,18 +643,7 @@ TEST_F(GpuEngineTest, DefaultNormalizationAndRepeatedQueries) {
   auto gs = gpu().load(ShardGrammar(g));
   auto cs = cpu().load(ShardGrammar(g));
   const Normalization none;  // identity without an explicit remap
-  for (int round = 0; round < 3; ++round)
-    for (const TaskCase& tc : kTasks) {
-      QueryOptions q;
-      q.task = tc.task;
-      q.per_doc = tc.per_doc;
-      ShardRunStats stats;
-      const uint32_t width = key_layout(q).width;
-      EXPECT_EQ(difference(canonical(cpu().run(*cs, q, none, stats), width, "cpu"),
-                           canonical(gpu().run(*gs, q, none, stats), width, "gpu")),
-                "")
-          << task_name(tc.task);
-    }
+  for (int round = 0; round < 3; ++round) expect_every_task_as_cpu(gpu(), *gs, *cs, none);
 }
 
 TEST_F(GpuEngineTest, SeveralShardsAndShardOutlivingEngine) {
@@ -831,18 +835,7 @@ TEST_F(GpuEngineTest, FailedLoadLeavesThePreparedShardWhole) {
   }
   EXPECT_GT(failed, 5);  // the limits walked through every step of the load
   auto cs = cpu().load(ShardGrammar(g));
-  const Normalization norm = normalize_dictionary(dict, false, false);
-  for (const TaskCase& tc : kTasks) {
-    QueryOptions q;
-    q.task = tc.task;
-    q.per_doc = tc.per_doc;
-    ShardRunStats stats;
-    const uint32_t width = key_layout(q).width;
-    EXPECT_EQ(difference(canonical(cpu().run(*cs, q, norm, stats), width, "cpu"),
-                         canonical(engine->run(*gs, q, norm, stats), width, "gpu")),
-              "")
-        << task_name(tc.task);
-  }
+  expect_every_task_as_cpu(*engine, *gs, *cs, normalize_dictionary(dict, false, false));
 }
 
 }  // namespace

@@ -47,10 +47,9 @@ int visible_devices() {
   return n;
 }
 
-/// Bytes one query may allocate beyond what is resident (GTADOC_GPU_QUERY_MEMORY_LIMIT; unset =
-/// up to the whole device). Lets operators share a GPU, and tests force the fallbacks.
-uint64_t query_memory_limit() {
-  if (const char* env = std::getenv("GTADOC_GPU_QUERY_MEMORY_LIMIT")) {
+/// A byte count from the environment variable `name`; kNoLimit when unset or not a number.
+uint64_t bytes_from_env(const char* name) {
+  if (const char* env = std::getenv(name)) {
     char* end = nullptr;
     const unsigned long long v = std::strtoull(env, &end, 10);
     if (end != env) return v;
@@ -58,17 +57,18 @@ uint64_t query_memory_limit() {
   return MemoryPool::kNoLimit;
 }
 
+/// Bytes one query may allocate beyond what is resident (GTADOC_GPU_QUERY_MEMORY_LIMIT; unset =
+/// up to the whole device). Lets operators share a GPU, and tests force the fallbacks.
+uint64_t query_memory_limit() {
+  return bytes_from_env("GTADOC_GPU_QUERY_MEMORY_LIMIT");
+}
+
 /// Bytes the engine's pool may hold at once, resident shards and queries together
 /// (GTADOC_GPU_MEMORY_LIMIT; unset = the whole device). A load past its share (load_memory_limit)
 /// fails as on a full device: the caller runs what is loaded and goes on, or splits the shard.
 /// Tests use it to force those paths.
 uint64_t engine_memory_limit() {
-  if (const char* env = std::getenv("GTADOC_GPU_MEMORY_LIMIT")) {
-    char* end = nullptr;
-    const unsigned long long v = std::strtoull(env, &end, 10);
-    if (end != env) return v;
-  }
-  return MemoryPool::kNoLimit;
+  return bytes_from_env("GTADOC_GPU_MEMORY_LIMIT");
 }
 
 /// Bytes the resident shards may take: a third of the engine's memory (GTADOC_GPU_MEMORY_LIMIT,
