@@ -73,12 +73,13 @@ for t in "${TASKS[@]}"; do
       echo "ok   serve gpu np2: $body" || { echo "FAIL serve gpu np2: $body"; bad=1; }
   fi
 done
-kill -TERM $SP && wait $SP || { echo "FAIL serve did not exit 0"; bad=1; }
+kill -TERM $SP && wait $SP || { echo "FAIL serve did not exit 0"; tail -20 "$W/serve.err"; bad=1; }
 if [[ -n ${SP2:-} ]]; then  # SIGTERM to rank 0 drains the service: mpirun must exit 0
   r0=
   for c in $(pgrep -P "$SP2"); do
     tr '\0' '\n' <"/proc/$c/environ" 2>/dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=0' && r0=$c
   done
-  [[ -n $r0 ]] && kill -TERM "$r0" && wait $SP2 || { echo "FAIL serve np2 did not exit 0"; bad=1; }
+  [[ -n $r0 ]] && kill -TERM "$r0" && wait $SP2 ||
+    { echo "FAIL serve np2 did not exit 0"; tail -20 "$W/serve2.err"; bad=1; }
 fi
 exit $bad
