@@ -288,7 +288,9 @@ class GpuEngine final : public Engine {
       return shard;
     } catch (const ResourceError& e) {
       throw ResourceError("gpu engine: not enough GPU memory to load a shard of " +
-                          std::to_string(symbols) + " symbols (" + e.what() + ")");
+                          std::to_string(symbols) + " symbols (" + e.what() +
+                          "; resident shards may take a third of the GPU's memory, the rest is "
+                          "the queries': use more GPUs or --engine cpu)");
     }
   }
 
