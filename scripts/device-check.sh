@@ -142,8 +142,9 @@ if step build-cluster-tests cmake --build "$BUILD_DIR" -j "$JOBS" --target clust
   fi
 fi
 
-# The whole pipeline on the GPU: gtadoc run (1 and 2 ranks) and gtadoc serve against the
-# raw-text reference, every task.
+# The whole pipeline on the GPU: gtadoc run (1, 2 and 4 ranks as the GPUs allow; one GPU also
+# with its memory capped, loads in rounds) and gtadoc serve against the raw-text reference, every
+# task.
 if cmake --build "$BUILD_DIR" -j "$JOBS" --target gtadoc_reference >"$OUT/reference-build.log" 2>&1; then
   step gpu-pipeline "$ROOT/scripts/gpu-pipeline-check.sh" "$BUILD_DIR"
 fi
