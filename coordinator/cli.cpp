@@ -11,6 +11,7 @@
 #include <iostream>
 #include <new>
 #include <string_view>
+#include <utility>
 
 #include "cluster/collective_error.h"
 #include "cluster/comm.h"
@@ -88,30 +89,33 @@ int print_error(const std::string& message, int code, const Error* e = nullptr) 
   return code;
 }
 
+/// The command of raw arguments (the first that is not an option) and its index (argc: none).
+std::pair<std::string_view, int> command_of(int argc, const char* const* argv) {
+  for (int i = 1; i < argc; ++i)
+    if (argv[i][0] != '\0' && argv[i][0] != '-') return {argv[i], i};
+  return {{}, argc};
+}
+
 }  // namespace
 
 bool gpu_engine_asked(int argc, const char* const* argv) {
-  std::string_view command;
-  for (int i = 1; i < argc; ++i) {
+  const auto [command, at] = command_of(argc, argv);
+  if (command != "run" && command != "serve") return false;
+  for (int i = at + 1; i < argc; ++i) {
     const std::string_view a(argv[i]);
-    if (command.empty() && !a.empty() && a[0] != '-') command = a;
-    const bool gpu = a == "--engine=gpu" ||
-                     (a == "--engine" && i + 1 < argc && std::string_view(argv[i + 1]) == "gpu");
-    if (gpu) return command == "run" || command == "serve";
+    if (a == "--engine=gpu" ||
+        (a == "--engine" && i + 1 < argc && std::string_view(argv[i + 1]) == "gpu"))
+      return true;
   }
   return false;
 }
 
 bool gpu_peers_needed(int argc, const char* const* argv, int ranks_on_node) {
-  std::string_view command;
+  const auto [command, at] = command_of(argc, argv);
   bool large = false;
-  for (int i = 1; i < argc; ++i) {
+  for (int i = at + 1; i < argc; ++i) {
     const std::string_view a(argv[i]);
     if (a.empty() || a[0] == '-') continue;
-    if (command.empty()) {
-      command = a;
-      continue;
-    }
     try {
       large = large || large_shuffle_task(parse_task(std::string(a)), ranks_on_node);
     } catch (const UsageError&) {  // not a task: an archive, an option's value
