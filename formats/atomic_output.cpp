@@ -45,8 +45,9 @@ void write_new_file(const fs::path& file, std::string_view bytes) {
 }
 
 OutputFile::OutputFile(fs::path file, Mode mode) : file_(std::move(file)) {
-  const int flags =
-      mode == Mode::kCreateNew ? O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC : O_WRONLY | O_CLOEXEC;
+  const int flags = mode == Mode::kCreateNew
+                        ? O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC
+                        : O_RDWR | O_CLOEXEC;  // read too: a shared mapping needs it
   fd_ = ::open(file_.c_str(), flags, 0644);
   if (fd_ < 0)
     throw InputError(file_.string() + ": cannot " + (mode == Mode::kCreateNew ? "create" : "open") +

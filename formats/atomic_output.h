@@ -61,6 +61,9 @@ class OutputFile {
   ~OutputFile();
   void write_at(uint64_t offset, const char* data, size_t size);
   void close();
+  const std::filesystem::path& path() const { return file_; }
+  /// The open descriptor (formats/output_mapping.h maps ranges of it); -1 after close().
+  int descriptor() const { return fd_; }
 
  private:
   std::filesystem::path file_;

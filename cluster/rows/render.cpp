@@ -359,6 +359,17 @@ void RowRenderer::render_placed(
   });
 }
 
+void RowRenderer::render_into(char* dst, uint64_t chunk_bytes,
+                              const std::function<void(size_t)>& done) const {
+  const uint64_t blocks = block_offsets_.size() - 1;
+  for (uint64_t b = 0; b < blocks;) {
+    const uint64_t e = chunk_end(b, chunk_bytes);
+    render_blocks(b, e, dst + block_offsets_[b], threads_);
+    done(block_offsets_[e] - block_offsets_[b]);
+    b = e;
+  }
+}
+
 std::string RowRenderer::render_all() const {
   std::string out;
   out.resize(bytes());

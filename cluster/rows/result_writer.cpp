@@ -1,6 +1,7 @@
 #include "cluster/rows/result_writer.h"
 
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <numeric>
 
@@ -9,6 +10,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "formats/atomic_output.h"
+#include "formats/output_mapping.h"
 
 namespace gtadoc {
 namespace fs = std::filesystem;
@@ -44,10 +46,22 @@ fs::path shared_temporary(Comm& comm, std::unique_ptr<AtomicOutput>& out,
   return fs::path(std::string(name.begin(), name.end()));
 }
 
-/// Writes `renderer`'s rows and then `trailer` into `file` starting at `offset`: pieces rendered
-/// and written (pwrite) by several threads at once.
-void write_slice(OutputFile& file, uint64_t offset, const RowRenderer& renderer,
+/// Writes `renderer`'s rows and then `trailer` into `file` (`file_size` bytes when every writer
+/// is done) starting at `offset`: rendered straight into a mapping of the range by all threads
+/// (formats/output_mapping.h), or, where the range is not mapped, pieces rendered and written
+/// (pwrite) by several threads at once.
+void write_slice(OutputFile& file, uint64_t file_size, uint64_t offset, const RowRenderer& renderer,
                  std::string_view trailer, Progress& progress) {
+  const uint64_t size = renderer.bytes() + trailer.size();
+  OutputMapping mapping = OutputMapping::map(file, file_size, offset, size);
+  spdlog::debug("{}: {} bytes at offset {} {} ({})", file.path().string(), size, offset,
+                mapping ? "rendered into a mapping" : "written", mapping.how());
+  if (mapping) {
+    renderer.render_into(mapping.data(), kChunkBytes, [&](size_t n) { progress.add(n); });
+    std::memcpy(mapping.data() + renderer.bytes(), trailer.data(), trailer.size());
+    mapping.finish();
+    return;
+  }
   renderer.render_placed(kPlacedChunkBytes, [&](uint64_t at, const char* data, size_t size) {
     file.write_at(offset + at, data, size);
     progress.add(size);
@@ -77,7 +91,7 @@ uint64_t write_result(Comm& comm, const RankRows& rows, const RenderContext& ctx
     Progress progress = write_progress(comm, target, renderer.bytes());
     run_collectively(comm, [&] {
       OutputFile file(tmp / part, OutputFile::Mode::kCreateNew);
-      write_slice(file, 0, renderer, trailer, progress);
+      write_slice(file, renderer.bytes() + trailer.size(), 0, renderer, trailer, progress);
       file.close();
     });
     run_collectively(comm, [&] {
@@ -124,7 +138,8 @@ uint64_t write_result(Comm& comm, const RankRows& rows, const RenderContext& ctx
   Progress progress = write_progress(comm, target, renderer.bytes());
   run_collectively(comm, [&] {
     OutputFile file(tmp, OutputFile::Mode::kOpenExisting);
-    write_slice(file, offset, renderer, trailer, progress);
+    const uint64_t total = std::accumulate(sizes.begin(), sizes.end(), uint64_t{0});
+    write_slice(file, total, offset, renderer, trailer, progress);
     file.close();
   });
   run_collectively(comm, [&] {

@@ -7,7 +7,10 @@
 set -euo pipefail
 BIN=$1 SRC=$2 WORK=$3
 FULL=$WORK/full
-cleanup() { mountpoint -q "$FULL" 2>/dev/null && umount "$FULL" || true; }
+cleanup() {
+  mountpoint -q "$FULL" 2>/dev/null && umount "$FULL" || true
+  mountpoint -q "$WORK/ext4" 2>/dev/null && umount "$WORK/ext4" || true
+}
 cleanup
 rm -rf "$WORK" && mkdir -p "$FULL" && cd "$WORK"
 trap cleanup EXIT
@@ -57,6 +60,29 @@ failed_cleanly "No space left" "$BIN" run s.gtd sort -o "$FULL/sort.tsv"
 only_fill
 failed_cleanly "No space left" "$BIN" run s.gtd sort --partitioned -o "$FULL/parts"
 only_fill
+# The same, with results rendered into mappings of the output (forced; tmpfs has no room to map,
+# so the write falls back and fails cleanly rather than as a SIGBUS).
+failed_cleanly "No space left" env GTADOC_OUTPUT_MAP_MIN_BYTES=0 "$BIN" run s.gtd sort -o "$FULL/sort.tsv"
+only_fill
+failed_cleanly "No space left" env GTADOC_OUTPUT_MAP_MIN_BYTES=0 "$BIN" run s.gtd sort --partitioned \
+  -o "$FULL/parts"
+only_fill
+# A full disk file system (ext4 on a loop device, where one can be made): the mapped range's
+# blocks are reserved first, so the failure is a clean one there too.
+EXT=$WORK/ext4
+if command -v mkfs.ext4 >/dev/null && truncate -s 8M "$WORK/ext4.img" &&
+  mkfs.ext4 -q -F "$WORK/ext4.img" 2>/dev/null && mkdir -p "$EXT" &&
+  mount -o loop "$WORK/ext4.img" "$EXT" 2>/dev/null; then
+  dd if=/dev/zero of="$EXT/fill" bs=4k 2>/dev/null || true
+  rc=0; GTADOC_OUTPUT_MAP_MIN_BYTES=0 "$BIN" run s.gtd sort -o "$EXT/sort.tsv" >out 2>err || rc=$?
+  left=$(ls -A "$EXT" | grep -v -e '^fill$' -e '^lost+found$' || true)
+  umount "$EXT"
+  [[ $rc -ne 0 && $(wc -l <err) -eq 1 ]] && grep -q "No space left" err ||
+    fail "mapped output onto a full ext4: exit $rc, $(cat err)"
+  [[ -z $left ]] || fail "left on the full ext4: $left"
+else
+  echo "no loop-mounted ext4 here: the mapped write onto a full disk is not checked"
+fi
 
 # --stats onto the full filesystem: the result (elsewhere) is complete, the exit says the stats
 # failed, and no stats file or temporary remains.

@@ -8,9 +8,9 @@
 //  * Large inputs, every task: thousands of rows (many of the renderer's 512-row blocks, rows
 //    of very different sizes), records stored in a shuffled order behind the plan, several
 //    threads; the expected bytes are built from the rows' own description with std::string and
-//    nlohmann::json (never from the records or the renderer), and compared with render_all()
-//    and with chunked render() at several chunk sizes and render_placed()'s pieces put at
-//    their offsets.
+//    nlohmann::json (never from the records or the renderer), and compared with render_all(),
+//    with chunked render() and render_into() at several chunk sizes, and with render_placed()'s
+//    pieces put at their offsets.
 #include "cluster/rows/render.h"
 
 #include <gtest/gtest.h>
@@ -101,6 +101,8 @@ struct Rendered {
   std::string chunks;         ///< render(chunk_bytes) concatenated
   std::string placed;         ///< render_placed(chunk_bytes) pieces put at their offsets
   uint64_t placed_bytes = 0;  ///< bytes render_placed handed over (each exactly once)
+  std::string into;           ///< render_into(chunk_bytes) (the mapped output's path)
+  uint64_t into_done = 0;     ///< bytes render_into reported done
   uint64_t rows = 0;
   uint64_t bytes = 0;
 };
@@ -122,6 +124,8 @@ Rendered render(const Built& b, const QueryOptions& q, const Dictionary& dict,
     out.placed.replace(at, n, p, n);
     out.placed_bytes += n;
   });
+  out.into.assign(r.bytes(), '\0');
+  r.render_into(out.into.data(), 64, [&](size_t n) { out.into_done += n; });
   out.rows = r.rows();
   out.bytes = r.bytes();
   return out;
@@ -136,6 +140,8 @@ std::string whole(const Built& b, const QueryOptions& q, const Dictionary& dict,
   EXPECT_EQ(r.chunks, r.all);
   EXPECT_EQ(r.placed, r.all);
   EXPECT_EQ(r.placed_bytes, r.all.size());
+  EXPECT_EQ(r.into, r.all);
+  EXPECT_EQ(r.into_done, r.all.size());
   EXPECT_EQ(r.bytes, r.all.size());
   return r.all + std::string(json_trailer(fmt, r.rows));
 }
@@ -691,6 +697,15 @@ TEST_P(RenderLarge, ManyBlocksEqualIndependentBytes) {
             ASSERT_EQ(renderer.rows(), rows.size());
             ASSERT_EQ(renderer.bytes(), want.size());
             ASSERT_TRUE(renderer.render_all() == want);
+            for (uint64_t chunk : {uint64_t{1}, uint64_t{5000}, ~uint64_t{0}}) {
+              std::string into(want.size() + 1, '#');  // one byte past the end stays untouched
+              uint64_t done = 0;
+              renderer.render_into(into.data(), chunk, [&](size_t n) { done += n; });
+              ASSERT_EQ(into.back(), '#');
+              into.pop_back();
+              ASSERT_TRUE(into == want) << "render_into, chunk " << chunk;
+              ASSERT_EQ(done, want.size());
+            }
             for (uint64_t chunk : {uint64_t{1}, uint64_t{5000}, uint64_t{1} << 16, ~uint64_t{0}}) {
               std::vector<std::string> pieces;
               renderer.render(chunk, [&](const char* p, size_t n) { pieces.emplace_back(p, n); });

@@ -1,0 +1,57 @@
+// A byte range of an output file written through a shared memory mapping, so that several
+// threads (and several ranks, each with its own range) fill one file at once. Buffered writes
+// to one file serialize on its inode lock on every common Linux file system (one writer moves
+// 2–4 GB/s into the page cache), where page faults on a mapping run in parallel.
+//
+// A range is mapped only where that is safe: its blocks are reserved first (fallocate), so a
+// full disk is a clean error here and never a SIGBUS later; on tmpfs, whose fallocate zeroes
+// every page serially, the file system's free space is checked instead. Everywhere else (no
+// fallocate, no mmap, a range below the size threshold, GTADOC_OUTPUT_MAP=0) the caller gets an
+// empty mapping and writes with OutputFile::write_at as before; the bytes are the same.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "formats/atomic_output.h"
+
+namespace gtadoc {
+
+class OutputMapping {
+ public:
+  OutputMapping() = default;
+  OutputMapping(OutputMapping&& other) noexcept;
+  OutputMapping& operator=(OutputMapping&& other) noexcept;
+  OutputMapping(const OutputMapping&) = delete;
+  OutputMapping& operator=(const OutputMapping&) = delete;
+  ~OutputMapping();  ///< unmaps (without reporting errors)
+
+  explicit operator bool() const { return data_ != nullptr; }
+  /// The range's first byte; size() bytes are writable.
+  char* data() const { return data_; }
+  uint64_t size() const { return size_; }
+  /// Why the range is (not) mapped, for the log: "fallocate", "tmpfs", "below 8 MiB", ...
+  const std::string& how() const { return how_; }
+  /// Unmaps; InputError naming the file when that fails.
+  void finish();
+
+  /// Maps bytes [offset, offset + size) of `file` for writing, after setting the file's size to
+  /// `file_size` (every writer of one file passes the same). Empty (with how() saying why) when
+  /// the range is to be written with write_at instead; InputError naming the file when the file
+  /// system has no room for the range.
+  static OutputMapping map(OutputFile& file, uint64_t file_size, uint64_t offset, uint64_t size);
+
+ private:
+  char* base_ = nullptr;  ///< the mapping (page-aligned)
+  uint64_t length_ = 0;   ///< its length
+  char* data_ = nullptr;  ///< the range within it
+  uint64_t size_ = 0;
+  std::string how_;
+  std::string file_;
+};
+
+/// Ranges below this many bytes are written with write_at (GTADOC_OUTPUT_MAP_MIN_BYTES, a size
+/// such as 0 or 64m, overrides the 8 MiB default; GTADOC_OUTPUT_MAP=0 turns mapping off).
+uint64_t output_map_min_bytes();
+
+}  // namespace gtadoc

@@ -1,0 +1,173 @@
+// OutputMapping: ranges of one file written through mappings by separate writers (as ranks do)
+// give the same bytes as pwrite; ranges at any offset, of any size; the fallbacks (below the
+// threshold, GTADOC_OUTPUT_MAP=0) hand back an empty mapping; tmpfs maps without fallocate.
+#include "formats/output_mapping.h"
+
+#include <gtest/gtest.h>
+#include <linux/magic.h>
+#include <sys/statfs.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "tests/testutil/corpus.h"
+
+namespace gtadoc {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct EnvGuard {  // sets a variable for one test, restores it after
+  std::string name;
+  std::string old;
+  bool had;
+  EnvGuard(const char* n, const char* value) : name(n) {
+    const char* o = std::getenv(n);
+    had = o != nullptr;
+    if (had) old = o;
+    if (value == nullptr)
+      ::unsetenv(n);
+    else
+      ::setenv(n, value, 1);
+  }
+  ~EnvGuard() {
+    if (had)
+      ::setenv(name.c_str(), old.c_str(), 1);
+    else
+      ::unsetenv(name.c_str());
+  }
+};
+
+std::string pattern(size_t size, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::string s(size, '\0');
+  for (char& c : s) c = static_cast<char>('a' + rng() % 26);
+  return s;
+}
+
+/// Writes `bytes` into a new file as `cuts` ranges, each by its own OutputFile (a writer of its
+/// own, as ranks are); returns what the mappings said.
+std::vector<std::string> write_in_ranges(const fs::path& file, const std::string& bytes,
+                                         const std::vector<uint64_t>& cuts) {
+  OutputFile(file, OutputFile::Mode::kCreateNew).close();
+  std::vector<std::string> how;
+  for (size_t i = 0; i + 1 < cuts.size(); ++i) {
+    OutputFile f(file, OutputFile::Mode::kOpenExisting);
+    const uint64_t size = cuts[i + 1] - cuts[i];
+    OutputMapping m = OutputMapping::map(f, bytes.size(), cuts[i], size);
+    how.push_back(m.how());
+    if (m) {
+      EXPECT_EQ(m.size(), size);
+      std::memcpy(m.data(), bytes.data() + cuts[i], size);
+      m.finish();
+    } else {
+      f.write_at(cuts[i], bytes.data() + cuts[i], size);
+    }
+    f.close();
+  }
+  return how;
+}
+
+TEST(OutputMapping, RangesAtAnyOffsetGiveTheBytesOfTheirWriters) {
+  testutil::TempDir dir;
+  EnvGuard min("GTADOC_OUTPUT_MAP_MIN_BYTES", "0");
+  EnvGuard on("GTADOC_OUTPUT_MAP", nullptr);
+  const std::string bytes = pattern(3 * 4096 + 1234, 7);
+  // Unaligned cuts, a one-byte range and an empty one (written, not mapped).
+  const std::vector<uint64_t> cuts = {0, 1, 4095, 4097, 4097, 9000, bytes.size()};
+  const fs::path file = dir.path() / "out";
+  const std::vector<std::string> how = write_in_ranges(file, bytes, cuts);
+  EXPECT_EQ(testutil::read_file(file), bytes);
+  EXPECT_EQ(fs::file_size(file), bytes.size());
+  // Written, in any order of the writers: the last range first.
+  const fs::path file2 = dir.path() / "out2";
+  OutputFile(file2, OutputFile::Mode::kCreateNew).close();
+  for (size_t i = cuts.size() - 1; i-- > 0;) {
+    OutputFile f(file2, OutputFile::Mode::kOpenExisting);
+    OutputMapping m = OutputMapping::map(f, bytes.size(), cuts[i], cuts[i + 1] - cuts[i]);
+    if (m) {
+      std::memcpy(m.data(), bytes.data() + cuts[i], m.size());
+      m.finish();
+    } else {
+      f.write_at(cuts[i], bytes.data() + cuts[i], cuts[i + 1] - cuts[i]);
+    }
+  }
+  EXPECT_EQ(testutil::read_file(file2), bytes);
+  // Every non-empty range was mapped, on whatever file system the scratch directory is.
+  struct statfs fs {};
+  ASSERT_EQ(::statfs(dir.path().c_str(), &fs), 0);
+  for (size_t i = 0; i + 1 < cuts.size(); ++i) {
+    if (cuts[i + 1] == cuts[i]) continue;
+    if (how[i].rfind("no ", 0) == 0) GTEST_SKIP() << "this file system cannot map: " << how[i];
+    EXPECT_TRUE(how[i] == "fallocate" || how[i] == "tmpfs") << how[i];
+  }
+}
+
+TEST(OutputMapping, SmallRangesAndTheSwitchFallBackToWrites) {
+  testutil::TempDir dir;
+  const fs::path file = dir.path() / "out";
+  OutputFile f(file, OutputFile::Mode::kCreateNew);
+  {
+    EnvGuard min("GTADOC_OUTPUT_MAP_MIN_BYTES", "1m");
+    EnvGuard on("GTADOC_OUTPUT_MAP", nullptr);
+    EXPECT_EQ(output_map_min_bytes(), uint64_t{1} << 20);
+    OutputMapping m = OutputMapping::map(f, 4096, 0, 4096);
+    EXPECT_FALSE(m);
+    EXPECT_NE(m.how().find("below"), std::string::npos) << m.how();
+  }
+  {
+    EnvGuard min("GTADOC_OUTPUT_MAP_MIN_BYTES", "0");
+    EnvGuard off("GTADOC_OUTPUT_MAP", "0");
+    OutputMapping m = OutputMapping::map(f, 4096, 0, 4096);
+    EXPECT_FALSE(m);
+    EXPECT_EQ(m.how(), "GTADOC_OUTPUT_MAP=0");
+  }
+  {
+    EnvGuard min("GTADOC_OUTPUT_MAP_MIN_BYTES", "lots");
+    EXPECT_THROW(output_map_min_bytes(), UsageError);
+  }
+  EnvGuard unset("GTADOC_OUTPUT_MAP_MIN_BYTES", nullptr);
+  EXPECT_EQ(output_map_min_bytes(), uint64_t{8} << 20);
+}
+
+TEST(OutputMapping, MovesOwnTheMapping) {
+  testutil::TempDir dir;
+  EnvGuard min("GTADOC_OUTPUT_MAP_MIN_BYTES", "0");
+  EnvGuard on("GTADOC_OUTPUT_MAP", nullptr);
+  const fs::path file = dir.path() / "out";
+  OutputFile f(file, OutputFile::Mode::kCreateNew);
+  OutputMapping a = OutputMapping::map(f, 100, 10, 90);
+  if (!a) GTEST_SKIP() << "this file system cannot map: " << a.how();
+  OutputMapping b = std::move(a);
+  EXPECT_FALSE(a);
+  ASSERT_TRUE(b);
+  std::memset(b.data(), 'x', b.size());
+  b.finish();
+  EXPECT_FALSE(b);
+  b.finish();  // a second finish does nothing
+  f.close();
+  EXPECT_EQ(testutil::read_file(file), std::string(10, '\0') + std::string(90, 'x'));
+}
+
+TEST(OutputMapping, TmpfsMapsWithoutReservingBlocks) {
+  const fs::path shm = "/dev/shm";
+  struct statfs fs {};
+  if (::statfs(shm.c_str(), &fs) != 0 || static_cast<unsigned long>(fs.f_type) != TMPFS_MAGIC)
+    GTEST_SKIP() << "no tmpfs at /dev/shm";
+  EnvGuard min("GTADOC_OUTPUT_MAP_MIN_BYTES", "0");
+  EnvGuard on("GTADOC_OUTPUT_MAP", nullptr);
+  const fs::path file = shm / ("gtadoc-mapping-test-" + std::to_string(::getpid()));
+  const std::string bytes = pattern(100000, 3);
+  const std::vector<std::string> how = write_in_ranges(file, bytes, {0, 50001, bytes.size()});
+  const std::string got = testutil::read_file(file);
+  fs::remove(file);
+  EXPECT_EQ(got, bytes);
+  for (const std::string& h : how) EXPECT_TRUE(h == "tmpfs" || h == "tmpfs without room to spare");
+}
+
+}  // namespace
+}  // namespace gtadoc
