@@ -10,9 +10,11 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <utility>
 
 #include "common/error.h"
+#include "common/log.h"
 #include "common/units.h"
 
 namespace gtadoc {
@@ -25,9 +27,20 @@ uint64_t output_map_min_bytes() {
 
 namespace {
 
-bool mapping_off() {
+enum class Where { kNowhere, kTmpfs, kAll };
+
+Where where_to_map() {
   const char* env = std::getenv("GTADOC_OUTPUT_MAP");
-  return env != nullptr && std::string(env) == "0";
+  const std::string v = env == nullptr ? "" : env;
+  if (v.empty() || v == "tmpfs") return Where::kTmpfs;
+  if (v == "all") return Where::kAll;
+  if (v == "0") return Where::kNowhere;
+  // Read when the result is written, after the query: a typo must not cost its answer.
+  static std::once_flag warned;
+  std::call_once(warned, [&] {
+    spdlog::warn("GTADOC_OUTPUT_MAP: '{}' is not tmpfs, all or 0; taken as tmpfs", v);
+  });
+  return Where::kTmpfs;
 }
 
 std::string errno_text(int err) {
@@ -49,6 +62,7 @@ OutputMapping& OutputMapping::operator=(OutputMapping&& other) noexcept {
     size_ = std::exchange(other.size_, 0);
     how_ = std::move(other.how_);
     file_ = std::move(other.file_);
+    max_threads_ = other.max_threads_;
   }
   return *this;
 }
@@ -71,7 +85,8 @@ OutputMapping OutputMapping::map(OutputFile& file, uint64_t file_size, uint64_t 
   const int fd = file.descriptor();
   GTADOC_EXPECTS(fd >= 0 && offset + size <= file_size, "output mapping: range outside the file");
   const uint64_t min_bytes = output_map_min_bytes();
-  if (mapping_off()) {
+  const Where where = where_to_map();
+  if (where == Where::kNowhere) {
     m.how_ = "GTADOC_OUTPUT_MAP=0";
     return m;
   }
@@ -85,6 +100,10 @@ OutputMapping OutputMapping::map(OutputFile& file, uint64_t file_size, uint64_t 
     return m;
   }
   const bool tmpfs = static_cast<unsigned long>(fs.f_type) == TMPFS_MAGIC;
+  if (!tmpfs && where != Where::kAll) {
+    m.how_ = "not tmpfs";
+    return m;
+  }
   // Every writer sets the same final size, so the order of their calls does not matter.
   if (::ftruncate(fd, static_cast<off_t>(file_size)) != 0)
     throw InputError(m.file_ + ": cannot write: " + errno_text(errno));
@@ -112,6 +131,7 @@ OutputMapping OutputMapping::map(OutputFile& file, uint64_t file_size, uint64_t 
       return m;
     }
     m.how_ = "fallocate";
+    m.max_threads_ = kDiskMappingThreads;
   }
   const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
   const uint64_t start = offset / page * page;

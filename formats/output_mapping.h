@@ -1,13 +1,19 @@
 // A byte range of an output file written through a shared memory mapping, so that several
 // threads (and several ranks, each with its own range) fill one file at once. Buffered writes
-// to one file serialize on its inode lock on every common Linux file system (one writer moves
-// 2–4 GB/s into the page cache), where page faults on a mapping run in parallel.
+// to one file serialize on its inode lock (one writer moves 2–4 GB/s into the page cache), where
+// page faults on a mapping run in parallel.
 //
-// A range is mapped only where that is safe: its blocks are reserved first (fallocate), so a
-// full disk is a clean error here and never a SIGBUS later; on tmpfs, whose fallocate zeroes
-// every page serially, the file system's free space is checked instead. Everywhere else (no
-// fallocate, no mmap, a range below the size threshold, GTADOC_OUTPUT_MAP=0) the caller gets an
-// empty mapping and writes with OutputFile::write_at as before; the bytes are the same.
+// Where it pays (measured on the device, docs/PERFORMANCE.md §14): on tmpfs, a mapping filled by
+// 16–32 threads beats pwrite by 1.3–1.7×, so results on tmpfs are mapped by default. On ext4 the
+// page faults of 16 or more threads contend (a mapping filled by 32 threads was 2–3× slower than
+// pwrite), so other file systems keep pwrite unless GTADOC_OUTPUT_MAP=all, which maps them too and
+// caps the threads that fill the mapping (kDiskMappingThreads).
+//
+// A range is mapped only where that is safe: on a disk file system its blocks are reserved first
+// (fallocate), so a full disk is a clean error here and never a SIGBUS later; on tmpfs, whose
+// fallocate zeroes every page serially, the file system's free space is checked instead.
+// Everywhere else (no fallocate, no mmap, a range below the size threshold, GTADOC_OUTPUT_MAP=0)
+// the caller gets an empty mapping and writes with OutputFile::write_at; the bytes are the same.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +38,8 @@ class OutputMapping {
   uint64_t size() const { return size_; }
   /// Why the range is (not) mapped, for the log: "fallocate", "tmpfs", "below 8 MiB", ...
   const std::string& how() const { return how_; }
+  /// At most this many threads should fill the mapping (0: no limit).
+  unsigned max_threads() const { return max_threads_; }
   /// Unmaps; InputError naming the file when that fails.
   void finish();
 
@@ -48,10 +56,16 @@ class OutputMapping {
   uint64_t size_ = 0;
   std::string how_;
   std::string file_;
+  unsigned max_threads_ = 0;
 };
 
+/// Threads that fill a mapping of a disk file system (GTADOC_OUTPUT_MAP=all).
+inline constexpr unsigned kDiskMappingThreads = 8;
+
 /// Ranges below this many bytes are written with write_at (GTADOC_OUTPUT_MAP_MIN_BYTES, a size
-/// such as 0 or 64m, overrides the 8 MiB default; GTADOC_OUTPUT_MAP=0 turns mapping off).
+/// such as 0 or 64m, overrides the 8 MiB default). GTADOC_OUTPUT_MAP: unset or "tmpfs" maps on
+/// tmpfs only, "all" on every file system that can reserve the range, "0" nowhere; any other
+/// value is taken as "tmpfs", with a warning.
 uint64_t output_map_min_bytes();
 
 }  // namespace gtadoc

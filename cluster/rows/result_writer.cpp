@@ -57,7 +57,8 @@ void write_slice(OutputFile& file, uint64_t file_size, uint64_t offset, const Ro
   spdlog::debug("{}: {} bytes at offset {} {} ({})", file.path().string(), size, offset,
                 mapping ? "rendered into a mapping" : "written", mapping.how());
   if (mapping) {
-    renderer.render_into(mapping.data(), kChunkBytes, [&](size_t n) { progress.add(n); });
+    renderer.render_into(mapping.data(), kChunkBytes, mapping.max_threads(),
+                         [&](size_t n) { progress.add(n); });
     std::memcpy(mapping.data() + renderer.bytes(), trailer.data(), trailer.size());
     mapping.finish();
     return;

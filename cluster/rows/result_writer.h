@@ -23,7 +23,7 @@ struct ResultTarget {
   std::string path;  ///< file or directory; empty = standard output
   bool partitioned = false;
   bool force = false;
-  std::string archive;  ///< the archive being read: --force never replaces it or anything in it
+  std::string archive;    ///< the archive being read: --force never replaces it or anything in it
   bool progress = false;  ///< rank 0 shows the bytes it has written (common/log.h Progress)
 };
 

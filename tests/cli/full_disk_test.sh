@@ -67,14 +67,15 @@ only_fill
 failed_cleanly "No space left" env GTADOC_OUTPUT_MAP_MIN_BYTES=0 "$BIN" run s.gtd sort --partitioned \
   -o "$FULL/parts"
 only_fill
-# A full disk file system (ext4 on a loop device, where one can be made): the mapped range's
-# blocks are reserved first, so the failure is a clean one there too.
+# A full disk file system (ext4 on a loop device, where one can be made), mapped on request
+# (GTADOC_OUTPUT_MAP=all): the range's blocks are reserved first, so the failure is a clean one.
 EXT=$WORK/ext4
 if command -v mkfs.ext4 >/dev/null && truncate -s 8M "$WORK/ext4.img" &&
   mkfs.ext4 -q -F "$WORK/ext4.img" 2>/dev/null && mkdir -p "$EXT" &&
   mount -o loop "$WORK/ext4.img" "$EXT" 2>/dev/null; then
   dd if=/dev/zero of="$EXT/fill" bs=4k 2>/dev/null || true
-  rc=0; GTADOC_OUTPUT_MAP_MIN_BYTES=0 "$BIN" run s.gtd sort -o "$EXT/sort.tsv" >out 2>err || rc=$?
+  rc=0; GTADOC_OUTPUT_MAP=all GTADOC_OUTPUT_MAP_MIN_BYTES=0 "$BIN" run s.gtd sort -o "$EXT/sort.tsv" \
+    >out 2>err || rc=$?
   left=$(ls -A "$EXT" | grep -v -e '^fill$' -e '^lost+found$' || true)
   umount "$EXT"
   [[ $rc -ne 0 && $(wc -l <err) -eq 1 ]] && grep -q "No space left" err ||

@@ -1,6 +1,8 @@
 // OutputMapping: ranges of one file written through mappings by separate writers (as ranks do)
 // give the same bytes as pwrite; ranges at any offset, of any size; the fallbacks (below the
-// threshold, GTADOC_OUTPUT_MAP=0) hand back an empty mapping; tmpfs maps without fallocate.
+// threshold, GTADOC_OUTPUT_MAP=0, a disk file system by default) hand back an empty mapping;
+// tmpfs maps by default, without fallocate; GTADOC_OUTPUT_MAP=all maps a disk file system after
+// fallocate, with a cap on the threads that fill it.
 #include "formats/output_mapping.h"
 
 #include <gtest/gtest.h>
@@ -75,7 +77,7 @@ std::vector<std::string> write_in_ranges(const fs::path& file, const std::string
 TEST(OutputMapping, RangesAtAnyOffsetGiveTheBytesOfTheirWriters) {
   testutil::TempDir dir;
   EnvGuard min("GTADOC_OUTPUT_MAP_MIN_BYTES", "0");
-  EnvGuard on("GTADOC_OUTPUT_MAP", nullptr);
+  EnvGuard on("GTADOC_OUTPUT_MAP", "all");
   const std::string bytes = pattern(3 * 4096 + 1234, 7);
   // Unaligned cuts, a one-byte range and an empty one (written, not mapped).
   const std::vector<uint64_t> cuts = {0, 1, 4095, 4097, 4097, 9000, bytes.size()};
@@ -105,6 +107,14 @@ TEST(OutputMapping, RangesAtAnyOffsetGiveTheBytesOfTheirWriters) {
     if (how[i].rfind("no ", 0) == 0) GTEST_SKIP() << "this file system cannot map: " << how[i];
     EXPECT_TRUE(how[i] == "fallocate" || how[i] == "tmpfs") << how[i];
   }
+  // By default a disk file system is written with pwrite.
+  if (static_cast<unsigned long>(fs.f_type) != TMPFS_MAGIC) {
+    EnvGuard dflt("GTADOC_OUTPUT_MAP", nullptr);
+    OutputFile f(dir.path() / "out3", OutputFile::Mode::kCreateNew);
+    OutputMapping m = OutputMapping::map(f, 100, 0, 100);
+    EXPECT_FALSE(m);
+    EXPECT_EQ(m.how(), "not tmpfs");
+  }
 }
 
 TEST(OutputMapping, SmallRangesAndTheSwitchFallBackToWrites) {
@@ -130,6 +140,12 @@ TEST(OutputMapping, SmallRangesAndTheSwitchFallBackToWrites) {
     EnvGuard min("GTADOC_OUTPUT_MAP_MIN_BYTES", "lots");
     EXPECT_THROW(output_map_min_bytes(), UsageError);
   }
+  {
+    EnvGuard min("GTADOC_OUTPUT_MAP_MIN_BYTES", "0");
+    EnvGuard bad("GTADOC_OUTPUT_MAP", "yes");  // taken as the default, with a warning
+    const OutputMapping m = OutputMapping::map(f, 4096, 0, 4096);
+    EXPECT_TRUE(m.how() == "tmpfs" || m.how() == "not tmpfs") << m.how();
+  }
   EnvGuard unset("GTADOC_OUTPUT_MAP_MIN_BYTES", nullptr);
   EXPECT_EQ(output_map_min_bytes(), uint64_t{8} << 20);
 }
@@ -137,11 +153,12 @@ TEST(OutputMapping, SmallRangesAndTheSwitchFallBackToWrites) {
 TEST(OutputMapping, MovesOwnTheMapping) {
   testutil::TempDir dir;
   EnvGuard min("GTADOC_OUTPUT_MAP_MIN_BYTES", "0");
-  EnvGuard on("GTADOC_OUTPUT_MAP", nullptr);
+  EnvGuard on("GTADOC_OUTPUT_MAP", "all");
   const fs::path file = dir.path() / "out";
   OutputFile f(file, OutputFile::Mode::kCreateNew);
   OutputMapping a = OutputMapping::map(f, 100, 10, 90);
   if (!a) GTEST_SKIP() << "this file system cannot map: " << a.how();
+  EXPECT_EQ(a.max_threads(), a.how() == "fallocate" ? kDiskMappingThreads : 0u);
   OutputMapping b = std::move(a);
   EXPECT_FALSE(a);
   ASSERT_TRUE(b);
