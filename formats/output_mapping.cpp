@@ -132,6 +132,8 @@ OutputMapping OutputMapping::map(OutputFile& file, uint64_t file_size, uint64_t 
     }
     m.how_ = "fallocate";
     m.max_threads_ = kDiskMappingThreads;
+    if (const char* env = std::getenv("GTADOC_OUTPUT_MAP_THREADS"); env != nullptr && *env != '\0')
+      m.max_threads_ = static_cast<unsigned>(std::strtoul(env, nullptr, 10));
   }
   const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
   const uint64_t start = offset / page * page;

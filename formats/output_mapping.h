@@ -59,7 +59,8 @@ class OutputMapping {
   unsigned max_threads_ = 0;
 };
 
-/// Threads that fill a mapping of a disk file system (GTADOC_OUTPUT_MAP=all).
+/// Threads that fill a mapping of a disk file system (GTADOC_OUTPUT_MAP=all), unless
+/// GTADOC_OUTPUT_MAP_THREADS says otherwise (0: no cap).
 inline constexpr unsigned kDiskMappingThreads = 8;
 
 /// Ranges below this many bytes are written with write_at (GTADOC_OUTPUT_MAP_MIN_BYTES, a size

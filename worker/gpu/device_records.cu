@@ -471,7 +471,7 @@ class GpuDeviceRecords final : public DeviceRecords {
 
 RecordBatch hand_over_records(Query& Q, DeviceBuffer<uint32_t>&& keys,
                               DeviceBuffer<uint64_t>&& counts, uint64_t n, uint32_t width) {
-  if (Q.sink == nullptr) return download_records(Q, keys, counts, n, width);
+  if (Q.sink == nullptr) return download_records(*Q.s.ctx, keys, counts, n, width);
   GTADOC_EXPECTS(keys.size() >= n * width && counts.size() >= n,
                  "hand_over_records: buffers smaller than the records");
   if (n > 0) Q.sink->parts.push_back({std::move(keys), std::move(counts), n, width});

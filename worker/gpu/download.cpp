@@ -123,7 +123,7 @@ void upload_host(const DeviceContext& ctx, std::span<const HostCopy> copies) {
   staged_copy(ctx, copies, true);
 }
 
-RecordBatch download_records(Query& Q, const DeviceBuffer<uint32_t>& keys,
+RecordBatch download_records(const DeviceContext& ctx, const DeviceBuffer<uint32_t>& keys,
                              const DeviceBuffer<uint64_t>& counts, uint64_t n, uint32_t width) {
   GTADOC_EXPECTS(keys.size() >= n * width && counts.size() >= n,
                  "download_records: buffers smaller than the records");
@@ -133,7 +133,7 @@ RecordBatch download_records(Query& Q, const DeviceBuffer<uint32_t>& keys,
   b.counts.resize(n);
   const HostCopy copies[] = {{b.keys.data(), keys.data(), b.keys.size() * sizeof(uint32_t)},
                              {b.counts.data(), counts.data(), b.counts.size() * sizeof(uint64_t)}};
-  download_host(*Q.s.ctx, copies);
+  download_host(ctx, copies);
   return b;
 }
 

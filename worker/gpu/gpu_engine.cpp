@@ -379,16 +379,8 @@ class GpuEngine final : public Engine {
     std::lock_guard<std::mutex> lock(mu_);
     if (sink_.parts.empty()) return false;
     ctx_->activate();
-    for (RecordSink::Part& p : sink_.parts) {
-      RecordBatch b;
-      b.width = p.width;
-      b.keys.resize(p.n * p.width);  // not zero-filled: the download writes every element
-      b.counts.resize(p.n);
-      const HostCopy copies[] = {{b.keys.data(), p.keys.data(), b.keys.size() * sizeof(uint32_t)},
-                                 {b.counts.data(), p.counts.data(), p.n * sizeof(uint64_t)}};
-      download_host(*ctx_, copies);
-      sink_.spilled.push_back(std::move(b));
-    }
+    for (RecordSink::Part& p : sink_.parts)
+      sink_.spilled.push_back(download_records(*ctx_, p.keys, p.counts, p.n, p.width));
     spdlog::info("gpu engine: {} parts of records moved to host memory to make room",
                  sink_.parts.size());
     sink_.parts.clear();

@@ -363,7 +363,7 @@ RecordBatch emit_dense(Query& Q, const uint64_t* acc, uint64_t items);
 RecordBatch emit_pairs(Query& Q, const uint64_t* keys, const uint64_t* sums, uint64_t n,
                        uint32_t d0);
 /// The first n records of device key/count arrays as a host RecordBatch (download_host).
-RecordBatch download_records(Query& Q, const DeviceBuffer<uint32_t>& keys,
+RecordBatch download_records(const DeviceContext& ctx, const DeviceBuffer<uint32_t>& keys,
                              const DeviceBuffer<uint64_t>& counts, uint64_t n, uint32_t width);
 /// The end of every traversal: the first n records of device key/count arrays as a host
 /// RecordBatch (download_records), or, when the query has a sink, moved into it (an empty batch
