@@ -62,7 +62,7 @@ OutputMapping& OutputMapping::operator=(OutputMapping&& other) noexcept {
     size_ = std::exchange(other.size_, 0);
     how_ = std::move(other.how_);
     file_ = std::move(other.file_);
-    max_threads_ = other.max_threads_;
+    max_writers_ = other.max_writers_;
   }
   return *this;
 }
@@ -131,9 +131,9 @@ OutputMapping OutputMapping::map(OutputFile& file, uint64_t file_size, uint64_t 
       return m;
     }
     m.how_ = "fallocate";
-    m.max_threads_ = kDiskMappingThreads;
-    if (const char* env = std::getenv("GTADOC_OUTPUT_MAP_THREADS"); env != nullptr && *env != '\0')
-      m.max_threads_ = static_cast<unsigned>(std::strtoul(env, nullptr, 10));
+    m.max_writers_ = kDiskMappingWriters;
+    if (const char* env = std::getenv("GTADOC_OUTPUT_MAP_WRITERS"); env != nullptr && *env != '\0')
+      m.max_writers_ = static_cast<unsigned>(std::strtoul(env, nullptr, 10));
   }
   const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
   const uint64_t start = offset / page * page;

@@ -5,9 +5,9 @@
 //
 // Where it pays (measured on the device, docs/PERFORMANCE.md §14): on tmpfs, a mapping filled by
 // 16–32 threads beats pwrite by 1.3–1.7×, so results on tmpfs are mapped by default. On ext4 the
-// page faults of 16 or more threads contend (a mapping filled by 32 threads was 2–3× slower than
-// pwrite), so other file systems keep pwrite unless GTADOC_OUTPUT_MAP=all, which maps them too and
-// caps the threads that fill the mapping (kDiskMappingThreads).
+// page faults of more than about four threads at once contend (8–32 threads filled a mapping 2–5×
+// slower than 4), so other file systems keep pwrite unless GTADOC_OUTPUT_MAP=all, which maps them
+// too with at most kDiskMappingWriters threads writing into the mapping at a time.
 //
 // A range is mapped only where that is safe: on a disk file system its blocks are reserved first
 // (fallocate), so a full disk is a clean error here and never a SIGBUS later; on tmpfs, whose
@@ -38,8 +38,8 @@ class OutputMapping {
   uint64_t size() const { return size_; }
   /// Why the range is (not) mapped, for the log: "fallocate", "tmpfs", "below 8 MiB", ...
   const std::string& how() const { return how_; }
-  /// At most this many threads should fill the mapping (0: no limit).
-  unsigned max_threads() const { return max_threads_; }
+  /// At most this many threads should write into the mapping at a time (0: any number).
+  unsigned max_writers() const { return max_writers_; }
   /// Unmaps; InputError naming the file when that fails.
   void finish();
 
@@ -56,12 +56,12 @@ class OutputMapping {
   uint64_t size_ = 0;
   std::string how_;
   std::string file_;
-  unsigned max_threads_ = 0;
+  unsigned max_writers_ = 0;
 };
 
-/// Threads that fill a mapping of a disk file system (GTADOC_OUTPUT_MAP=all), unless
-/// GTADOC_OUTPUT_MAP_THREADS says otherwise (0: no cap).
-inline constexpr unsigned kDiskMappingThreads = 8;
+/// Threads writing into a mapping of a disk file system at a time (GTADOC_OUTPUT_MAP=all), unless
+/// GTADOC_OUTPUT_MAP_WRITERS says otherwise (0: any number).
+inline constexpr unsigned kDiskMappingWriters = 4;
 
 /// Ranges below this many bytes are written with write_at (GTADOC_OUTPUT_MAP_MIN_BYTES, a size
 /// such as 0 or 64m, overrides the 8 MiB default). GTADOC_OUTPUT_MAP: unset or "tmpfs" maps on

@@ -359,13 +359,12 @@ void RowRenderer::render_placed(
   });
 }
 
-void RowRenderer::render_into(char* dst, uint64_t chunk_bytes, unsigned max_threads,
+void RowRenderer::render_into(char* dst, uint64_t chunk_bytes,
                               const std::function<void(size_t)>& done) const {
   const uint64_t blocks = block_offsets_.size() - 1;
-  const unsigned threads = max_threads == 0 ? threads_ : std::min(threads_, max_threads);
   for (uint64_t b = 0; b < blocks;) {
     const uint64_t e = chunk_end(b, chunk_bytes);
-    render_blocks(b, e, dst + block_offsets_[b], threads);
+    render_blocks(b, e, dst + block_offsets_[b], threads_);
     done(block_offsets_[e] - block_offsets_[b]);
     b = e;
   }

@@ -75,9 +75,8 @@ class RowRenderer {
       uint64_t chunk_bytes,
       const std::function<void(uint64_t offset, const char* data, size_t size)>& sink) const;
   /// Renders every row into `dst` (bytes() long: a mapped range of the output file), in pieces of
-  /// about `chunk_bytes` in order, each on the renderer's threads (at most `max_threads` of them
-  /// unless 0); `done(size)` after each.
-  void render_into(char* dst, uint64_t chunk_bytes, unsigned max_threads,
+  /// about `chunk_bytes` in order, each on all the renderer's threads; `done(size)` after each.
+  void render_into(char* dst, uint64_t chunk_bytes,
                    const std::function<void(size_t size)>& done) const;
   /// All rows as one string (small results, tests).
   std::string render_all() const;

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <memory>
 #include <numeric>
+#include <semaphore>
 
 #include "cluster/collective_error.h"
 #include "cluster/comm.h"
@@ -47,27 +48,37 @@ fs::path shared_temporary(Comm& comm, std::unique_ptr<AtomicOutput>& out,
 }
 
 /// Writes `renderer`'s rows and then `trailer` into `file` (`file_size` bytes when every writer
-/// is done) starting at `offset`: rendered straight into a mapping of the range by all threads
-/// (formats/output_mapping.h), or, where the range is not mapped, pieces rendered and written
-/// (pwrite) by several threads at once.
+/// is done) starting at `offset`, through a mapping of the range where formats/output_mapping.h
+/// makes one: on tmpfs rendered straight into it by every thread; on a disk file system (whose
+/// page faults contend beyond a few threads) rendered by every thread into pieces that at most
+/// max_writers() threads at a time copy in. Where the range is not mapped, pieces rendered and
+/// written (pwrite) by several threads at once.
 void write_slice(OutputFile& file, uint64_t file_size, uint64_t offset, const RowRenderer& renderer,
                  std::string_view trailer, Progress& progress) {
   const uint64_t size = renderer.bytes() + trailer.size();
   OutputMapping mapping = OutputMapping::map(file, file_size, offset, size);
   spdlog::debug("{}: {} bytes at offset {} {} ({})", file.path().string(), size, offset,
-                mapping ? "rendered into a mapping" : "written", mapping.how());
-  if (mapping) {
-    renderer.render_into(mapping.data(), kChunkBytes, mapping.max_threads(),
-                         [&](size_t n) { progress.add(n); });
-    std::memcpy(mapping.data() + renderer.bytes(), trailer.data(), trailer.size());
-    mapping.finish();
+                mapping ? "written through a mapping" : "written", mapping.how());
+  if (mapping && mapping.max_writers() == 0) {
+    renderer.render_into(mapping.data(), kChunkBytes, [&](size_t n) { progress.add(n); });
+  } else if (mapping) {
+    std::counting_semaphore<> writers(mapping.max_writers());
+    renderer.render_placed(kPlacedChunkBytes, [&](uint64_t at, const char* data, size_t n) {
+      writers.acquire();
+      std::memcpy(mapping.data() + at, data, n);
+      writers.release();
+      progress.add(n);
+    });
+  } else {
+    renderer.render_placed(kPlacedChunkBytes, [&](uint64_t at, const char* data, size_t n) {
+      file.write_at(offset + at, data, n);
+      progress.add(n);
+    });
+    file.write_at(offset + renderer.bytes(), trailer.data(), trailer.size());
     return;
   }
-  renderer.render_placed(kPlacedChunkBytes, [&](uint64_t at, const char* data, size_t size) {
-    file.write_at(offset + at, data, size);
-    progress.add(size);
-  });
-  file.write_at(offset + renderer.bytes(), trailer.data(), trailer.size());
+  std::memcpy(mapping.data() + renderer.bytes(), trailer.data(), trailer.size());
+  mapping.finish();
 }
 
 /// What rank 0 shows while it writes its `bytes` (its slice of the result under several ranks).

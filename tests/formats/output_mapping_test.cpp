@@ -2,7 +2,7 @@
 // give the same bytes as pwrite; ranges at any offset, of any size; the fallbacks (below the
 // threshold, GTADOC_OUTPUT_MAP=0, a disk file system by default) hand back an empty mapping;
 // tmpfs maps by default, without fallocate; GTADOC_OUTPUT_MAP=all maps a disk file system after
-// fallocate, with a cap on the threads that fill it.
+// fallocate, with a cap on the threads writing into it at a time.
 #include "formats/output_mapping.h"
 
 #include <gtest/gtest.h>
@@ -158,7 +158,7 @@ TEST(OutputMapping, MovesOwnTheMapping) {
   OutputFile f(file, OutputFile::Mode::kCreateNew);
   OutputMapping a = OutputMapping::map(f, 100, 10, 90);
   if (!a) GTEST_SKIP() << "this file system cannot map: " << a.how();
-  EXPECT_EQ(a.max_threads(), a.how() == "fallocate" ? kDiskMappingThreads : 0u);
+  EXPECT_EQ(a.max_writers(), a.how() == "fallocate" ? kDiskMappingWriters : 0u);
   OutputMapping b = std::move(a);
   EXPECT_FALSE(a);
   ASSERT_TRUE(b);

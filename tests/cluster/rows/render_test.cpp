@@ -125,7 +125,7 @@ Rendered render(const Built& b, const QueryOptions& q, const Dictionary& dict,
     out.placed_bytes += n;
   });
   out.into.assign(r.bytes(), '\0');
-  r.render_into(out.into.data(), 64, 0, [&](size_t n) { out.into_done += n; });
+  r.render_into(out.into.data(), 64, [&](size_t n) { out.into_done += n; });
   out.rows = r.rows();
   out.bytes = r.bytes();
   return out;
@@ -700,8 +700,7 @@ TEST_P(RenderLarge, ManyBlocksEqualIndependentBytes) {
             for (uint64_t chunk : {uint64_t{1}, uint64_t{5000}, ~uint64_t{0}}) {
               std::string into(want.size() + 1, '#');  // one byte past the end stays untouched
               uint64_t done = 0;
-              renderer.render_into(into.data(), chunk, chunk == 1 ? 1 : 0,
-                                   [&](size_t n) { done += n; });
+              renderer.render_into(into.data(), chunk, [&](size_t n) { done += n; });
               ASSERT_EQ(into.back(), '#');
               into.pop_back();
               ASSERT_TRUE(into == want) << "render_into, chunk " << chunk;
