@@ -125,6 +125,9 @@ std::unique_ptr<Engine> make_gpu_engine(int device);
 /// the GPU engine; make_gpu_engine waits for it. GTADOC_GPU_WARMUP=0 turns it off; a no-op in a
 /// build without the GPU engine.
 void warm_up_gpu(int local_rank);
+/// Waits for a warm-up still in progress (a process that started one and exits without asking
+/// for the engine calls it first: CUDA's own teardown at exit must not meet the warm-up thread).
+void finish_gpu_warm_up();
 
 /// Creates the engine for `--engine gpu|cpu` ("auto" must be resolved by choose_auto_engine
 /// first; if passed it means gpu when available, else cpu). `local_rank` chooses the device

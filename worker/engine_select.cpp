@@ -45,6 +45,7 @@ std::unique_ptr<Engine> make_gpu_engine(int) {
   throw ResourceError("--engine gpu: this build of gtadoc has no GPU engine (built without CUDA)");
 }
 void warm_up_gpu(int) {}
+void finish_gpu_warm_up() {}
 #endif
 
 int gpu_device_of(int local_rank) {

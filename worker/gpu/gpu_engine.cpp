@@ -603,11 +603,13 @@ void warm_up_gpu(int local_rank) {
   });
 }
 
+void finish_gpu_warm_up() {
+  std::lock_guard<std::mutex> lock(warm_up_mutex());
+  if (warm_up_done().valid()) warm_up_done().get();
+}
+
 std::unique_ptr<Engine> make_gpu_engine(int device) {
-  {
-    std::lock_guard<std::mutex> lock(warm_up_mutex());
-    if (warm_up_done().valid()) warm_up_done().get();
-  }
+  finish_gpu_warm_up();
   const int count = gpu::visible_devices();
   if (count == 0) throw ResourceError("--engine gpu: no CUDA device is visible");
   const int d = ((device % count) + count) % count;
