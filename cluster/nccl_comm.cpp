@@ -3,11 +3,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <future>
-#include <mutex>
 #include <string_view>
 #include <vector>
 
@@ -44,52 +41,6 @@ bool NcclComm::available() {
   return true;
 }
 
-namespace {
-
-std::mutex& preload_mutex() {
-  static std::mutex m;
-  return m;
-}
-/// The preload's seconds (negative when it failed), once it is done.
-std::shared_future<double>& preload_done() {
-  static std::shared_future<double> f;
-  return f;
-}
-
-}  // namespace
-
-void NcclComm::preload(int local_rank) {
-  const char* off = std::getenv("GTADOC_NCCL_PRELOAD");
-  if (off != nullptr && std::string_view(off) == "0") return;
-  std::lock_guard<std::mutex> lock(preload_mutex());
-  if (preload_done().valid()) return;
-  preload_done() = std::async(std::launch::async, [local_rank] {
-                     Timer timer;
-                     ncclComm_t c = nullptr;
-                     ncclUniqueId id{};
-                     ncclResult_t rc = ncclInternalError;
-                     if (cudaSetDevice(gpu_device_of(local_rank)) == cudaSuccess &&
-                         ncclGetUniqueId(&id) == ncclSuccess)
-                       rc = ncclCommInitRank(&c, 1, id, 0);
-                     if (rc == ncclSuccess) ncclCommDestroy(c);
-                     (void)cudaGetLastError();
-                     return rc == ncclSuccess ? timer.seconds() : -timer.seconds();
-                   }).share();
-}
-
-void NcclComm::finish_preload() {
-  std::shared_future<double> f;
-  {
-    std::lock_guard<std::mutex> lock(preload_mutex());
-    f = preload_done();
-  }
-  if (!f.valid()) return;
-  Timer wait;
-  const double s = f.get();
-  spdlog::debug("NCCL: kernels {} in {:.3f}s (waited {:.3f}s for it)",
-                s >= 0 ? "preloaded" : "not preloaded", std::abs(s), wait.seconds());
-}
-
 std::function<std::unique_ptr<NcclComm>()> NcclComm::start(Comm& comm, int device) {
   ncclUniqueId id{};
   std::vector<uint8_t> buf(sizeof(id));
@@ -104,7 +55,6 @@ std::function<std::unique_ptr<NcclComm>()> NcclComm::start(Comm& comm, int devic
   std::memcpy(&id, buf.data(), sizeof(id));
   const int rank = comm.rank(), size = comm.size();
   return [id, rank, size, device]() -> std::unique_ptr<NcclComm> {
-    finish_preload();
     Timer timer;
     CUDA_TRY(cudaSetDevice(device));
     ncclComm_t c = nullptr;
@@ -218,9 +168,6 @@ bool NcclComm::available() {
 std::function<std::unique_ptr<NcclComm>()> NcclComm::start(Comm&, int) {
   GTADOC_FAIL("this build of gtadoc has no NCCL");
 }
-
-void NcclComm::preload(int) {}
-void NcclComm::finish_preload() {}
 
 NcclComm::~NcclComm() = default;
 

@@ -32,19 +32,8 @@ class NcclComm {
   /// True when this build has NCCL.
   static bool available();
   /// Collective (MPI): agrees on a unique id, then returns the starter that creates this rank's
-  /// communicator on CUDA device `device` (after waiting for preload(), if one was started).
+  /// communicator on CUDA device `device`.
   static std::function<std::unique_ptr<NcclComm>()> start(Comm& comm, int device);
-  /// Loads NCCL's kernels into the context of the GPU of local rank `local_rank`
-  /// (gpu_device_of) ahead of the communicator, on a thread of its own, by making and destroying
-  /// a one-rank communicator there (no MPI needed: the start-up calls it beside MPI's start).
-  /// ncclCommInitRank spends most of its time (0.28 of 0.42 s on two H200s, docs/PERFORMANCE.md
-  /// §12) loading those kernels, once per process. Best effort: a failure is only noted in the
-  /// log and start() meets its cause again. GTADOC_NCCL_PRELOAD=0 turns it off; a no-op without
-  /// NCCL.
-  static void preload(int local_rank);
-  /// Waits for a preload in progress (every process that started one calls it before it exits:
-  /// CUDA's own teardown at exit must not meet the preload's thread).
-  static void finish_preload();
   ~NcclComm();
   NcclComm(const NcclComm&) = delete;
   NcclComm& operator=(const NcclComm&) = delete;

@@ -126,25 +126,18 @@ bool gpu_peers_needed(int argc, const char* const* argv, int ranks_on_node) {
 }
 
 int cli_main(int argc, char** argv) {
-  // Threads started below for CUDA and NCCL end before the process does, whatever the exit.
-  struct JoinStartThreads {
-    ~JoinStartThreads() {
-      NcclComm::finish_preload();
-      finish_gpu_warm_up();
-    }
-  } join_start_threads;
+  // The CUDA warm-up's thread (below) ends before the process does, whatever the exit: CUDA's
+  // own teardown at exit must not meet it.
+  struct JoinWarmUp {
+    ~JoinWarmUp() { finish_gpu_warm_up(); }
+  } join_warm_up;
   Comm* comm = nullptr;
   int code = 0;
   // First, before MPI or CUDA start: the driver then initializes only the GPU this process uses.
-  const bool peers = gpu_peers_needed(argc, argv, ranks_on_node_from_env());
-  const std::string narrowed = narrow_visible_gpus(peers);
-  // A run or service told to use the GPU starts CUDA now, beside MPI's start; when its ranks may
-  // shuffle through NCCL, NCCL's kernels load beside it too.
-  if (gpu_engine_asked(argc, argv)) {
-    const int local_rank = std::max(0, local_rank_from_env());
-    warm_up_gpu(local_rank);
-    if (peers && ranks_in_job_from_env() != 1) NcclComm::preload(local_rank);
-  }
+  const std::string narrowed =
+      narrow_visible_gpus(gpu_peers_needed(argc, argv, ranks_on_node_from_env()));
+  // A run or service told to use the GPU starts CUDA now, beside MPI's start.
+  if (gpu_engine_asked(argc, argv)) warm_up_gpu(std::max(0, local_rank_from_env()));
   try {
     comm = &Comm::init(argc, argv);
     CLI::App app{"gtadoc: text analytics directly on grammar-compressed text, on GPUs"};
