@@ -49,6 +49,9 @@ class ShardPrefetcher {
   /// cores the reads of the ninth shard on waited for the first loads, §13); the CPU engine only
   /// reads ahead. GTADOC_PREFETCH_DEPTH (1-256) overrides it (measurements).
   static unsigned depth_for(const std::string& engine, unsigned threads);
+  /// Threads preparing each shard after the first: threads / depth, at least one.
+  /// GTADOC_PREPARE_THREADS (1-4096) overrides it (measurements).
+  static unsigned threads_each_for(unsigned threads, unsigned depth);
 
  private:
   void fill();
