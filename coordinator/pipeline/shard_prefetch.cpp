@@ -21,12 +21,12 @@ unsigned ShardPrefetcher::depth_for(const std::string& engine, unsigned threads)
   return std::clamp(resolve_threads(threads), 2u, 16u);
 }
 
-unsigned ShardPrefetcher::threads_each_for(unsigned threads, unsigned depth) {
+unsigned ShardPrefetcher::threads_each_for(unsigned threads) {
   if (const char* v = std::getenv("GTADOC_PREPARE_THREADS")) {
     const long t = std::strtol(v, nullptr, 10);
     if (t >= 1 && t <= 4096) return static_cast<unsigned>(t);
   }
-  return std::max(1u, threads / depth);
+  return std::max(1u, threads / 4);
 }
 
 ShardPrefetcher::ShardPrefetcher(std::filesystem::path archive, const Manifest& manifest,
@@ -38,7 +38,7 @@ ShardPrefetcher::ShardPrefetcher(std::filesystem::path archive, const Manifest& 
       engine_(std::move(engine)),
       depth_(depth_for(engine_, threads)),
       threads_(resolve_threads(threads)),
-      threads_each_(threads_each_for(threads_, depth_)),
+      threads_each_(threads_each_for(threads_)),
       prepare_bound_(prepare_bound) {
   fill();
 }

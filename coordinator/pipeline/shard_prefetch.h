@@ -23,7 +23,7 @@ class ShardPrefetcher {
   /// Up to depth_for(engine, threads) shards are in flight, more than one only while their
   /// manifest symbol counts stay within kSymbolBudget. Reads start in shard order, two at a time;
   /// the first shard is prepared on `threads` threads (0: every usable CPU), the others on
-  /// threads / depth (at least one). A shard of more than `prepare_bound` symbols (0: no bound) is
+  /// threads_each_for(threads). A shard of more than `prepare_bound` symbols (0: no bound) is
   /// read but not prepared: it will be loaded in document-range pieces, which the load prepares.
   ShardPrefetcher(std::filesystem::path archive, const Manifest& manifest,
                   std::vector<uint32_t> shards, std::string engine, unsigned threads,
@@ -49,9 +49,12 @@ class ShardPrefetcher {
   /// cores the reads of the ninth shard on waited for the first loads, §13); the CPU engine only
   /// reads ahead. GTADOC_PREFETCH_DEPTH (1-256) overrides it (measurements).
   static unsigned depth_for(const std::string& engine, unsigned threads);
-  /// Threads preparing each shard after the first: threads / depth, at least one.
-  /// GTADOC_PREPARE_THREADS (1-4096) overrides it (measurements).
-  static unsigned threads_each_for(unsigned threads, unsigned depth);
+  /// Threads preparing each shard after the first: a quarter of `threads` (at least one), so
+  /// that the few shards whose reads end last are prepared on several threads while the earlier
+  /// ones are loaded (one thread each, as before, left the last preparation 0.02-0.05 s behind
+  /// the reads on 16 cores; 2-8 each did best, docs/PERFORMANCE.md §14). GTADOC_PREPARE_THREADS
+  /// (1-4096) overrides it (measurements).
+  static unsigned threads_each_for(unsigned threads);
 
  private:
   void fill();

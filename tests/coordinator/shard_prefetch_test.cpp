@@ -110,3 +110,22 @@ TEST(ShardPrefetch, ADamagedShardFailsAloneAndInFlightWorkEndsCleanly) {
 
 }  // namespace
 }  // namespace gtadoc
+
+namespace gtadoc {
+namespace {
+
+TEST(ShardPrefetch, ThreadsPerPreparationAreAQuarterOrTheSetting) {
+  ::unsetenv("GTADOC_PREPARE_THREADS");
+  EXPECT_EQ(ShardPrefetcher::threads_each_for(16), 4u);
+  EXPECT_EQ(ShardPrefetcher::threads_each_for(32), 8u);
+  EXPECT_EQ(ShardPrefetcher::threads_each_for(2), 1u);
+  EXPECT_EQ(ShardPrefetcher::threads_each_for(1), 1u);
+  ::setenv("GTADOC_PREPARE_THREADS", "3", 1);
+  EXPECT_EQ(ShardPrefetcher::threads_each_for(16), 3u);
+  ::setenv("GTADOC_PREPARE_THREADS", "0", 1);  // out of range: the default
+  EXPECT_EQ(ShardPrefetcher::threads_each_for(16), 4u);
+  ::unsetenv("GTADOC_PREPARE_THREADS");
+}
+
+}  // namespace
+}  // namespace gtadoc
