@@ -87,6 +87,29 @@ done
 cat "$WORK"/parts/part-*.json | grep -c '^{"doc":' | grep -qx "$("$REF" "$WORK/in" term-vector | wc -l)" ||
   fail "JSON parts do not hold every term-vector row"
 
+# A result on tmpfs (mapped by default; forced below the size threshold): each rank renders its
+# range straight into the mapping, one file and parts.
+SHM=$(mktemp -d /dev/shm/gtadoc-mpi-test.XXXXXX 2>/dev/null || true)
+if [[ -n $SHM && $(stat -f -c %T "$SHM") == tmpfs ]]; then
+  for c in "inverted-index" "sequence-count --n 2" "word-count --top 7"; do
+    for fmt in tsv json; do
+      # shellcheck disable=SC2086
+      "$REF" "$WORK/in" $c --format "$fmt" > "$WORK/want"
+      # shellcheck disable=SC2086
+      GTADOC_OUTPUT_MAP_MIN_BYTES=0 "${MPIRUN[@]}" -x GTADOC_OUTPUT_MAP_MIN_BYTES "$BIN" -vv run \
+        "$WORK/c.gtd" $c --format "$fmt" --engine cpu -o "$SHM/got" --force 2>"$WORK/err"
+      cmp -s "$WORK/want" "$SHM/got" || { rm -rf "$SHM"; fail "np=$NP: $c --format $fmt on tmpfs"; }
+      grep -q "through a mapping (tmpfs)" "$WORK/err" ||
+        { rm -rf "$SHM"; fail "np=$NP: $c was not written through a mapping on tmpfs"; }
+    done
+  done
+  GTADOC_OUTPUT_MAP_MIN_BYTES=0 "${MPIRUN[@]}" -x GTADOC_OUTPUT_MAP_MIN_BYTES "$BIN" run \
+    "$WORK/c.gtd" sort --engine cpu --partitioned -o "$SHM/parts"
+  "$REF" "$WORK/in" sort > "$WORK/want"
+  cat "$SHM"/parts/part-*.tsv | cmp -s - "$WORK/want" || { rm -rf "$SHM"; fail "sort parts on tmpfs"; }
+  rm -rf "$SHM"
+fi
+
 # Standard output under several ranks (no -o, or -o -): rank 0 prints every rank's bytes in
 # rank order.
 for c in "word-count --top 9" "ranked-inverted-index --n 2 -o -"; do
