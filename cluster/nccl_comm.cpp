@@ -188,9 +188,19 @@ bool shuffle_may_use_nccl(bool resident, bool large_shuffle) {
   return true;
 }
 
-bool large_shuffle_task(Task task, int ranks_on_node) {
-  return task == Task::kRankedInvertedIndex ||
-         (task == Task::kSequenceCount && ranks_on_node >= 0 && ranks_on_node <= 2);
+bool large_shuffle_task(Task task, int ranks_on_node, uint64_t shard_bytes_per_rank) {
+  const bool two_a_node = ranks_on_node >= 0 && ranks_on_node <= 2;
+  switch (task) {
+    case Task::kRankedInvertedIndex:
+      return true;
+    case Task::kSequenceCount:
+      return two_a_node;
+    case Task::kInvertedIndex:
+    case Task::kTermVector:
+      return two_a_node && shard_bytes_per_rank >= kNcclShardBytesPerRank;
+    default:
+      return false;
+  }
 }
 
 bool use_nccl_shuffle(Comm& comm, bool gpu_engine, bool resident, bool large_shuffle,

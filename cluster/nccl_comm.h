@@ -71,12 +71,18 @@ bool use_nccl_shuffle(Comm& comm, bool gpu_engine, bool resident, bool large_shu
 bool shuffle_may_use_nccl(bool resident, bool large_shuffle);
 
 /// Whether a one-query process's shuffle of `task` is large enough to repay NCCL's set-up, with
-/// `ranks_on_node` ranks sharing a node (-1: unknown). The set-up grows with the ranks:
-/// init 1.0-1.1 s on 2 GPUs, 2.3-2.5 s on 4 (H200 x4, docs/PERFORMANCE.md §12).
-/// ranked-inverted-index repays it on 2 and 4 GPUs (MPI 0.3-0.7 s slower); sequence-count on 2
-/// (equal to 0.4 s faster, §10, §12) but not on 4 (MPI with narrowed GPUs 0.8 s faster), so it
-/// takes NCCL only up to 2 ranks a node.
-bool large_shuffle_task(Task task, int ranks_on_node);
+/// `ranks_on_node` ranks sharing a node (-1: unknown) and `shard_bytes_per_rank` bytes of shard
+/// files per rank (shard_file_bytes / ranks). The set-up grows with the ranks: init 1.0-1.1 s on
+/// 2 GPUs, 2.3-2.5 s on 4 (H200 x4, docs/PERFORMANCE.md §12); since NCCL_CUMEM_ENABLE=0 about
+/// 0.4 s more than MPI's on two H200s (§14). ranked-inverted-index repays it on 2 and 4 GPUs (MPI
+/// 0.3-0.7 s slower); sequence-count on 2 (equal to 0.4 s faster, §10, §12) but not on 4 (MPI
+/// with narrowed GPUs 0.8 s faster), so it takes NCCL only up to 2 ranks a node.
+/// inverted-index and term-vector take NCCL up to 2 ranks a node from kNcclShardBytesPerRank of
+/// shard files per rank: the MPI shuffle and host merge of their records cost ~6.5 ms per MB of
+/// shards per rank on two H200s, against NCCL's ~0.4 s (§14: MPI 0.2 s faster at 46 MB of
+/// archive per rank, NCCL 0.1-0.2 s faster at 87 MB and 0.6-0.9 s at 172 MB).
+bool large_shuffle_task(Task task, int ranks_on_node, uint64_t shard_bytes_per_rank);
+inline constexpr uint64_t kNcclShardBytesPerRank = uint64_t{64} << 20;
 
 /// The shuffle of records resident on this rank's GPU, partitioned by owner with `offsets`
 /// (DeviceRecords::partition): every partition goes to its owner over NCCL; returns the records

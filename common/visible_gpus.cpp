@@ -35,6 +35,20 @@ int ranks_on_node_from_env() {
   return 1;
 }
 
+int ranks_in_job_from_env() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE", "PMI_SIZE"}) {
+    const char* v = std::getenv(name);
+    if (v != nullptr) return all_digits(v) ? std::atoi(v) : -1;
+  }
+  if (std::getenv("SLURM_PROCID") != nullptr) {  // srun; SLURM_NTASKS alone is sbatch's too
+    const char* n = std::getenv("SLURM_NTASKS");
+    return n != nullptr && all_digits(n) ? std::atoi(n) : -1;
+  }
+  for (const char* name : {"PMIX_RANK", "PMI_RANK"})
+    if (std::getenv(name) != nullptr) return -1;
+  return 1;
+}
+
 int local_rank_from_env() {
   for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_RANK",
                            "MPI_LOCALRANKID", "SLURM_LOCALID"}) {

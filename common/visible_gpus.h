@@ -34,6 +34,10 @@ int ranks_on_node_from_env();
 /// This process's rank on its node from the launchers' environment (-1: not said).
 int local_rank_from_env();
 
+/// The ranks of the whole job from the launchers' environment (Open MPI, MVAPICH, PMI, srun): 1
+/// without a launcher, -1 when a launcher is present but does not say.
+int ranks_in_job_from_env();
+
 /// Applies narrowed_visible_devices to this process from its environment and /proc (call
 /// first in main, before threads start). Returns a line for the log, empty when nothing changed.
 std::string narrow_visible_gpus(bool peers_needed);

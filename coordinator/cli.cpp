@@ -12,6 +12,7 @@
 #include <new>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "cluster/collective_error.h"
 #include "cluster/comm.h"
@@ -27,6 +28,7 @@
 #include "coordinator/run_command.h"
 #include "coordinator/serve/service.h"
 #include "coordinator/verify.h"
+#include "formats/archive.h"
 #include "worker/engine.h"
 #include "worker/query.h"
 
@@ -110,17 +112,27 @@ bool gpu_engine_asked(int argc, const char* const* argv) {
   return false;
 }
 
-bool gpu_peers_needed(int argc, const char* const* argv, int ranks_on_node) {
+bool gpu_peers_needed(int argc, const char* const* argv, int ranks_on_node, int ranks_in_job) {
   const auto [command, at] = command_of(argc, argv);
-  bool large = false;
+  std::vector<Task> tasks;
+  uint64_t shard_bytes = 0;
   for (int i = at + 1; i < argc; ++i) {
     const std::string_view a(argv[i]);
     if (a.empty() || a[0] == '-') continue;
     try {
-      large = large || large_shuffle_task(parse_task(std::string(a)), ranks_on_node);
-    } catch (const UsageError&) {  // not a task: an archive, an option's value
+      tasks.push_back(parse_task(std::string(a)));
+    } catch (const UsageError&) {  // not a task: the archive, an option's value
+      std::error_code ec;
+      if (shard_bytes == 0 &&
+          std::filesystem::is_regular_file(std::filesystem::path(a) / "manifest.h5", ec))
+        shard_bytes = shard_file_bytes(std::filesystem::path(a));
     }
   }
+  const int ranks = ranks_in_job > 0 ? ranks_in_job : std::max(1, ranks_on_node);
+  bool large = false;
+  for (Task t : tasks)
+    large =
+        large || large_shuffle_task(t, ranks_on_node, shard_bytes / static_cast<uint64_t>(ranks));
   if (command == "serve") return true;
   return command == "run" && shuffle_may_use_nccl(false, large);
 }
@@ -134,8 +146,8 @@ int cli_main(int argc, char** argv) {
   Comm* comm = nullptr;
   int code = 0;
   // First, before MPI or CUDA start: the driver then initializes only the GPU this process uses.
-  const std::string narrowed =
-      narrow_visible_gpus(gpu_peers_needed(argc, argv, ranks_on_node_from_env()));
+  const std::string narrowed = narrow_visible_gpus(
+      gpu_peers_needed(argc, argv, ranks_on_node_from_env(), ranks_in_job_from_env()));
   // A run or service told to use the GPU starts CUDA now, beside MPI's start.
   if (gpu_engine_asked(argc, argv)) warm_up_gpu(std::max(0, local_rank_from_env()));
   try {

@@ -8,9 +8,11 @@ int cli_main(int argc, char** argv);
 /// Whether this command's ranks may move data between the GPUs of a node (NCCL through CUDA
 /// IPC), which needs every GPU of the node visible to each of them (common/visible_gpus.h): the
 /// service, and a run whose shuffle may be NCCL (shuffle_may_use_nccl, large_shuffle_task with
-/// `ranks_on_node`). Read from the raw arguments before MPI starts and before they are parsed: a
+/// `ranks_on_node` and the archive's shard bytes over `ranks_in_job`, or over `ranks_on_node`
+/// when the job's size is unknown: -1). Read from the raw arguments (the archive: the argument
+/// that is a directory holding manifest.h5) before MPI starts and before they are parsed: a
 /// wrong guess costs start-up time only (a rank whose GPUs were narrowed shuffles with MPI).
-bool gpu_peers_needed(int argc, const char* const* argv, int ranks_on_node);
+bool gpu_peers_needed(int argc, const char* const* argv, int ranks_on_node, int ranks_in_job);
 
 /// Whether argv is a `run` or `serve` with `--engine gpu` (or `--engine=gpu`): such a process
 /// starts CUDA first (warm_up_gpu), beside MPI's start.

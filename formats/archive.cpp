@@ -200,6 +200,21 @@ std::string shard_file_name(uint32_t shard) {
   return buf;
 }
 
+uint64_t shard_file_bytes(const std::filesystem::path& archive) {
+  std::error_code ec;
+  uint64_t bytes = 0;
+  for (std::filesystem::directory_iterator it(archive, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    std::error_code size_ec;
+    if (name.rfind("shard-", 0) == 0 && it->is_regular_file(size_ec)) {
+      const uint64_t size = it->file_size(size_ec);
+      if (!size_ec) bytes += size;
+    }
+  }
+  return bytes;
+}
+
 // ------------------------------------------------------------------------------------ shards
 
 void write_shard_file(const fs::path& file, uint64_t archive_id, uint32_t shard,

@@ -63,6 +63,9 @@ struct ArchiveOptions {
 inline const char* kManifestFile = "manifest.h5";
 /// "shard-00000.h5" for shard 0, and so on.
 std::string shard_file_name(uint32_t shard);
+/// Bytes of the shard files in `archive` (the grammars as stored; 0 when none can be listed):
+/// read from the directory alone, so the start-up can size a job before MPI starts.
+uint64_t shard_file_bytes(const std::filesystem::path& archive);
 
 /// Writes one shard file (must not exist). `grammar` must be finalized (see formats/grammar.h).
 void write_shard_file(const std::filesystem::path& file, uint64_t archive_id, uint32_t shard,

@@ -43,13 +43,7 @@ void maybe_inject_fault(const Comm& comm, uint32_t shard) {
 /// Size of the archive's shard files in MB (the grammar the engines traverse); 0 when the
 /// directory cannot be listed (read_manifest then reports what is wrong).
 double grammar_megabytes(const fs::path& archive) {
-  std::error_code ec;
-  uint64_t bytes = 0;
-  for (fs::directory_iterator it(archive, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    if (name.rfind("shard-", 0) == 0 && it->is_regular_file(ec)) bytes += it->file_size(ec);
-  }
-  return static_cast<double>(bytes) / 1e6;
+  return static_cast<double>(shard_file_bytes(archive)) / 1e6;
 }
 
 std::string shard_where(uint32_t s) {
@@ -173,12 +167,13 @@ std::unique_ptr<ArchiveSession> ArchiveSession::open(Comm& comm, const SessionOp
   std::string why;
   bool nccl = false;
   run_collectively(comm, [&] {
-    // One query's task with a large shuffle: measured on two H200s, 450 MB (PERFORMANCE.md §10),
-    // NCCL against MPI: sequence-count 1.33 / 1.55 s, ranked-inverted-index 2.33 / 2.79 s; the
-    // other tasks lose 0.25-0.45 s to NCCL's set-up.
+    // One query's task with a large shuffle (large_shuffle_task: by task, ranks and the shard
+    // bytes per rank, read from the directory as the start-up did before narrowing the GPUs).
     const Task task = s->options_.auto_task;
-    nccl = use_nccl_shuffle(comm, s->engine_name_ == "gpu", s->options_.resident,
-                            large_shuffle_task(task, comm.local_size()), &why);
+    nccl = use_nccl_shuffle(
+        comm, s->engine_name_ == "gpu", s->options_.resident,
+        large_shuffle_task(task, comm.local_size(), shard_file_bytes(s->path_) / comm.size()),
+        &why);
   });
   if (nccl) {
     auto starter = NcclComm::start(comm, gpu_device_of(comm.local_rank()));

@@ -1,4 +1,5 @@
-// cluster/nccl_comm.h: which one-query shuffles take NCCL (large_shuffle_task) and what
+// cluster/nccl_comm.h: which one-query shuffles take NCCL (large_shuffle_task: by task, ranks a
+// node and shard bytes per rank) and what
 // GTADOC_SHUFFLE leaves possible before MPI starts (shuffle_may_use_nccl).
 #include <gtest/gtest.h>
 
@@ -9,19 +10,29 @@
 namespace gtadoc {
 namespace {
 
-TEST(ShuffleChoice, LargeShufflesByTaskAndRanksPerNode) {
+TEST(ShuffleChoice, LargeShufflesByTaskRanksPerNodeAndSize) {
+  const uint64_t small = kNcclShardBytesPerRank - 1, large = kNcclShardBytesPerRank;
   for (int ranks : {-1, 1, 2, 4, 8}) {
-    EXPECT_TRUE(large_shuffle_task(Task::kRankedInvertedIndex, ranks)) << ranks;
-    EXPECT_FALSE(large_shuffle_task(Task::kWordCount, ranks)) << ranks;
-    EXPECT_FALSE(large_shuffle_task(Task::kInvertedIndex, ranks)) << ranks;
-    EXPECT_FALSE(large_shuffle_task(Task::kTermVector, ranks)) << ranks;
-    EXPECT_FALSE(large_shuffle_task(Task::kSort, ranks)) << ranks;
+    for (uint64_t bytes : {uint64_t{0}, small, large, uint64_t{1} << 40}) {
+      EXPECT_TRUE(large_shuffle_task(Task::kRankedInvertedIndex, ranks, bytes)) << ranks;
+      EXPECT_FALSE(large_shuffle_task(Task::kWordCount, ranks, bytes)) << ranks;
+      EXPECT_FALSE(large_shuffle_task(Task::kSort, ranks, bytes)) << ranks;
+    }
   }
-  EXPECT_TRUE(large_shuffle_task(Task::kSequenceCount, 1));
-  EXPECT_TRUE(large_shuffle_task(Task::kSequenceCount, 2));
-  EXPECT_FALSE(large_shuffle_task(Task::kSequenceCount, 3));
-  EXPECT_FALSE(large_shuffle_task(Task::kSequenceCount, 4));
-  EXPECT_FALSE(large_shuffle_task(Task::kSequenceCount, -1));  // unknown: MPI
+  for (Task t : {Task::kInvertedIndex, Task::kTermVector}) {
+    EXPECT_FALSE(large_shuffle_task(t, 2, small));  // below the size: MPI
+    EXPECT_TRUE(large_shuffle_task(t, 2, large));
+    EXPECT_TRUE(large_shuffle_task(t, 1, large));
+    EXPECT_FALSE(large_shuffle_task(t, 4, uint64_t{1} << 40));   // MPI from 3 ranks a node
+    EXPECT_FALSE(large_shuffle_task(t, -1, uint64_t{1} << 40));  // unknown: MPI
+  }
+  for (uint64_t bytes : {uint64_t{0}, large}) {
+    EXPECT_TRUE(large_shuffle_task(Task::kSequenceCount, 1, bytes));
+    EXPECT_TRUE(large_shuffle_task(Task::kSequenceCount, 2, bytes));
+    EXPECT_FALSE(large_shuffle_task(Task::kSequenceCount, 3, bytes));
+    EXPECT_FALSE(large_shuffle_task(Task::kSequenceCount, 4, bytes));
+    EXPECT_FALSE(large_shuffle_task(Task::kSequenceCount, -1, bytes));  // unknown: MPI
+  }
 }
 
 TEST(ShuffleChoice, EnvironmentBeforeMpiStarts) {

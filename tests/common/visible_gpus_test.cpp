@@ -3,10 +3,14 @@
 // narrowed when ranks share the node and may exchange data GPU to GPU (NCCL's IPC needs their
 // peers visible); ranks that share it without that keep their local rank's device; nothing when
 // the choice is uncertain (unknown rank count, MIG, entries that are not plain indices or
-// GPU-UUIDs, fewer than two devices).
+// GPU-UUIDs, fewer than two devices). The job's rank count from each launcher's environment.
 #include "common/visible_gpus.h"
 
 #include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
 
 namespace gtadoc {
 namespace {
@@ -47,6 +51,35 @@ TEST(VisibleGpus, NothingWhenUncertainOrPointless) {
   EXPECT_EQ(narrowed_visible_devices("0,,1", 1, -1, 2, false, true), std::nullopt);
   EXPECT_EQ(narrowed_visible_devices("", 1, -1, 2, false, true), std::nullopt);
   EXPECT_EQ(narrowed_visible_devices("-1", 1, -1, 2, false, true), std::nullopt);
+}
+
+/// Runs `check` with exactly `vars` of the launchers' variables set (others unset), then restores.
+template <typename Check>
+void with_launcher_env(const std::vector<std::pair<const char*, const char*>>& vars, Check check) {
+  const char* names[] = {"OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_PROCID",
+                         "SLURM_NTASKS",         "PMIX_RANK",           "PMI_RANK"};
+  std::vector<std::pair<std::string, std::string>> saved;
+  for (const char* n : names) {
+    if (const char* v = std::getenv(n)) saved.emplace_back(n, v);
+    ::unsetenv(n);
+  }
+  for (const auto& [n, v] : vars) ::setenv(n, v, 1);
+  check();
+  for (const char* n : names) ::unsetenv(n);
+  for (const auto& [n, v] : saved) ::setenv(n.c_str(), v.c_str(), 1);
+}
+
+TEST(LauncherEnv, RanksInTheJob) {
+  with_launcher_env({}, [] { EXPECT_EQ(ranks_in_job_from_env(), 1); });
+  with_launcher_env({{"OMPI_COMM_WORLD_SIZE", "4"}}, [] { EXPECT_EQ(ranks_in_job_from_env(), 4); });
+  with_launcher_env({{"PMI_SIZE", "2"}}, [] { EXPECT_EQ(ranks_in_job_from_env(), 2); });
+  with_launcher_env({{"OMPI_COMM_WORLD_SIZE", "x"}},
+                    [] { EXPECT_EQ(ranks_in_job_from_env(), -1); });
+  // srun sets SLURM_PROCID; sbatch's SLURM_NTASKS alone is not a launched rank.
+  with_launcher_env({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "8"}},
+                    [] { EXPECT_EQ(ranks_in_job_from_env(), 8); });
+  with_launcher_env({{"SLURM_NTASKS", "8"}}, [] { EXPECT_EQ(ranks_in_job_from_env(), 1); });
+  with_launcher_env({{"PMIX_RANK", "1"}}, [] { EXPECT_EQ(ranks_in_job_from_env(), -1); });
 }
 
 }  // namespace

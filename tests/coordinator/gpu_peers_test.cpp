@@ -1,5 +1,6 @@
 // coordinator/cli.h gpu_peers_needed: which commands keep every GPU of a node visible to ranks
-// sharing it (the service; runs whose shuffle may be NCCL), read from raw arguments.
+// sharing it (the service; runs whose shuffle may be NCCL, by task, ranks and archive size),
+// read from raw arguments.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -7,15 +8,17 @@
 #include <string>
 #include <vector>
 
+#include "cluster/nccl_comm.h"
 #include "coordinator/cli.h"
+#include "tests/testutil/corpus.h"
 
 namespace gtadoc {
 namespace {
 
-bool needed(std::initializer_list<const char*> args, int ranks_on_node) {
+bool needed(std::initializer_list<const char*> args, int ranks_on_node, int ranks_in_job = -1) {
   std::vector<const char*> argv{"gtadoc"};
   argv.insert(argv.end(), args.begin(), args.end());
-  return gpu_peers_needed(static_cast<int>(argv.size()), argv.data(), ranks_on_node);
+  return gpu_peers_needed(static_cast<int>(argv.size()), argv.data(), ranks_on_node, ranks_in_job);
 }
 
 class GpuPeersNeeded : public ::testing::Test {
@@ -51,6 +54,29 @@ TEST_F(GpuPeersNeeded, ByCommandAndTask) {
   EXPECT_FALSE(needed({}, 4));
   // A file named like a task only costs the narrowing (the run then shuffles as it would).
   EXPECT_TRUE(needed({"run", "a.gtd", "word-count", "-o", "ranked-inverted-index"}, 2));
+}
+
+TEST_F(GpuPeersNeeded, IndexTasksByTheArchiveSizePerRank) {
+  // An archive directory whose shard files hold 3 x 64 MiB (sparse files: only sizes count).
+  testutil::TempDir dir;
+  const std::filesystem::path a = dir / "big.gtd";
+  std::filesystem::create_directories(a);
+  testutil::write_file(a / "manifest.h5", "m");
+  for (int i = 0; i < 3; ++i) {
+    const std::filesystem::path shard = a / ("shard-0000" + std::to_string(i) + ".h5");
+    testutil::write_file(shard, "");
+    std::filesystem::resize_file(shard, kNcclShardBytesPerRank);
+  }
+  const std::string path = a.string();
+  // 3 x 64 MiB over 2 ranks: 96 MiB each, NCCL; over 4 ranks (two nodes of 2): 48 MiB, MPI.
+  EXPECT_TRUE(needed({"run", path.c_str(), "inverted-index"}, 2, 2));
+  EXPECT_TRUE(needed({"run", "--engine", "gpu", path.c_str(), "term-vector", "-o", "x"}, 2, 2));
+  EXPECT_FALSE(needed({"run", path.c_str(), "inverted-index"}, 2, 4));
+  EXPECT_TRUE(needed({"run", path.c_str(), "inverted-index"}, 2, -1));  // per node's ranks
+  EXPECT_FALSE(needed({"run", path.c_str(), "inverted-index"}, 4, 4));  // MPI from 3 a node
+  EXPECT_FALSE(needed({"run", path.c_str(), "word-count"}, 2, 2));
+  // Not an archive (no manifest): size unknown, MPI.
+  EXPECT_FALSE(needed({"run", dir.path().c_str(), "inverted-index"}, 2, 2));
 }
 
 TEST_F(GpuPeersNeeded, ShuffleOverride) {
