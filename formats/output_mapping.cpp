@@ -19,10 +19,28 @@
 
 namespace gtadoc {
 
+namespace {
+
+constexpr uint64_t kDefaultMinBytes = uint64_t{8} << 20;
+
+/// Warns once about a setting that is read when the result is written, after the query: a typo
+/// must not cost the query's answer, so it is ignored.
+void warn_once(const std::string& what) {
+  static std::once_flag warned;
+  std::call_once(warned, [&] { spdlog::warn("{}", what); });
+}
+
+}  // namespace
+
 uint64_t output_map_min_bytes() {
   const char* env = std::getenv("GTADOC_OUTPUT_MAP_MIN_BYTES");
-  if (env == nullptr || *env == '\0') return uint64_t{8} << 20;
-  return parse_size(env, "GTADOC_OUTPUT_MAP_MIN_BYTES", true);
+  if (env == nullptr || *env == '\0') return kDefaultMinBytes;
+  try {
+    return parse_size(env, "GTADOC_OUTPUT_MAP_MIN_BYTES", true);
+  } catch (const UsageError& e) {
+    warn_once(std::string(e.what()) + "; the default (8 MiB) is used");
+    return kDefaultMinBytes;
+  }
 }
 
 namespace {
@@ -35,11 +53,7 @@ Where where_to_map() {
   if (v.empty() || v == "tmpfs") return Where::kTmpfs;
   if (v == "all") return Where::kAll;
   if (v == "0") return Where::kNowhere;
-  // Read when the result is written, after the query: a typo must not cost its answer.
-  static std::once_flag warned;
-  std::call_once(warned, [&] {
-    spdlog::warn("GTADOC_OUTPUT_MAP: '{}' is not tmpfs, all or 0; taken as tmpfs", v);
-  });
+  warn_once("GTADOC_OUTPUT_MAP: '" + v + "' is not tmpfs, all or 0; taken as tmpfs");
   return Where::kTmpfs;
 }
 
@@ -108,11 +122,12 @@ OutputMapping OutputMapping::map(OutputFile& file, uint64_t file_size, uint64_t 
   if (::ftruncate(fd, static_cast<off_t>(file_size)) != 0)
     throw InputError(m.file_ + ": cannot write: " + errno_text(errno));
   if (tmpfs) {
-    // A page that tmpfs cannot allocate at fault time is a SIGBUS: map only with room to spare
-    // (another process filling the same tmpfs meanwhile is the one race left).
+    // A page that tmpfs cannot allocate at fault time is a SIGBUS: map only with room for the
+    // whole file and some to spare (another process filling the same tmpfs meanwhile is the one
+    // race left; a writer that finds less room writes, and meets a full tmpfs as a clean error).
     struct statvfs vfs {};
     if (::fstatvfs(fd, &vfs) != 0 ||
-        static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize < size + (uint64_t{64} << 20)) {
+        static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize < file_size + (uint64_t{64} << 20)) {
       m.how_ = "tmpfs without room to spare";
       return m;
     }

@@ -11,7 +11,8 @@
 //
 // A range is mapped only where that is safe: on a disk file system its blocks are reserved first
 // (fallocate), so a full disk is a clean error here and never a SIGBUS later; on tmpfs, whose
-// fallocate zeroes every page serially, the file system's free space is checked instead.
+// fallocate zeroes every page serially, the file system's free space for the whole file is
+// checked instead.
 // Everywhere else (no fallocate, no mmap, a range below the size threshold, GTADOC_OUTPUT_MAP=0)
 // the caller gets an empty mapping and writes with OutputFile::write_at; the bytes are the same.
 #pragma once
@@ -65,8 +66,9 @@ inline constexpr unsigned kDiskMappingWriters = 4;
 
 /// Ranges below this many bytes are written with write_at (GTADOC_OUTPUT_MAP_MIN_BYTES, a size
 /// such as 0 or 64m, overrides the 8 MiB default). GTADOC_OUTPUT_MAP: unset or "tmpfs" maps on
-/// tmpfs only, "all" on every file system that can reserve the range, "0" nowhere; any other
-/// value is taken as "tmpfs", with a warning.
+/// tmpfs only, "all" on every file system that can reserve the range, "0" nowhere. Both are read
+/// when a result is written, after its query: a value that is not one of these is ignored, with
+/// a warning.
 uint64_t output_map_min_bytes();
 
 }  // namespace gtadoc
