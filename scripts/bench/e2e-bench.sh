@@ -151,8 +151,9 @@ elapsed() { awk -v s="$1" -v e="$EPOCHREALTIME" 'BEGIN { printf "%.4f", e - s }'
   printf '"sources": %s, "build_dir": %s, "reps": %s, "repeat_under_s": %s, "budget_s": %s, "large_mb": %s, ' \
     "$(json_str "$("$ROOT/scripts/source-fingerprint.sh" 2>/dev/null)")" "$(json_str "$BUILD_DIR")" \
     "$REPS" "$REPEAT_UNDER_S" "$BUDGET_S" "$LARGE_MB"
-  printf '"configs": %s, "tasks": %s, "corpora": %s, "reference": %s}\n' "$(json_str "$CONFIGS")" \
-    "$(json_str "$TASKS")" "$(json_str "$CORPORA")" "$(json_str "$REFERENCE")"
+  printf '"configs": %s, "tasks": %s, "corpora": %s, "reference": %s, "output_fs": %s}\n' \
+    "$(json_str "$CONFIGS")" "$(json_str "$TASKS")" "$(json_str "$CORPORA")" \
+    "$(json_str "$REFERENCE")" "$(json_str "$(stat -f -c %T "$DATA" 2>/dev/null)")"
 } >"$OUT/e2e-meta.json"
 say "gtadoc e2e bench: $(nproc) cores, $GPUS GPU(s), configs: $CONFIGS, reps $REPS, data $DATA"
 [ -n "$REFERENCE" ] || note "gtadoc_reference not found in $BUILD_DIR: no raw-text comparison"
