@@ -12,6 +12,7 @@
 #   QUERY=0 scripts/device-check.sh               # no resident-query benchmark
 #   SANITIZE=0 scripts/device-check.sh            # skip compute-sanitizer
 #   SERVE=0 scripts/device-check.sh               # no service latency benchmark
+#   WRITE=0 scripts/device-check.sh               # no write benchmark (WRITE_MIB: its size, 2048)
 #   PACK=0 scripts/device-check.sh                # logs stay loose (default: $OUT/logs.tar.gz)
 set -uo pipefail
 
@@ -182,7 +183,18 @@ fi
 # on the bundled sample; tables land in $OUT/bench-*.{md,json}.
 if [ "${BENCH:-1}" != 0 ]; then
   if step bench-build cmake --build "$BUILD_DIR" -j "$JOBS" --target gtadoc_reference \
-    raw_wordcount raw_gpu gtadoc_query_bench gtadoc_serve_load gtadoc_gen; then
+    raw_wordcount raw_gpu gtadoc_query_bench gtadoc_serve_load gtadoc_gen gtadoc_write_bench; then
+    # How fast one file fills from several threads here (pwrite against a mapping, on the build
+    # directory's file system and on /dev/shm): the write phase's ceiling (PERFORMANCE.md §14).
+    # WRITE=0 skips it.
+    if [ "${WRITE:-1}" != 0 ]; then
+      step write-bench bash -c 'for d in "$1" /dev/shm; do for s in "pwrite 1" "pwrite 8" \
+        "map 4" "map 8" "map 16" "map-fallocate 4" "map-fallocate 8" "map-fallocate 16"; do
+          set -- "$1" "$2" $s; [ "$3" = map-fallocate ] && [ "$d" = /dev/shm ] && continue
+          out=$("$2" "$d/gtadoc-write-bench" "${WRITE_MIB:-2048}" "$4" "$3") || exit 1
+          echo "$d: $out"
+        done; done' write-bench "$BUILD_DIR" "$BUILD_DIR/scripts/bench/gtadoc_write_bench"
+    fi
     # Resident queries (G-TADOC's methodology): every engine, speed-ups, bandwidth floor.
     if [ "${QUERY:-1}" != 0 ]; then
       step query-bench env OUT="$OUT" BUILD_DIR="$BUILD_DIR" REPS="${REPS:-5}" \
