@@ -40,12 +40,6 @@ void maybe_inject_fault(const Comm& comm, uint32_t shard) {
   throw InputError("injected failure (GTADOC_FAULT_INJECT)");
 }
 
-/// Size of the archive's shard files in MB (the grammar the engines traverse); 0 when the
-/// directory cannot be listed (read_manifest then reports what is wrong).
-double grammar_megabytes(const fs::path& archive) {
-  return static_cast<double>(shard_file_bytes(archive)) / 1e6;
-}
-
 std::string shard_where(uint32_t s) {
   return "shard " + std::to_string(s) + " (" + shard_file_name(s) + ")";
 }
@@ -84,6 +78,10 @@ std::unique_ptr<ArchiveSession> ArchiveSession::open(Comm& comm, const SessionOp
   if (s->options_.max_piece_symbols == 0)
     if (const char* v = std::getenv("GTADOC_MAX_PIECE_SYMBOLS"))
       s->options_.max_piece_symbols = std::strtoull(v, nullptr, 10);
+  // The archive's shard files (the grammar the engines traverse), listed once: they size both
+  // the --engine auto choice and the shuffle's; 0 when the directory cannot be listed
+  // (read_manifest then reports what is wrong).
+  const uint64_t shard_bytes = shard_file_bytes(s->path_);
   run_collectively(comm, [&] {
     s->threads_ = options.threads != 0 ? options.threads
                                        : default_threads(static_cast<unsigned>(comm.local_size()));
@@ -97,7 +95,7 @@ std::unique_ptr<ArchiveSession> ArchiveSession::open(Comm& comm, const SessionOp
     bool probe = false;
     double mb = 0;
     if (asked == "auto" && !options.resident) {
-      mb = grammar_megabytes(s->path_) / comm.size();
+      mb = static_cast<double>(shard_bytes) / 1e6 / comm.size();
       probe = choose_auto_engine(options.auto_task, mb, s->threads_, true, nullptr) == "gpu";
     }
     const bool resident = options.resident;
@@ -170,10 +168,9 @@ std::unique_ptr<ArchiveSession> ArchiveSession::open(Comm& comm, const SessionOp
     // One query's task with a large shuffle (large_shuffle_task: by task, ranks and the shard
     // bytes per rank, read from the directory as the start-up did before narrowing the GPUs).
     const Task task = s->options_.auto_task;
-    nccl = use_nccl_shuffle(
-        comm, s->engine_name_ == "gpu", s->options_.resident,
-        large_shuffle_task(task, comm.local_size(), shard_file_bytes(s->path_) / comm.size()),
-        &why);
+    nccl = use_nccl_shuffle(comm, s->engine_name_ == "gpu", s->options_.resident,
+                            large_shuffle_task(task, comm.local_size(), shard_bytes / comm.size()),
+                            &why);
   });
   if (nccl) {
     auto starter = NcclComm::start(comm, gpu_device_of(comm.local_rank()));
