@@ -183,21 +183,20 @@ std::unique_ptr<DeviceRecords> shuffle_device_records(Comm&, NcclComm&, DeviceRe
 bool shuffle_may_use_nccl(bool resident, bool large_shuffle) {
   const char* env = std::getenv("GTADOC_SHUFFLE");
   const std::string_view mode = env != nullptr && *env != '\0' ? env : "auto";
-  if (mode == "mpi") return false;
+  if (mode == "mpi" || mode == "host") return false;
   if (mode == "auto") return resident || large_shuffle;
   return true;
 }
 
 bool large_shuffle_task(Task task, int ranks_on_node, uint64_t shard_bytes_per_rank) {
-  const bool two_a_node = ranks_on_node >= 0 && ranks_on_node <= 2;
+  if (ranks_on_node < 0 || ranks_on_node > 2) return false;
   switch (task) {
     case Task::kRankedInvertedIndex:
-      return true;
+      return shard_bytes_per_rank >= kNcclRankedShardBytesPerRank;
     case Task::kSequenceCount:
-      return two_a_node;
     case Task::kInvertedIndex:
     case Task::kTermVector:
-      return two_a_node && shard_bytes_per_rank >= kNcclShardBytesPerRank;
+      return shard_bytes_per_rank >= kNcclShardBytesPerRank;
     default:
       return false;
   }
@@ -208,12 +207,12 @@ bool use_nccl_shuffle(Comm& comm, bool gpu_engine, bool resident, bool large_shu
   std::string reason;
   const char* env = std::getenv("GTADOC_SHUFFLE");
   const std::string mode = env != nullptr && *env != '\0' ? env : "auto";
-  if (mode != "auto" && mode != "nccl" && mode != "mpi")
-    throw UsageError("GTADOC_SHUFFLE=" + one_line(mode, 40) + ": expected auto, nccl or mpi");
+  if (mode != "auto" && mode != "nccl" && mode != "mpi" && mode != "host")
+    throw UsageError("GTADOC_SHUFFLE=" + one_line(mode, 40) + ": expected auto, nccl, mpi or host");
   if (comm.size() < 2)
     reason = "one rank";
-  else if (mode == "mpi")
-    reason = "GTADOC_SHUFFLE=mpi";
+  else if (mode == "mpi" || mode == "host")
+    reason = "GTADOC_SHUFFLE=" + mode;
   else if (!shuffle_may_use_nccl(resident, large_shuffle))
     reason =
         "one query of a task with a small shuffle: NCCL's set-up (~0.6-1 s) costs more than it "

@@ -54,35 +54,41 @@ class NcclComm {
 };
 
 /// Whether this job's shuffle runs on the GPUs with NCCL: every rank runs the GPU engine on a
-/// GPU of its own, NCCL is built, and GTADOC_SHUFFLE (auto | nccl | mpi, default auto) allows
-/// it. `auto` takes NCCL for resident shards (gtadoc serve: NCCL's set-up, ~0.6-0.9 s on two
-/// GPUs, is paid once and every shuffle is 10-20x faster than MPI's) and for a one-query process
-/// whose task shuffles much (`large_shuffle`: large_shuffle_task, where the records staying on
-/// the GPUs repay the set-up), MPI for the other one-query processes (gtadoc
-/// run: the set-up would cost more than the shuffle saves; docs/PERFORMANCE.md §8, §10).
+/// GPU of its own, NCCL is built, and GTADOC_SHUFFLE (auto | nccl | mpi | host, default auto)
+/// allows it. `auto` takes NCCL for resident shards (gtadoc serve: NCCL's set-up, ~0.6-0.9 s on
+/// two GPUs, is paid once and every shuffle is 10-20x faster than MPI's) and for a one-query
+/// process whose shuffle is large (`large_shuffle`: large_shuffle_task), MPI for the other
+/// one-query processes (gtadoc run: the set-up would cost more than the shuffle saves;
+/// docs/PERFORMANCE.md §8, §10, §15). With MPI, GPU ranks still keep their records on the GPUs
+/// (cluster/device_shuffle.h) unless GTADOC_SHUFFLE=host.
 /// Collective; `why` gets the reason of the choice. UsageError for another GTADOC_SHUFFLE.
 bool use_nccl_shuffle(Comm& comm, bool gpu_engine, bool resident, bool large_shuffle,
                       std::string* why);
 
 /// Whether GTADOC_SHUFFLE and the kind of job leave NCCL possible (use_nccl_shuffle's choice before
-/// it asks the ranks): nccl yes, mpi no, auto for resident shards or a large shuffle (anything
-/// else: yes, use_nccl_shuffle then rejects it). Needs no MPI: the start-up asks it before MPI
-/// starts (whether the ranks of a node must keep each other's GPUs visible, common/visible_gpus.h).
+/// it asks the ranks): nccl yes, mpi and host no, auto for resident shards or a large shuffle
+/// (anything else: yes, use_nccl_shuffle then rejects it). Needs no MPI: the start-up asks it
+/// before MPI starts (whether the ranks of a node must keep each other's GPUs visible,
+/// common/visible_gpus.h).
 bool shuffle_may_use_nccl(bool resident, bool large_shuffle);
 
 /// Whether a one-query process's shuffle of `task` is large enough to repay NCCL's set-up, with
 /// `ranks_on_node` ranks sharing a node (-1: unknown) and `shard_bytes_per_rank` bytes of shard
-/// files per rank (shard_file_bytes / ranks). The set-up grows with the ranks: init 1.0-1.1 s on
-/// 2 GPUs, 2.3-2.5 s on 4 (H200 x4, docs/PERFORMANCE.md §12); since NCCL_CUMEM_ENABLE=0 about
-/// 0.4 s more than MPI's on two H200s (§14). ranked-inverted-index repays it on 2 and 4 GPUs (MPI
-/// 0.3-0.7 s slower); sequence-count on 2 (equal to 0.4 s faster, §10, §12) but not on 4 (MPI
-/// with narrowed GPUs 0.8 s faster), so it takes NCCL only up to 2 ranks a node.
-/// inverted-index and term-vector take NCCL up to 2 ranks a node from kNcclShardBytesPerRank of
-/// shard files per rank: the MPI shuffle and host merge of their records cost ~6.5 ms per MB of
-/// shards per rank on two H200s, against NCCL's ~0.4 s (§14: MPI 0.2 s faster at 46 MB of
-/// archive per rank, NCCL 0.1-0.2 s faster at 87 MB and 0.6-0.9 s at 172 MB).
+/// files per rank (shard_file_bytes / ranks). Without NCCL the records of GPU ranks move over MPI
+/// staged through host memory (cluster/device_shuffle.h, ~2 GB/s on two H200s) and are reduced on
+/// the GPUs; NCCL moves them ~10x faster but its set-up, with every GPU kept visible to every
+/// rank, costs ~0.45-0.55 s more on two H200s and 2.3-2.5 s on four (docs/PERFORMANCE.md §12,
+/// §15). Measured on two H200s (§15), staged MPI against NCCL: at 46 MB of shard files per rank
+/// staged MPI is faster for every task (0.3-0.6 s); at 172 MB NCCL is faster for
+/// ranked-inverted-index (0.3-0.5 s, its shuffle moves ~6x the archive's bytes) and staged MPI
+/// still for sequence-count (0.15-0.3 s) and inverted-index (0.2-0.5 s). So, at most two ranks
+/// a node: ranked-inverted-index from kNcclRankedShardBytesPerRank (the crossing interpolated at
+/// ~105 MB), sequence-count, inverted-index and term-vector from kNcclShardBytesPerRank (the
+/// sequence-count crossing extrapolated at ~370 MB, inverted-index's later); word-count and sort
+/// never (their shuffles are small).
 bool large_shuffle_task(Task task, int ranks_on_node, uint64_t shard_bytes_per_rank);
-inline constexpr uint64_t kNcclShardBytesPerRank = uint64_t{64} << 20;
+inline constexpr uint64_t kNcclRankedShardBytesPerRank = uint64_t{96} << 20;
+inline constexpr uint64_t kNcclShardBytesPerRank = uint64_t{384} << 20;
 
 /// The shuffle of records resident on this rank's GPU, partitioned by owner with `offsets`
 /// (DeviceRecords::partition): every partition goes to its owner over NCCL; returns the records

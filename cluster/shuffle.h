@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
 
 #include "cluster/comm.h"
 #include "cluster/partition.h"
@@ -31,5 +32,17 @@ constexpr size_t shuffle_record_bytes(uint32_t width) {
 
 RecordBatch shuffle_records(Comm& comm, const PartitionedRecords& parts,
                             size_t max_round_bytes = kDefaultShuffleRoundBytes);
+
+/// The rounds of shuffle_records on caller-owned arrays of `width`-value keys and counts:
+/// send_count[d] records from record send_first[d] of (keys, counts) go to rank d, and the
+/// recv_count[s] records rank s sends here (the caller exchanged the counts: Comm::alltoall)
+/// are written from record recv_first[s] of (out_keys, out_counts). A rank's own part is the
+/// caller's to move: send_count[rank] and recv_count[rank] must be 0. Collective; every rank must
+/// pass the same width (checked: every rank throws, none hangs).
+void exchange_records(Comm& comm, uint32_t width, const uint32_t* keys, const uint64_t* counts,
+                      std::span<const size_t> send_first, std::span<const size_t> send_count,
+                      uint32_t* out_keys, uint64_t* out_counts, std::span<const size_t> recv_first,
+                      std::span<const size_t> recv_count,
+                      size_t max_round_bytes = kDefaultShuffleRoundBytes);
 
 }  // namespace gtadoc

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The whole pipeline on the GPU (device machine only; CI has no GPU): the bundled sample
 # compressed into 4 shards, every task through `gtadoc run --engine gpu` (1 rank; with two GPUs
-# `mpirun -np 2`, with four also `-np 4`, each with the default MPI shuffle and with the NCCL one
-# forced) and through `gtadoc serve --engine gpu` (resident shards, one merged batch; with two
-# GPUs also under `mpirun -np 2`, where the records move by NCCL), and on one GPU with the engine's
-# memory capped below the archive (loads in rounds), each compared byte for byte with the raw-text
-# reference.
+# `mpirun -np 2`, with four also `-np 4`, each with the records moved by NCCL, by MPI staged
+# through host memory, and by the host shuffle and merge) and through `gtadoc serve --engine gpu`
+# (resident shards, one merged batch; with two GPUs also under `mpirun -np 2`, where the records
+# move by NCCL), and on one GPU with the engine's memory capped below the archive (loads in
+# rounds), each compared byte for byte with the raw-text reference.
 #   scripts/gpu-pipeline-check.sh BUILD_DIR     (after building gtadoc and gtadoc_reference)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -48,18 +48,24 @@ for t in "${TASKS[@]}"; do
     { echo "FAIL run gpu, memory capped: $t"; tail -3 "$W/lim.err"; bad=1; }
   for np in 2 4; do
     [[ $gpus -ge $np ]] || continue
-    # Two (four) GPUs: the records shuffled by NCCL (forced: a one-query run takes MPI by
-    # default; the log must say NCCL) and by MPI (the default).
+    # Two (four) GPUs: the records shuffled by NCCL (forced; the log must say NCCL), ...
     # shellcheck disable=SC2086
     mpirun -np $np --bind-to none -x GTADOC_SHUFFLE=nccl "$BIN" run "$W/s.gtd" $t --engine gpu -v \
       >"$W/got" \
       2>"$W/np.err" </dev/null && cmp -s "$W/want" "$W/got" &&
       grep -q 'shuffle: NCCL' "$W/np.err" && echo "ok   run gpu np$np nccl: $t" ||
       { echo "FAIL run gpu np$np nccl: $t"; tail -5 "$W/np.err"; bad=1; }
+    # ... by MPI, staged through host memory and reduced on the GPUs (GTADOC_SHUFFLE=mpi; the
+    # log must say so), and by the host shuffle and merge (GTADOC_SHUFFLE=host).
     # shellcheck disable=SC2086
-    mpirun -np $np --bind-to none "$BIN" run "$W/s.gtd" $t --engine gpu \
-      >"$W/got" </dev/null && cmp -s "$W/want" "$W/got" && echo "ok   run gpu np$np mpi: $t" ||
-      { echo "FAIL run gpu np$np mpi: $t"; bad=1; }
+    mpirun -np $np --bind-to none -x GTADOC_SHUFFLE=mpi "$BIN" run "$W/s.gtd" $t --engine gpu -vv \
+      >"$W/got" 2>"$W/np.err" </dev/null && cmp -s "$W/want" "$W/got" &&
+      grep -q 'MPI via host memory' "$W/np.err" && echo "ok   run gpu np$np mpi: $t" ||
+      { echo "FAIL run gpu np$np mpi: $t"; tail -5 "$W/np.err"; bad=1; }
+    # shellcheck disable=SC2086
+    mpirun -np $np --bind-to none -x GTADOC_SHUFFLE=host "$BIN" run "$W/s.gtd" $t --engine gpu \
+      >"$W/got" </dev/null && cmp -s "$W/want" "$W/got" && echo "ok   run gpu np$np host: $t" ||
+      { echo "FAIL run gpu np$np host: $t"; bad=1; }
   done
   # The same options as a JSON body ("--top 7 --lowercase" -> "top": 7, "lowercase": true).
   body=$(echo "$t" | awk '{ printf "{\"task\":\"%s\",\"format\":\"tsv\"", $1

@@ -67,6 +67,16 @@ class DeviceRecords {
   virtual RecordBatch rows_at(std::span<const uint64_t> positions) const = 0;
   /// Fresh uninitialized records of the same width on the same device and stream.
   virtual std::unique_ptr<DeviceRecords> allocate(uint64_t n) const = 0;
+  /// Host copies of records [first, first + n): n * width() key values into `keys`, n counts
+  /// into `counts` (host memory the caller owns). first + n <= size().
+  virtual void download_range(uint64_t first, uint64_t n, uint32_t* keys,
+                              uint64_t* counts) const = 0;
+  /// Host records (n * width() key values, n counts) written at positions [at, at + n).
+  virtual void upload_range(uint64_t at, uint64_t n, const uint32_t* keys,
+                            const uint64_t* counts) = 0;
+  /// Records [first, first + n) of `from` (same width, same device) copied to positions
+  /// [at, at + n) of these records, on the device.
+  virtual void copy_range(DeviceRecords& from, uint64_t first, uint64_t at, uint64_t n) = 0;
   /// A host copy of the records, in order.
   virtual RecordBatch download() const = 0;
 };

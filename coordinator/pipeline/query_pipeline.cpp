@@ -13,6 +13,7 @@
 
 #include "cluster/collective_error.h"
 #include "cluster/comm.h"
+#include "cluster/device_shuffle.h"
 #include "cluster/nccl_comm.h"
 #include "cluster/partition.h"
 #include "cluster/reduce.h"
@@ -185,15 +186,25 @@ RecordBatch reduce_and_download(DeviceRecords& records, const QueryOptions* rows
   return records.download();
 }
 
+/// Moves records partitioned by owner between the ranks' GPUs: over NCCL when the session has a
+/// communicator, else over MPI staged through host memory (cluster/device_shuffle.h).
+std::unique_ptr<DeviceRecords> move_device_records(Comm& comm, NcclComm* nccl,
+                                                   DeviceRecords& records,
+                                                   std::span<const uint64_t> offsets) {
+  if (nccl != nullptr) return shuffle_device_records(comm, *nccl, records, offsets);
+  return shuffle_device_records_mpi(comm, records, offsets);
+}
+
 /// The count-ordered row exchange of place_rank_rows, between GPUs: each owner reduces and
 /// orders its records on its GPU (cut to --top), the ranks agree on (count, key) splitters
-/// (choose_row_splitters, samples read from the GPUs), the ranges move over NCCL, and each rank
+/// (choose_row_splitters, samples read from the GPUs), the ranges move between the GPUs
+/// (move_device_records), and each rank
 /// reduces and orders what it received, so that rank r holds the r-th range of the global
 /// order. Collective. Returns false, before anything moved, when some rank could not order on
 /// its GPU (the records are then reduced there, perhaps reordered: the caller's usual path
 /// follows); `ordered` says whether this rank's received rows are in row order (else its host
 /// orders them, out of device memory).
-bool exchange_rows_on_gpus(Comm& comm, NcclComm& nccl, std::unique_ptr<DeviceRecords>& records,
+bool exchange_rows_on_gpus(Comm& comm, NcclComm* nccl, std::unique_ptr<DeviceRecords>& records,
                            const QueryOptions& q, const SequenceOrder* keys_order, bool& ordered) {
   auto reduce_and_order = [&] {
     bool ok = false;
@@ -215,7 +226,7 @@ bool exchange_rows_on_gpus(Comm& comm, NcclComm& nccl, std::unique_ptr<DeviceRec
       [&](std::span<const uint64_t> at) { return records->rows_at(at); }, less);
   std::vector<uint64_t> offsets;
   run_collectively(comm, [&] { offsets = records->count_order_cuts(splitters); });
-  records = shuffle_device_records(comm, nccl, *records, offsets);
+  records = move_device_records(comm, nccl, *records, offsets);
   ordered = reduce_and_order();
   return true;
 }
@@ -282,10 +293,11 @@ std::unique_ptr<QueryResult> run_query(Comm& comm, ArchiveSession& session, cons
   RecordBatch local;
   PointFilter filter;
   // With the GPU engine the records stay on the GPU until they are reduced (device_records_wanted):
-  // with one rank straight away, with several through the NCCL shuffle, or, when the shuffle
-  // is MPI's, reduced on this rank's GPU first (fewer records to send, and sorted runs that the
-  // owner merges instead of sorting). Point filters are applied on the host, so a filtered
-  // query takes the host path.
+  // with one rank straight away; with several they move between the GPUs (NCCL, or MPI staged
+  // through host memory: reduced on this rank's GPU first, fewer records to move) and their
+  // owner reduces them on its GPU. Point filters are applied on the host, so a filtered query
+  // takes the host path, and so does a job where some rank has no device records (a mixed job:
+  // --engine auto on nodes with and without GPUs) or GTADOC_SHUFFLE=host.
   std::unique_ptr<DeviceRecords> on_device;
   NcclComm* nccl = nullptr;
   run_collectively(comm, [&] {
@@ -329,7 +341,22 @@ std::unique_ptr<QueryResult> run_query(Comm& comm, ArchiveSession& session, cons
       });
     }
   }
-  if (parts > 1 && nccl == nullptr) {  // the MPI shuffle follows
+  // Whether the records move between the GPUs (collective: every rank must hold device records).
+  const bool device_shuffle =
+      parts > 1 && comm.allreduce_and(on_device != nullptr) && device_shuffle_wanted();
+  if (device_shuffle && nccl == nullptr) {  // over MPI: reduced here first, fewer records to move
+    Timer step;
+    run_collectively(comm, [&] {
+      try {
+        on_device->reduce();
+      } catch (const ResourceError& e) {
+        spdlog::warn("reduce on the GPU before the shuffle: {}; shuffling unreduced", e.what());
+      }
+    });
+    spdlog::debug("local reduce on the GPU: {} records in {:.3f}s", on_device->size(),
+                  step.seconds());
+  }
+  if (parts > 1 && !device_shuffle) {  // the host shuffle follows
     Timer step;
     run_collectively(comm, [&] {  // on every rank: a mixed job's CPU ranks hold none
       bool ordered = false;
@@ -347,7 +374,7 @@ std::unique_ptr<QueryResult> run_query(Comm& comm, ArchiveSession& session, cons
   if (parts == 1) {  // one owner: nothing to partition or move
     owned = std::move(local);
     owned_on_device = std::move(on_device);
-  } else if (on_device != nullptr) {  // partitioned on the GPU, moved by NCCL
+  } else if (device_shuffle) {  // partitioned on the GPU, moved between the GPUs
     const uint64_t n = on_device->size();
     if (layout.range_partition) {
       std::vector<uint32_t> candidates;
@@ -362,10 +389,10 @@ std::unique_ptr<QueryResult> run_query(Comm& comm, ArchiveSession& session, cons
     const double partition_s = step.seconds();
     const uint32_t me = static_cast<uint32_t>(comm.rank());
     t.shuffle_bytes += (n - (offsets[me + 1] - offsets[me])) * shuffle_record_bytes(layout.width);
-    owned_on_device = shuffle_device_records(comm, *nccl, *on_device, offsets);
+    owned_on_device = move_device_records(comm, nccl, *on_device, offsets);
     on_device.reset();
-    spdlog::debug("device shuffle: {} records, partition {:.5f}s, NCCL {:.5f}s", n, partition_s,
-                  step.seconds() - partition_s);
+    spdlog::debug("device shuffle: {} records, partition {:.5f}s, {} {:.5f}s", n, partition_s,
+                  nccl != nullptr ? "NCCL" : "MPI via host memory", step.seconds() - partition_s);
   } else {
     if (layout.range_partition) splitters = choose_range_splitters(comm, local, parts);
     PartitionedRecords partitioned = partition_records(local, layout, parts, splitters, threads);
@@ -380,9 +407,9 @@ std::unique_ptr<QueryResult> run_query(Comm& comm, ArchiveSession& session, cons
   Timer merge_timer;
   bool ordered = false;    // the owner's records are in row order (on the GPU)
   bool exchanged = false;  // count-ordered rows: already this rank's range (on the GPUs)
-  if (owned_on_device != nullptr && nccl != nullptr && count_ordered(q) &&
+  if (owned_on_device != nullptr && device_shuffle && count_ordered(q) &&
       device_row_order_wanted()) {
-    exchanged = exchange_rows_on_gpus(comm, *nccl, owned_on_device, q, keys_order, ordered);
+    exchanged = exchange_rows_on_gpus(comm, nccl, owned_on_device, q, keys_order, ordered);
     if (exchanged) {
       run_collectively(comm, [&] { owned = owned_on_device->download(); });
       owned_on_device.reset();

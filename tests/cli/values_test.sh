@@ -55,9 +55,11 @@ refused -o                 compress D -o ''
 refused -o                 decompress a.gtd -o ''
 refused -o                 run a.gtd word-count -o ''
 refused -o                 compress D -o -
-# Environment knobs are values too: GTADOC_SHUFFLE is auto, nccl or mpi.
+# Environment knobs are values too: GTADOC_SHUFFLE is auto, nccl, mpi or host.
 GTADOC_SHUFFLE=bogus refused GTADOC_SHUFFLE run a.gtd word-count
-GTADOC_SHUFFLE=mpi "$BIN" run a.gtd word-count >/dev/null || fail "GTADOC_SHUFFLE=mpi refused"
+for v in mpi host; do
+  GTADOC_SHUFFLE=$v "$BIN" run a.gtd word-count >/dev/null || fail "GTADOC_SHUFFLE=$v refused"
+done
 [[ ! -e t.gtd && ! -e t ]] || fail "a refused command left output"
 
 # Sizes: k/m/g/t in either case, optional B or iB (powers of 1024).

@@ -127,6 +127,32 @@ TEST(DevicePartitionTest, EqualsTheHostPathForEveryTaskAndLayout) {
         if (HasFailure()) return;
       }
     }
+    // Ranges out, in and across (the staged MPI shuffle's moves, cluster/device_shuffle.h):
+    // the middle third downloaded, the records rebuilt in a fresh set from the host (the ends)
+    // and from the device (the middle), and a range of that uploaded over itself shifted.
+    {
+      const uint64_t n = host.size(), a = n / 3, b = 2 * n / 3;
+      const uint32_t w = host.width;
+      RecordBatch mid;
+      mid.width = w;
+      mid.keys.resize((b - a) * w);
+      mid.counts.resize(b - a);
+      dev->download_range(a, b - a, mid.keys.data(), mid.counts.data());
+      for (uint64_t i = a; i < b; ++i) {
+        ASSERT_TRUE(std::equal(host.key(i).begin(), host.key(i).end(), mid.key(i - a).begin()));
+        ASSERT_EQ(host.counts[i], mid.counts[i - a]);
+      }
+      std::unique_ptr<DeviceRecords> copy = dev->allocate(n);
+      copy->upload_range(0, a, host.keys.data(), host.counts.data());
+      copy->copy_range(*dev, a, a, b - a);
+      copy->upload_range(b, n - b, host.keys.data() + b * w, host.counts.data() + b);
+      expect_same(host, copy->download());
+      RecordBatch shifted = host;  // records [0, n - a) written at a
+      copy->upload_range(a, n - a, host.keys.data(), host.counts.data());
+      std::copy_n(host.keys.data(), (n - a) * w, shifted.keys.data() + a * w);
+      std::copy_n(host.counts.data(), n - a, shifted.counts.data() + a);
+      expect_same(shifted, copy->download());
+    }
     // The owner's reduce on the device equals reduce_records, from the shuffled order and
     // from an already reduced set.
     reduce_records(host, 2);

@@ -11,28 +11,25 @@ namespace gtadoc {
 namespace {
 
 TEST(ShuffleChoice, LargeShufflesByTaskRanksPerNodeAndSize) {
-  const uint64_t small = kNcclShardBytesPerRank - 1, large = kNcclShardBytesPerRank;
+  const uint64_t huge = uint64_t{1} << 40;
   for (int ranks : {-1, 1, 2, 4, 8}) {
-    for (uint64_t bytes : {uint64_t{0}, small, large, uint64_t{1} << 40}) {
-      EXPECT_TRUE(large_shuffle_task(Task::kRankedInvertedIndex, ranks, bytes)) << ranks;
+    for (uint64_t bytes : {uint64_t{0}, kNcclShardBytesPerRank, huge}) {
       EXPECT_FALSE(large_shuffle_task(Task::kWordCount, ranks, bytes)) << ranks;
       EXPECT_FALSE(large_shuffle_task(Task::kSort, ranks, bytes)) << ranks;
     }
   }
-  for (Task t : {Task::kInvertedIndex, Task::kTermVector}) {
-    EXPECT_FALSE(large_shuffle_task(t, 2, small));  // below the size: MPI
-    EXPECT_TRUE(large_shuffle_task(t, 2, large));
-    EXPECT_TRUE(large_shuffle_task(t, 1, large));
-    EXPECT_FALSE(large_shuffle_task(t, 4, uint64_t{1} << 40));   // MPI from 3 ranks a node
-    EXPECT_FALSE(large_shuffle_task(t, -1, uint64_t{1} << 40));  // unknown: MPI
-  }
-  for (uint64_t bytes : {uint64_t{0}, large}) {
-    EXPECT_TRUE(large_shuffle_task(Task::kSequenceCount, 1, bytes));
-    EXPECT_TRUE(large_shuffle_task(Task::kSequenceCount, 2, bytes));
-    EXPECT_FALSE(large_shuffle_task(Task::kSequenceCount, 3, bytes));
-    EXPECT_FALSE(large_shuffle_task(Task::kSequenceCount, 4, bytes));
-    EXPECT_FALSE(large_shuffle_task(Task::kSequenceCount, -1, bytes));  // unknown: MPI
-  }
+  const auto by_size = [&](Task t, uint64_t threshold) {
+    EXPECT_FALSE(large_shuffle_task(t, 2, threshold - 1));  // below the size: MPI
+    EXPECT_TRUE(large_shuffle_task(t, 2, threshold));
+    EXPECT_TRUE(large_shuffle_task(t, 1, threshold));
+    EXPECT_FALSE(large_shuffle_task(t, 3, huge));  // MPI from 3 ranks a node
+    EXPECT_FALSE(large_shuffle_task(t, 4, huge));
+    EXPECT_FALSE(large_shuffle_task(t, -1, huge));  // unknown: MPI
+  };
+  by_size(Task::kRankedInvertedIndex, kNcclRankedShardBytesPerRank);
+  for (Task t : {Task::kSequenceCount, Task::kInvertedIndex, Task::kTermVector})
+    by_size(t, kNcclShardBytesPerRank);
+  EXPECT_LT(kNcclRankedShardBytesPerRank, kNcclShardBytesPerRank);
 }
 
 TEST(ShuffleChoice, EnvironmentBeforeMpiStarts) {

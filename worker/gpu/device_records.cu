@@ -446,6 +446,42 @@ class GpuDeviceRecords final : public DeviceRecords {
     return std::make_unique<GpuDeviceRecords>(ctx_, width_, n);
   }
 
+  void download_range(uint64_t first, uint64_t n, uint32_t* keys, uint64_t* counts) const override {
+    GTADOC_EXPECTS(first <= n_ && n <= n_ - first, "download_range: records out of range");
+    if (n == 0) return;
+    ctx_->activate();
+    const HostCopy copies[] = {{keys, keys_.data() + first * width_, n * width_ * sizeof(uint32_t)},
+                               {counts, counts_.data() + first, n * sizeof(uint64_t)}};
+    download_host(*ctx_, copies);
+  }
+
+  void upload_range(uint64_t at, uint64_t n, const uint32_t* keys,
+                    const uint64_t* counts) override {
+    GTADOC_EXPECTS(at <= n_ && n <= n_ - at, "upload_range: records out of range");
+    if (n == 0) return;
+    ctx_->activate();
+    const HostCopy copies[] = {{keys_.data() + at * width_, keys, n * width_ * sizeof(uint32_t)},
+                               {counts_.data() + at, counts, n * sizeof(uint64_t)}};
+    upload_host(*ctx_, copies);
+  }
+
+  void copy_range(DeviceRecords& from, uint64_t first, uint64_t at, uint64_t n) override {
+    GTADOC_EXPECTS(from.width() == width_ && from.device() == ctx_->device,
+                   "copy_range: records of another width or device");
+    GTADOC_EXPECTS(first <= from.size() && n <= from.size() - first && at <= n_ && n <= n_ - at,
+                   "copy_range: records out of range");
+    if (n == 0) return;
+    ctx_->activate();
+    // `from` is ordered on its own stream: wait for it, then copy on this one.
+    CUDA_TRY(cudaStreamSynchronize(static_cast<cudaStream_t>(from.stream())));
+    cudaStream_t st = ctx_->stream.get();
+    CUDA_TRY(cudaMemcpyAsync(keys_.data() + at * width_, from.keys() + first * width_,
+                             n * width_ * sizeof(uint32_t), cudaMemcpyDeviceToDevice, st));
+    CUDA_TRY(cudaMemcpyAsync(counts_.data() + at, from.counts() + first, n * sizeof(uint64_t),
+                             cudaMemcpyDeviceToDevice, st));
+    ctx_->stream.synchronize();
+  }
+
   RecordBatch download() const override {
     ctx_->activate();
     RecordBatch b;

@@ -1,5 +1,7 @@
-// MPI check (run under mpirun -np 1..4): Comm helpers, the record shuffle and range splitters
-// across real ranks. Every rank generates seeded records; since each rank can regenerate every
+// MPI check (run under mpirun -np 1..4): Comm helpers, the record shuffle (host records, and
+// device-resident records staged through host memory: shuffle_device_records_mpi, here with
+// records in host memory behind the DeviceRecords interface) and range splitters across real
+// ranks. Every rank generates seeded records; since each rank can regenerate every
 // other rank's input, each rank knows exactly what it must receive. Rank 0 prints the GoogleTest
 // report; other ranks print only their failures, prefixed with their rank.
 #include <gtest/gtest.h>
@@ -8,10 +10,12 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <random>
 #include <vector>
 
 #include "cluster/comm.h"
+#include "cluster/device_shuffle.h"
 #include "cluster/partition.h"
 #include "cluster/reduce.h"
 #include "cluster/shuffle.h"
@@ -206,6 +210,68 @@ size_t uneven_rows(int rank, size_t n) {
   return n * (rank + 1) / 2 + static_cast<size_t>(rank);
 }
 
+// Records behind the DeviceRecords interface, in host memory: what shuffle_device_records_mpi
+// asks of a GPU's records (size, allocate, ranges copied in and out), nothing else.
+class HostRecords final : public DeviceRecords {
+ public:
+  HostRecords(uint32_t width, uint64_t n) {
+    b_.width = width, b_.keys.resize(n * width), b_.counts.resize(n);
+  }
+  explicit HostRecords(RecordBatch b) : b_(std::move(b)) {}
+  const RecordBatch& batch() const { return b_; }
+
+  uint32_t width() const override { return b_.width; }
+  uint64_t size() const override { return b_.size(); }
+  int device() const override { return 0; }
+  void* stream() const override { return nullptr; }
+  uint32_t* keys() override { return b_.keys.data(); }
+  uint64_t* counts() override { return b_.counts.data(); }
+  std::unique_ptr<DeviceRecords> allocate(uint64_t n) const override {
+    return std::make_unique<HostRecords>(b_.width, n);
+  }
+  void download_range(uint64_t first, uint64_t n, uint32_t* keys, uint64_t* counts) const override {
+    EXPECT_LE(first + n, size());
+    std::copy_n(b_.keys.data() + first * b_.width, n * b_.width, keys);
+    std::copy_n(b_.counts.data() + first, n, counts);
+  }
+  void upload_range(uint64_t at, uint64_t n, const uint32_t* keys,
+                    const uint64_t* counts) override {
+    EXPECT_LE(at + n, size());
+    std::copy_n(keys, n * b_.width, b_.keys.data() + at * b_.width);
+    std::copy_n(counts, n, b_.counts.data() + at);
+  }
+  void copy_range(DeviceRecords& from, uint64_t first, uint64_t at, uint64_t n) override {
+    download_range_of(from, first, n, b_.keys.data() + at * b_.width, b_.counts.data() + at);
+  }
+  RecordBatch download() const override { return b_; }
+
+  // Not used by the shuffle.
+  void map_keys(uint32_t, uint32_t, std::span<const uint32_t>) override { unused(); }
+  std::vector<uint32_t> strided_first_values(uint64_t) override {
+    return unused(), std::vector<uint32_t>{};
+  }
+  std::vector<uint64_t> partition(const KeyLayout&, uint32_t, std::span<const uint32_t>) override {
+    return unused(), std::vector<uint64_t>{};
+  }
+  void reduce() override { unused(); }
+  void keep_top_counts(uint64_t) override { unused(); }
+  bool order_by_count(uint32_t, uint64_t) override { return unused(), false; }
+  std::vector<uint64_t> count_order_cuts(const RecordBatch&) override {
+    return unused(), std::vector<uint64_t>{};
+  }
+  RecordBatch rows_at(std::span<const uint64_t>) const override { return unused(), RecordBatch{}; }
+
+ private:
+  static void download_range_of(DeviceRecords& from, uint64_t first, uint64_t n, uint32_t* keys,
+                                uint64_t* counts) {
+    from.download_range(first, n, keys, counts);
+  }
+  static void unused() {
+    ADD_FAILURE() << "the shuffle called a DeviceRecords operation it does not need";
+  }
+  RecordBatch b_;
+};
+
 void check_shuffle(uint32_t width, const KeyLayout& layout, size_t n, size_t round_bytes,
                    size_t (*rows)(int, size_t), uint64_t salt) {
   Comm& c = comm();
@@ -219,6 +285,16 @@ void check_shuffle(uint32_t width, const KeyLayout& layout, size_t n, size_t rou
   EXPECT_EQ(got.width, width);
   EXPECT_EQ(got.keys, want.keys);
   EXPECT_EQ(got.counts, want.counts);
+  {  // the same records, device-resident, staged through host memory
+    HostRecords on_device(parts.records);
+    const std::vector<uint64_t> offsets(parts.offsets.begin(), parts.offsets.end());
+    const std::unique_ptr<DeviceRecords> owned =
+        shuffle_device_records_mpi(c, on_device, offsets, round_bytes);
+    const RecordBatch& staged = dynamic_cast<const HostRecords&>(*owned).batch();
+    EXPECT_EQ(staged.width, width);
+    EXPECT_EQ(staged.keys, want.keys);
+    EXPECT_EQ(staged.counts, want.counts);
+  }
   for (size_t i = 0; i < got.size(); ++i) {
     ASSERT_EQ(owner_of(got.key(i), layout, c.size()), static_cast<uint32_t>(c.rank()));
   }
