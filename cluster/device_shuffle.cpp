@@ -1,12 +1,15 @@
 // The MPI shuffle of device-resident records, staged through host memory. See device_shuffle.h.
 #include "cluster/device_shuffle.h"
 
+#include <spdlog/spdlog.h>
+
 #include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "cluster/comm.h"
 #include "common/error.h"
+#include "common/timer.h"
 #include "worker/records.h"
 
 namespace gtadoc {
@@ -46,6 +49,8 @@ std::unique_ptr<DeviceRecords> shuffle_device_records_mpi(Comm& comm, DeviceReco
   }
   KeyVector in_keys;
   CountVector in_counts;
+  Timer timer;
+  double down_s = 0, mpi_s = 0;
   {
     KeyVector keys;
     CountVector counts;
@@ -54,15 +59,21 @@ std::unique_ptr<DeviceRecords> shuffle_device_records_mpi(Comm& comm, DeviceReco
     records.download_range(0, offsets[me], keys.data(), counts.data());
     records.download_range(offsets[me + 1], n - offsets[me + 1], keys.data() + offsets[me] * w,
                            counts.data() + offsets[me]);
+    down_s = timer.seconds();
     in_keys.resize((at[p] - own_in) * w);
     in_counts.resize(at[p] - own_in);
     exchange_records(comm, w, keys.data(), counts.data(), send_first, send_count, in_keys.data(),
                      in_counts.data(), recv_first, recv_count, max_round_bytes);
+    mpi_s = timer.seconds() - down_s;
   }
   out->copy_range(records, offsets[me], at[me], own);
   out->upload_range(0, at[me], in_keys.data(), in_counts.data());
   out->upload_range(at[me + 1], at[p] - at[me + 1], in_keys.data() + at[me] * w,
                     in_counts.data() + at[me]);
+  spdlog::debug(
+      "staged shuffle: {} records out, {} in, {} kept; download {:.4f}s, MPI {:.4f}s, upload "
+      "{:.4f}s",
+      n - own, at[p] - own_in, own, down_s, mpi_s, timer.seconds() - down_s - mpi_s);
   return out;
 }
 
