@@ -71,7 +71,7 @@ std::unique_ptr<DeviceRecords> shuffle_device_records_mpi(Comm& comm, DeviceReco
   out->upload_range(at[me + 1], at[p] - at[me + 1], in_keys.data() + at[me] * w,
                     in_counts.data() + at[me]);
   spdlog::debug(
-      "staged shuffle: {} records out, {} in, {} kept; download {:.4f}s, MPI {:.4f}s, upload "
+      "staged shuffle: {} records out, {} in, {} kept; download {:.4f}s, exchange {:.4f}s, upload "
       "{:.4f}s",
       n - own, at[p] - own_in, own, down_s, mpi_s, timer.seconds() - down_s - mpi_s);
   return out;

@@ -1,4 +1,5 @@
-// MPI check (run under mpirun -np 1..4): Comm helpers, the record shuffle (host records, and
+// MPI check (run under mpirun -np 1..4): Comm helpers, the record shuffle (host records, by
+// cross-memory pulls and by MPI's rounds, and
 // device-resident records staged through host memory: shuffle_device_records_mpi, here with
 // records in host memory behind the DeviceRecords interface) and range splitters across real
 // ranks. Every rank generates seeded records; since each rank can regenerate every
@@ -8,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -278,7 +280,14 @@ void check_shuffle(uint32_t width, const KeyLayout& layout, size_t n, size_t rou
   const uint32_t key_range = 1000;
   const RecordBatch in = generate(c.rank(), width, rows(c.rank(), n), key_range, salt);
   const auto parts = partition_records(in, layout, c.size(), {});
+  // Pulled from the other ranks' memory (cluster/cross_memory.h; every rank here shares one
+  // node) and moved by MPI's rounds: the same records either way.
+  setenv("GTADOC_SHUFFLE_CMA", "0", 1);
+  const RecordBatch by_mpi = shuffle_records(c, parts, round_bytes);
+  unsetenv("GTADOC_SHUFFLE_CMA");
   const RecordBatch got = shuffle_records(c, parts, round_bytes);
+  EXPECT_EQ(by_mpi.keys, got.keys);
+  EXPECT_EQ(by_mpi.counts, got.counts);
 
   // Exactly the records this rank owns, in source order.
   const RecordBatch want = expected_for(c.rank(), width, n, key_range, salt, layout, {}, rows);
