@@ -26,6 +26,13 @@ class Comm;
 /// share this node (a launcher's job; not the single-node fallback, which has one rank).
 bool cross_memory_possible(const Comm& comm);
 
+/// Whether this process can be expected to pull from its node's other ranks, asked before MPI
+/// starts (the GPUs' narrowing depends on it): GTADOC_SHUFFLE_CMA is not 0, process_vm_readv is
+/// allowed (a read of this process's own memory: a seccomp filter would refuse it), and Yama's
+/// ptrace_scope lets a process read a sibling's memory (0, or 1 for root). A guess: the pull itself
+/// still falls back to MPI when a read fails.
+bool cross_memory_expected();
+
 /// exchange_records' arguments; the own part must be left to the caller (counts 0).
 bool pull_records_cross_memory(Comm& comm, uint32_t width, const uint32_t* keys,
                                const uint64_t* counts, std::span<const size_t> send_first,

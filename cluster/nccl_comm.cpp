@@ -188,8 +188,9 @@ bool shuffle_may_use_nccl(bool resident, bool large_shuffle) {
   return true;
 }
 
-bool large_shuffle_task(Task task, int ranks_on_node, uint64_t shard_bytes_per_rank) {
-  if (ranks_on_node < 0 || ranks_on_node > 2) return false;
+bool large_shuffle_task(Task task, int ranks_on_node, uint64_t shard_bytes_per_rank,
+                        bool pulls_on_one_node) {
+  if (pulls_on_one_node || ranks_on_node < 0 || ranks_on_node > 2) return false;
   switch (task) {
     case Task::kRankedInvertedIndex:
       return shard_bytes_per_rank >= kNcclRankedShardBytesPerRank;
@@ -215,8 +216,8 @@ bool use_nccl_shuffle(Comm& comm, bool gpu_engine, bool resident, bool large_shu
     reason = "GTADOC_SHUFFLE=" + mode;
   else if (!shuffle_may_use_nccl(resident, large_shuffle))
     reason =
-        "one query of a task with a small shuffle: NCCL's set-up (~0.6-1 s) costs more than it "
-        "saves; GTADOC_SHUFFLE=nccl forces it";
+        "one query: NCCL's set-up (~0.5-1 s) would cost more than it saves; the GPUs' records move "
+        "staged through host memory; GTADOC_SHUFFLE=nccl forces NCCL";
   else if (!gpu_engine)
     reason = "a rank runs the CPU engine";
   else if (!NcclComm::available())

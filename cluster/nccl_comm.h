@@ -73,20 +73,23 @@ bool use_nccl_shuffle(Comm& comm, bool gpu_engine, bool resident, bool large_shu
 bool shuffle_may_use_nccl(bool resident, bool large_shuffle);
 
 /// Whether a one-query process's shuffle of `task` is large enough to repay NCCL's set-up, with
-/// `ranks_on_node` ranks sharing a node (-1: unknown) and `shard_bytes_per_rank` bytes of shard
-/// files per rank (shard_file_bytes / ranks). Without NCCL the records of GPU ranks move over MPI
-/// staged through host memory (cluster/device_shuffle.h, ~2 GB/s on two H200s) and are reduced on
-/// the GPUs; NCCL moves them ~10x faster but its set-up, with every GPU kept visible to every
-/// rank, costs ~0.45-0.55 s more on two H200s and 2.3-2.5 s on four (docs/PERFORMANCE.md §12,
-/// §15). Measured on two H200s (§15), staged MPI against NCCL: at 46 MB of shard files per rank
-/// staged MPI is faster for every task (0.3-0.6 s); at 172 MB NCCL is faster for
-/// ranked-inverted-index (0.3-0.5 s, its shuffle moves ~6x the archive's bytes) and staged MPI
-/// still for sequence-count (0.15-0.3 s) and inverted-index (0.2-0.5 s). So, at most two ranks
-/// a node: ranked-inverted-index from kNcclRankedShardBytesPerRank (the crossing interpolated at
-/// ~105 MB), sequence-count, inverted-index and term-vector from kNcclShardBytesPerRank (the
-/// sequence-count crossing extrapolated at ~370 MB, inverted-index's later); word-count and sort
-/// never (their shuffles are small).
-bool large_shuffle_task(Task task, int ranks_on_node, uint64_t shard_bytes_per_rank);
+/// `ranks_on_node` ranks sharing a node (-1: unknown), `shard_bytes_per_rank` bytes of shard files
+/// per rank (shard_file_bytes / ranks), and `pulls_on_one_node` when every rank of the job is on
+/// this node and cross-memory pulls are expected (cluster/cross_memory.h). Without NCCL the
+/// records of GPU ranks move staged through host memory (cluster/device_shuffle.h) and are
+/// reduced on the GPUs; NCCL's set-up, with every GPU kept visible to every rank, costs ~0.45-0.55
+/// s more on two H200s and 2.3-2.5 s on four (docs/PERFORMANCE.md §12, §15).
+///  - On one node with pulls: never. The staged move with pulls ran at NCCL's speed (ranked-
+///    inverted-index on synth-2, 23.9 M records a rank: 0.073 s against NCCL's ~0.15 s for twice
+///    as many on synth-4), so the set-up is never repaid (§15).
+///  - Otherwise (ranks on several nodes, where MPI moves the staged records, ~2-2.7 GB/s a rank
+///    within a node on two H200s), at most two ranks a node: ranked-inverted-index from
+///    kNcclRankedShardBytesPerRank (its crossing on one node, interpolated between 46 and 172 MB
+///    per rank, ~105 MB), sequence-count, inverted-index and term-vector from
+///    kNcclShardBytesPerRank (sequence-count's crossing extrapolated at ~370 MB, inverted-index's
+///    later); word-count and sort never (their shuffles are small).
+bool large_shuffle_task(Task task, int ranks_on_node, uint64_t shard_bytes_per_rank,
+                        bool pulls_on_one_node);
 inline constexpr uint64_t kNcclRankedShardBytesPerRank = uint64_t{96} << 20;
 inline constexpr uint64_t kNcclShardBytesPerRank = uint64_t{384} << 20;
 

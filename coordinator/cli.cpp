@@ -16,6 +16,7 @@
 
 #include "cluster/collective_error.h"
 #include "cluster/comm.h"
+#include "cluster/cross_memory.h"
 #include "cluster/nccl_comm.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -129,10 +130,13 @@ bool gpu_peers_needed(int argc, const char* const* argv, int ranks_on_node, int 
     }
   }
   const int ranks = ranks_in_job > 0 ? ranks_in_job : std::max(1, ranks_on_node);
+  // Every rank on this node (known only when the launcher says the job's size): the records
+  // may be pulled across processes, and no one-query shuffle needs NCCL.
+  const bool pulls = ranks_in_job > 0 && ranks_in_job == ranks_on_node && cross_memory_expected();
   bool large = false;
   for (Task t : tasks)
-    large =
-        large || large_shuffle_task(t, ranks_on_node, shard_bytes / static_cast<uint64_t>(ranks));
+    large = large ||
+            large_shuffle_task(t, ranks_on_node, shard_bytes / static_cast<uint64_t>(ranks), pulls);
   if (command == "serve") return true;
   return command == "run" && shuffle_may_use_nccl(false, large);
 }

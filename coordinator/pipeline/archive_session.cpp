@@ -12,6 +12,7 @@
 #include "cluster/assignment.h"
 #include "cluster/collective_error.h"
 #include "cluster/comm.h"
+#include "cluster/cross_memory.h"
 #include "cluster/nccl_comm.h"
 #include "common/cpus.h"
 #include "common/error.h"
@@ -168,9 +169,12 @@ std::unique_ptr<ArchiveSession> ArchiveSession::open(Comm& comm, const SessionOp
     // One query's task with a large shuffle (large_shuffle_task: by task, ranks and the shard
     // bytes per rank, read from the directory as the start-up did before narrowing the GPUs).
     const Task task = s->options_.auto_task;
-    nccl = use_nccl_shuffle(comm, s->engine_name_ == "gpu", s->options_.resident,
-                            large_shuffle_task(task, comm.local_size(), shard_bytes / comm.size()),
-                            &why);
+    // Every rank on this node, pulls expected (and possible): the staged shuffle moves the
+    // records as fast as NCCL would (cluster/cross_memory.h).
+    const bool pulls = comm.local_size() == comm.size() && cross_memory_expected();
+    nccl = use_nccl_shuffle(
+        comm, s->engine_name_ == "gpu", s->options_.resident,
+        large_shuffle_task(task, comm.local_size(), shard_bytes / comm.size(), pulls), &why);
   });
   if (nccl) {
     auto starter = NcclComm::start(comm, gpu_device_of(comm.local_rank()));

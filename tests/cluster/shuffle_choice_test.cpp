@@ -14,17 +14,18 @@ TEST(ShuffleChoice, LargeShufflesByTaskRanksPerNodeAndSize) {
   const uint64_t huge = uint64_t{1} << 40;
   for (int ranks : {-1, 1, 2, 4, 8}) {
     for (uint64_t bytes : {uint64_t{0}, kNcclShardBytesPerRank, huge}) {
-      EXPECT_FALSE(large_shuffle_task(Task::kWordCount, ranks, bytes)) << ranks;
-      EXPECT_FALSE(large_shuffle_task(Task::kSort, ranks, bytes)) << ranks;
+      EXPECT_FALSE(large_shuffle_task(Task::kWordCount, ranks, bytes, false)) << ranks;
+      EXPECT_FALSE(large_shuffle_task(Task::kSort, ranks, bytes, false)) << ranks;
     }
   }
   const auto by_size = [&](Task t, uint64_t threshold) {
-    EXPECT_FALSE(large_shuffle_task(t, 2, threshold - 1));  // below the size: MPI
-    EXPECT_TRUE(large_shuffle_task(t, 2, threshold));
-    EXPECT_TRUE(large_shuffle_task(t, 1, threshold));
-    EXPECT_FALSE(large_shuffle_task(t, 3, huge));  // MPI from 3 ranks a node
-    EXPECT_FALSE(large_shuffle_task(t, 4, huge));
-    EXPECT_FALSE(large_shuffle_task(t, -1, huge));  // unknown: MPI
+    EXPECT_FALSE(large_shuffle_task(t, 2, threshold - 1, false));  // below the size: MPI
+    EXPECT_TRUE(large_shuffle_task(t, 2, threshold, false));
+    EXPECT_TRUE(large_shuffle_task(t, 1, threshold, false));
+    EXPECT_FALSE(large_shuffle_task(t, 3, huge, false));  // MPI from 3 ranks a node
+    EXPECT_FALSE(large_shuffle_task(t, 4, huge, false));
+    EXPECT_FALSE(large_shuffle_task(t, -1, huge, false));  // unknown: MPI
+    EXPECT_FALSE(large_shuffle_task(t, 2, huge, true));    // one node, pulls: never NCCL
   };
   by_size(Task::kRankedInvertedIndex, kNcclRankedShardBytesPerRank);
   for (Task t : {Task::kSequenceCount, Task::kInvertedIndex, Task::kTermVector})

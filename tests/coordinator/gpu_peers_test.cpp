@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cluster/cross_memory.h"
 #include "cluster/nccl_comm.h"
 #include "coordinator/cli.h"
 #include "tests/testutil/corpus.h"
@@ -30,6 +31,7 @@ class GpuPeersNeeded : public ::testing::Test {
     unsetenv("GTADOC_SHUFFLE");
   }
   void TearDown() override {
+    unsetenv("GTADOC_SHUFFLE_CMA");
     if (had_)
       setenv("GTADOC_SHUFFLE", saved_.c_str(), 1);
     else
@@ -53,6 +55,9 @@ TEST_F(GpuPeersNeeded, ByCommandAndTask) {
 }
 
 TEST_F(GpuPeersNeeded, IndexTasksByTheArchiveSizePerRank) {
+  // Cross-memory pulls off: the size rule decides (with them, a one-node job never takes NCCL
+  // for one query: OneNodeWithPulls below).
+  setenv("GTADOC_SHUFFLE_CMA", "0", 1);
   // An archive directory whose shard files hold 3 x 384 MiB (sparse files: only sizes count).
   testutil::TempDir dir;
   const std::filesystem::path a = dir / "big.gtd";
@@ -80,6 +85,26 @@ TEST_F(GpuPeersNeeded, IndexTasksByTheArchiveSizePerRank) {
   EXPECT_TRUE(needed({"run", path.c_str(), "word-count", "-o", "ranked-inverted-index"}, 2, 2));
   // Not an archive (no manifest): size unknown, MPI.
   EXPECT_FALSE(needed({"run", dir.path().c_str(), "inverted-index"}, 2, 2));
+  unsetenv("GTADOC_SHUFFLE_CMA");
+}
+
+TEST_F(GpuPeersNeeded, OneNodeWithPulls) {
+  testutil::TempDir dir;
+  const std::filesystem::path a = dir / "big.gtd";
+  std::filesystem::create_directories(a);
+  testutil::write_file(a / "manifest.h5", "m");
+  testutil::write_file(a / "shard-00000.h5", "");
+  std::filesystem::resize_file(a / "shard-00000.h5", 4 * kNcclShardBytesPerRank);
+  const std::string path = a.string();
+  unsetenv("GTADOC_SHUFFLE_CMA");
+  // Every rank on this node: no one-query NCCL where pulls are expected here; two nodes of two
+  // ranks: the size rule.
+  const bool pulls = cross_memory_expected();
+  for (const char* task : {"ranked-inverted-index", "inverted-index", "sequence-count"}) {
+    EXPECT_EQ(needed({"run", path.c_str(), task}, 2, 2), !pulls) << task;
+    EXPECT_TRUE(needed({"run", path.c_str(), task}, 2, 4)) << task;
+  }
+  EXPECT_TRUE(needed({"serve", path.c_str()}, 2, 2));  // the service keeps NCCL
 }
 
 TEST_F(GpuPeersNeeded, ShuffleOverride) {
