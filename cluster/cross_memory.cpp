@@ -30,8 +30,9 @@ struct Header {
   uint64_t keys;
   uint64_t counts;
   uint64_t width;
+  uint64_t willing;  ///< 0: this rank turned the pulls off (GTADOC_SHUFFLE_CMA=0)
 };
-constexpr size_t kHeaderValues = 4;
+constexpr size_t kHeaderValues = 5;
 
 /// Reads `bytes` at `remote` in process `pid` into `local`, resuming after partial reads.
 /// Returns 0 or the errno of the failure.
@@ -50,11 +51,15 @@ int read_remote(pid_t pid, void* local, uint64_t remote, size_t bytes) {
   return 0;
 }
 
+bool turned_off() {
+  const char* v = std::getenv("GTADOC_SHUFFLE_CMA");
+  return v != nullptr && std::string(v) == "0";
+}
+
 }  // namespace
 
 bool cross_memory_expected() {
-  const char* v = std::getenv("GTADOC_SHUFFLE_CMA");
-  if (v != nullptr && std::string(v) == "0") return false;
+  if (turned_off()) return false;
   uint64_t probe = 0x5eed, copy = 0;
   if (read_remote(getpid(), &copy, reinterpret_cast<uint64_t>(&probe), sizeof probe) != 0 ||
       copy != probe)
@@ -68,8 +73,6 @@ bool cross_memory_expected() {
 }
 
 bool cross_memory_possible(const Comm& comm) {
-  const char* v = std::getenv("GTADOC_SHUFFLE_CMA");
-  if (v != nullptr && std::string(v) == "0") return false;
   return comm.is_distributed() && comm.size() > 1 && comm.local_size() == comm.size();
 }
 
@@ -87,9 +90,11 @@ bool pull_records_cross_memory(Comm& comm, uint32_t width, const uint32_t* keys,
                  "pull_records_cross_memory: a rank's own part is moved by the caller");
   if (!cross_memory_possible(comm)) return false;
 
-  // Every rank's header and send ranges, on every rank.
+  // Every rank's header and send ranges, on every rank. A rank that turned the pulls off still
+  // takes part (the setting may differ between ranks): then no rank pulls, and all use MPI.
   std::vector<uint64_t> mine = {static_cast<uint64_t>(getpid()), reinterpret_cast<uint64_t>(keys),
-                                reinterpret_cast<uint64_t>(counts), width};
+                                reinterpret_cast<uint64_t>(counts), width,
+                                turned_off() ? uint64_t{0} : uint64_t{1}};
   for (size_t d = 0; d < p; ++d) mine.push_back(send_first[d]);
   for (size_t d = 0; d < p; ++d) mine.push_back(send_count[d]);
   const std::vector<std::vector<uint8_t>> all = comm.allgather_bytes(std::span<const uint8_t>(
@@ -103,7 +108,7 @@ bool pull_records_cross_memory(Comm& comm, uint32_t width, const uint32_t* keys,
     size_t bytes;
   };
   std::vector<Piece> pieces;
-  bool consistent = true;
+  bool consistent = true, willing = !turned_off();
   constexpr size_t kPiece = size_t{4} << 20;
   auto add = [&](pid_t pid, void* local, uint64_t remote, size_t bytes) {
     for (size_t at = 0; at < bytes; at += kPiece)
@@ -119,7 +124,8 @@ bool pull_records_cross_memory(Comm& comm, uint32_t width, const uint32_t* keys,
     }
     std::vector<uint64_t> v(kHeaderValues + 2 * p);
     std::memcpy(v.data(), bytes.data(), bytes.size());
-    const Header h{v[0], v[1], v[2], v[3]};
+    const Header h{v[0], v[1], v[2], v[3], v[4]};
+    if (h.willing == 0) willing = false;
     const uint64_t first = v[kHeaderValues + me], n = v[kHeaderValues + p + me];
     if (h.width != width || n != recv_count[src]) {  // MPI's path then reports it
       consistent = false;
@@ -136,7 +142,7 @@ bool pull_records_cross_memory(Comm& comm, uint32_t width, const uint32_t* keys,
   Timer timer;
   uint64_t bytes_in = 0;
   for (const Piece& c : pieces) bytes_in += c.bytes;
-  if (consistent) {
+  if (consistent && willing) {
     const unsigned threads = std::min(16u, default_threads(static_cast<unsigned>(p)));
     parallel_for(pieces.size(), threads, [&](size_t i) {
       if (error.load() != 0) return;
@@ -146,15 +152,19 @@ bool pull_records_cross_memory(Comm& comm, uint32_t width, const uint32_t* keys,
     });
   }
   // Collective: also the point after which no rank reads another's arrays.
-  const bool ok = comm.allreduce_and(consistent && error.load() == 0);
+  const bool ok = comm.allreduce_and(consistent && willing && error.load() == 0);
   if (ok) {
     spdlog::debug("cross-memory pull: {} bytes from {} ranks in {:.4f}s", bytes_in, p - 1,
                   timer.seconds());
   } else {
-    if (error.load() != 0)
-      spdlog::debug("cross-memory pull failed ({}); the records move with MPI",
-                    std::strerror(error.load()));
-    else if (!consistent)
+    // Said once (-v): every later shuffle of the process tries again and falls back the same way.
+    static std::atomic<bool> said{false};
+    if (error.load() != 0 && !said.exchange(true))
+      spdlog::info(
+          "cross-memory pull failed on this rank ({}); the records move with MPI "
+          "(GTADOC_SHUFFLE_CMA=0 skips the attempt)",
+          std::strerror(error.load()));
+    else if (willing && !consistent)
       spdlog::debug(
           "cross-memory pull: the ranks' widths or part sizes disagree; the records move with MPI");
   }

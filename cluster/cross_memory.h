@@ -11,7 +11,8 @@
 //    records with MPI), when any rank could not read another's memory: no permission (a
 //    container without the ptrace right, Yama's ptrace_scope), or the system call missing.
 //    The senders' arrays are not read after the call returns on any rank.
-//  - GTADOC_SHUFFLE_CMA=0 turns it off (false at once, on every rank, before any collective).
+//  - GTADOC_SHUFFLE_CMA=0 turns it off: false on every rank when any rank has it (the ranks still
+//    meet in the call's collectives, so the setting may differ between them).
 #pragma once
 
 #include <cstddef>
@@ -22,8 +23,8 @@ namespace gtadoc {
 
 class Comm;
 
-/// Whether cross-memory pulls are allowed (GTADOC_SHUFFLE_CMA is not 0) and the job's ranks all
-/// share this node (a launcher's job; not the single-node fallback, which has one rank).
+/// Whether the job's ranks all share this node (a launcher's job of several ranks): then
+/// pull_records_cross_memory takes part in the exchange (it may still answer false).
 bool cross_memory_possible(const Comm& comm);
 
 /// Whether this process can be expected to pull from its node's other ranks, asked before MPI

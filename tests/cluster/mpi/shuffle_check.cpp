@@ -284,10 +284,15 @@ void check_shuffle(uint32_t width, const KeyLayout& layout, size_t n, size_t rou
   // node) and moved by MPI's rounds: the same records either way.
   setenv("GTADOC_SHUFFLE_CMA", "0", 1);
   const RecordBatch by_mpi = shuffle_records(c, parts, round_bytes);
+  // Turned off on one rank only: no rank pulls, every rank falls back to MPI together.
+  if (c.rank() != 1) unsetenv("GTADOC_SHUFFLE_CMA");
+  const RecordBatch mixed = shuffle_records(c, parts, round_bytes);
   unsetenv("GTADOC_SHUFFLE_CMA");
   const RecordBatch got = shuffle_records(c, parts, round_bytes);
   EXPECT_EQ(by_mpi.keys, got.keys);
   EXPECT_EQ(by_mpi.counts, got.counts);
+  EXPECT_EQ(mixed.keys, got.keys);
+  EXPECT_EQ(mixed.counts, got.counts);
 
   // Exactly the records this rank owns, in source order.
   const RecordBatch want = expected_for(c.rank(), width, n, key_range, salt, layout, {}, rows);
