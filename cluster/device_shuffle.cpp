@@ -14,9 +14,13 @@
 
 namespace gtadoc {
 
-bool device_shuffle_wanted() {
+std::string shuffle_setting() {
   const char* v = std::getenv("GTADOC_SHUFFLE");
-  return v == nullptr || std::string(v) != "host";
+  return v != nullptr && *v != '\0' ? v : "auto";
+}
+
+bool device_shuffle_wanted() {
+  return shuffle_setting() != "host";
 }
 
 std::unique_ptr<DeviceRecords> shuffle_device_records_mpi(Comm& comm, DeviceRecords& records,

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 
 #include "cluster/shuffle.h"
 #include "worker/device_records.h"
@@ -27,6 +28,10 @@
 namespace gtadoc {
 
 class Comm;
+
+/// GTADOC_SHUFFLE as set (auto | nccl | mpi | host; unset or empty: auto), unchecked: the one
+/// place it is read (use_nccl_shuffle, cluster/nccl_comm.h, rejects other values).
+std::string shuffle_setting();
 
 /// Whether records held on the GPUs of every rank move between them (NCCL or this MPI path),
 /// rather than down to the hosts for the host shuffle and merge: yes unless GTADOC_SHUFFLE=host

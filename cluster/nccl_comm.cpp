@@ -5,11 +5,11 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <string_view>
 #include <vector>
 
 #include "cluster/collective_error.h"
 #include "cluster/comm.h"
+#include "cluster/device_shuffle.h"
 #include "common/error.h"
 #include "common/timer.h"
 #include "worker/engine.h"
@@ -181,8 +181,7 @@ std::unique_ptr<DeviceRecords> shuffle_device_records(Comm&, NcclComm&, DeviceRe
 #endif
 
 bool shuffle_may_use_nccl(bool resident, bool large_shuffle) {
-  const char* env = std::getenv("GTADOC_SHUFFLE");
-  const std::string_view mode = env != nullptr && *env != '\0' ? env : "auto";
+  const std::string mode = shuffle_setting();
   if (mode == "mpi" || mode == "host") return false;
   if (mode == "auto") return resident || large_shuffle;
   return true;
@@ -206,8 +205,7 @@ bool large_shuffle_task(Task task, int ranks_on_node, uint64_t shard_bytes_per_r
 bool use_nccl_shuffle(Comm& comm, bool gpu_engine, bool resident, bool large_shuffle,
                       std::string* why) {
   std::string reason;
-  const char* env = std::getenv("GTADOC_SHUFFLE");
-  const std::string mode = env != nullptr && *env != '\0' ? env : "auto";
+  const std::string mode = shuffle_setting();
   if (mode != "auto" && mode != "nccl" && mode != "mpi" && mode != "host")
     throw UsageError("GTADOC_SHUFFLE=" + one_line(mode, 40) + ": expected auto, nccl, mpi or host");
   if (comm.size() < 2)

@@ -46,16 +46,15 @@ void exchange_records(Comm& comm, uint32_t width, const uint32_t* keys, const ui
   GTADOC_EXPECTS(send_first.size() == p && send_count.size() == p && recv_first.size() == p &&
                      recv_count.size() == p,
                  "exchange_records: one send and one receive range per rank");
-  // Ranks that share one node pull the records from each other's memory on several threads
-  // (cluster/cross_memory.h); where they cannot, MPI moves them in rounds.
-  if (cross_memory_possible(comm) &&
-      pull_records_cross_memory(comm, width, keys, counts, send_first, send_count, out_keys,
-                                out_counts, recv_first, recv_count))
-    return;
-  const size_t per_round = std::max<size_t>(1, max_round_bytes / shuffle_record_bytes(width));
   const size_t me = static_cast<size_t>(comm.rank());
   GTADOC_EXPECTS(send_count[me] == 0 && recv_count[me] == 0,
                  "exchange_records: a rank's own part is moved by the caller");
+  // Ranks that share one node pull the records from each other's memory on several threads
+  // (cluster/cross_memory.h); where they cannot, MPI moves them in rounds.
+  if (pull_records_cross_memory(comm, width, keys, counts, send_first, send_count, out_keys,
+                                out_counts, recv_first, recv_count))
+    return;
+  const size_t per_round = std::max<size_t>(1, max_round_bytes / shuffle_record_bytes(width));
 
   // One collective agrees on the round count and checks that all widths are equal.
   size_t remote = 0;
