@@ -15,6 +15,7 @@
 #include <string>
 #include <thread>
 
+#include "cluster/local_group.h"
 #include "common/error.h"
 
 namespace gtadoc {
@@ -196,6 +197,24 @@ Comm& Comm::init(int& argc, char**& argv) {
   return *g_world;
 }
 
+std::vector<std::unique_ptr<Comm>> Comm::in_process_ranks(int n) {
+  GTADOC_EXPECTS(n >= 1, "in_process_ranks needs at least one rank");
+  auto group = std::make_shared<LocalGroup>(n);
+  std::vector<std::unique_ptr<Comm>> ranks;
+  for (int r = 0; r < n; ++r) {
+    std::unique_ptr<Comm> c(new Comm());
+    c->rank_ = c->local_rank_ = r;
+    c->size_ = c->local_size_ = n;
+    c->group_ = group;
+    ranks.push_back(std::move(c));
+  }
+  return ranks;
+}
+
+void Comm::abandon() {
+  if (group_) group_->fail();
+}
+
 Comm& Comm::world() {
   if (!g_world) GTADOC_FAIL("Comm::world() called before Comm::init()");
   return *g_world;
@@ -216,6 +235,10 @@ void Comm::finalize() {
 void Comm::abort(int code) {
   std::fflush(stdout);
   std::fflush(stderr);
+  if (group_) {  // the process goes on: its other ranks unwind, and the caller with them
+    group_->fail();
+    throw LocalGroupAborted();
+  }
   if (distributed_ && !finalized_) {
     MPI_Abort(MPI_COMM_WORLD, code);
     std::_Exit(code);  // MPI_Abort should not return
@@ -230,6 +253,7 @@ void Comm::set_max_message_bytes(size_t bytes) {
 
 void Comm::barrier() {
   if (size_ == 1) return;
+  if (group_) return group_->barrier();
   MPI_TRY(MPI_Barrier(mpi_->world));
 }
 
@@ -245,6 +269,7 @@ void Comm::bcast_raw(void* data, size_t bytes, int root) {
 void Comm::broadcast(std::vector<uint8_t>& buf, int root) {
   GTADOC_EXPECTS(root >= 0 && root < size_, "broadcast root out of range");
   if (size_ == 1) return;
+  if (group_) return group_->broadcast(rank_, buf, root);
   uint64_t bytes = buf.size();
   MPI_TRY(MPI_Bcast(&bytes, 1, MPI_UINT64_T, root, mpi_->world));
   if (rank_ != root) buf.resize(bytes);
@@ -254,6 +279,7 @@ void Comm::broadcast(std::vector<uint8_t>& buf, int root) {
 void Comm::broadcast_idle(std::vector<uint8_t>& buf, int root) {
   GTADOC_EXPECTS(root >= 0 && root < size_, "broadcast root out of range");
   if (size_ == 1) return;
+  if (group_) return group_->broadcast(rank_, buf, root);  // waits on a condition: idle
   uint64_t bytes = buf.size();
   MPI_Request request;
   MPI_TRY(MPI_Ibcast(&bytes, 1, MPI_UINT64_T, root, mpi_->world, &request));
@@ -270,6 +296,7 @@ void Comm::broadcast_idle(std::vector<uint8_t>& buf, int root) {
 
 void Comm::send_bytes(std::span<const uint8_t> buf, int dest, int tag) {
   GTADOC_EXPECTS(dest >= 0 && dest < size_ && dest != rank_, "send_bytes: bad destination");
+  if (group_) return group_->send(rank_, dest, tag, buf);
   uint64_t bytes = buf.size();
   MPI_TRY(MPI_Send(&bytes, 1, MPI_UINT64_T, dest, tag, mpi_->world));
   for (size_t done = 0; done < buf.size();) {
@@ -281,6 +308,7 @@ void Comm::send_bytes(std::span<const uint8_t> buf, int dest, int tag) {
 
 std::vector<uint8_t> Comm::recv_bytes(int source, int tag) {
   GTADOC_EXPECTS(source >= 0 && source < size_ && source != rank_, "recv_bytes: bad source");
+  if (group_) return group_->recv(source, rank_, tag);
   uint64_t bytes = 0;
   MPI_TRY(MPI_Recv(&bytes, 1, MPI_UINT64_T, source, tag, mpi_->world, MPI_STATUS_IGNORE));
   std::vector<uint8_t> out(bytes);
@@ -299,6 +327,7 @@ std::vector<uint64_t> Comm::allgather(uint64_t value) {
     out[0] = value;
     return out;
   }
+  if (group_) return group_->allgather(rank_, value);
   MPI_TRY(MPI_Allgather(&value, 1, MPI_UINT64_T, out.data(), 1, MPI_UINT64_T, mpi_->world));
   return out;
 }
@@ -310,6 +339,7 @@ uint64_t Comm::allreduce(uint64_t value, ReduceOp op) {
 
 void Comm::allreduce(std::span<uint64_t> values, ReduceOp op) {
   if (size_ == 1) return;
+  if (group_) return group_->allreduce(rank_, values, op);
   const size_t chunk = std::max<size_t>(1, max_message_bytes_ / sizeof(uint64_t));
   for (size_t done = 0; done < values.size();) {
     const size_t n = std::min(values.size() - done, chunk);
@@ -321,6 +351,7 @@ void Comm::allreduce(std::span<uint64_t> values, ReduceOp op) {
 
 bool Comm::allreduce_and(bool value) {
   if (size_ == 1) return value;
+  if (group_) return allreduce(value ? 1 : 0, ReduceOp::kMin) != 0;
   int v = value ? 1 : 0;
   MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_LAND, mpi_->world));
   return v != 0;
@@ -328,6 +359,7 @@ bool Comm::allreduce_and(bool value) {
 
 bool Comm::allreduce_or(bool value) {
   if (size_ == 1) return value;
+  if (group_) return allreduce(value ? 1 : 0, ReduceOp::kMax) != 0;
   int v = value ? 1 : 0;
   MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_LOR, mpi_->world));
   return v != 0;
@@ -337,6 +369,7 @@ std::vector<uint64_t> Comm::alltoall(std::span<const uint64_t> send) {
   GTADOC_EXPECTS(send.size() == static_cast<size_t>(size_), "alltoall needs one value per rank");
   std::vector<uint64_t> out(send.begin(), send.end());
   if (size_ == 1) return out;
+  if (group_) return group_->alltoall(rank_, send);
   MPI_TRY(MPI_Alltoall(send.data(), 1, MPI_UINT64_T, out.data(), 1, MPI_UINT64_T, mpi_->world));
   return out;
 }
@@ -346,6 +379,11 @@ std::vector<std::vector<uint8_t>> Comm::gather(std::span<const uint8_t> buf, int
   std::vector<std::vector<uint8_t>> out;
   if (size_ == 1) {
     out.emplace_back(buf.begin(), buf.end());
+    return out;
+  }
+  if (group_) {
+    out = group_->allgather_bytes(rank_, buf);
+    if (rank_ != root) out.clear();
     return out;
   }
   const std::vector<uint64_t> sizes = allgather(buf.size());
@@ -394,6 +432,7 @@ std::vector<std::vector<uint8_t>> Comm::allgather_bytes(std::span<const uint8_t>
     out.emplace_back(buf.begin(), buf.end());
     return out;
   }
+  if (group_) return group_->allgather_bytes(rank_, buf);
   const std::vector<uint64_t> sizes = allgather(buf.size());
   const size_t p = static_cast<size_t>(size_);
   out.resize(p);
@@ -440,6 +479,14 @@ std::vector<T> Comm::alltoallv_impl(std::span<const T> send, std::span<const siz
   if (size_ == 1) {
     if (recv_counts) recv_counts->assign(1, send_total);
     return std::vector<T>(send.begin(), send.end());
+  }
+  if (group_) {
+    const std::vector<uint8_t> got = group_->alltoallv(
+        rank_, {reinterpret_cast<const uint8_t*>(send.data()), send.size() * sizeof(T)}, sizeof(T),
+        send_counts, recv_counts);
+    std::vector<T> out(got.size() / sizeof(T));
+    if (!got.empty()) std::memcpy(out.data(), got.data(), got.size());
+    return out;
   }
 
   std::vector<uint64_t> sc(send_counts.begin(), send_counts.end());
@@ -518,6 +565,9 @@ void Comm::alltoallv_records(uint32_t width, const uint32_t* keys, const uint64_
                      recv_first.size() == p,
                  "alltoallv_records needs one count and position per rank");
   GTADOC_EXPECTS(width >= 1, "alltoallv_records: records without keys");
+  if (group_ && size_ > 1)
+    return group_->alltoallv_records(rank_, width, keys, counts, send_count, send_first, out_keys,
+                                     out_counts, recv_count, recv_first);
   if (!distributed_) {  // one rank: its records to itself
     GTADOC_EXPECTS(send_count[0] == recv_count[0], "alltoallv_records: counts disagree");
     std::memmove(out_keys + recv_first[0] * width, keys + send_first[0] * width,

@@ -3,8 +3,10 @@
 // by an MPI launcher (mpirun/mpiexec, srun, PMI/PMIx): if so MPI is initialized (thread level
 // FUNNELED, errors returned instead of aborting, so every failure becomes an InternalError
 // through MPI_TRY); otherwise the process is one local rank and MPI is never touched (the
-// single-node fallback, SPEC §1). Every helper below works in both modes; with one rank it is a
-// local copy.
+// single-node fallback, SPEC §1). Without a launcher a job may also run as several ranks that
+// are threads of this process (Comm::in_process_ranks: `gtadoc run --gpus N`, one GPU each),
+// whose collectives read each other's memory (cluster/local_group.h). Every helper below works
+// in all three modes; with one rank it is a local copy.
 //
 // Guarantees:
 //  - All helpers are collective: every rank of the world must call them in the same order with
@@ -20,11 +22,13 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace gtadoc {
 
 enum class ReduceOp { kSum, kMax, kMin };
+class LocalGroup;
 
 class Comm {
  public:
@@ -35,6 +39,10 @@ class Comm {
   static Comm& init(int& argc, char**& argv);
   /// The communicator created by init. Throws InternalError when init was not called.
   static Comm& world();
+  /// `n` ranks that are threads of this process, without MPI: element r is rank r's
+  /// communicator, for the thread that runs rank r (each such thread calls its collectives).
+  /// All ranks share this node (local_rank == rank).
+  static std::vector<std::unique_ptr<Comm>> in_process_ranks(int n);
 
   ~Comm();
   Comm(const Comm&) = delete;
@@ -50,6 +58,11 @@ class Comm {
   const std::string& transport_note() const;
   /// True when MPI is in use (started by a launcher), even with a single rank.
   bool is_distributed() const { return distributed_; }
+  /// True for the ranks made by in_process_ranks (several, or one).
+  bool is_in_process() const { return group_ != nullptr; }
+  /// In-process ranks: the other ranks' current and later collectives throw LocalGroupAborted
+  /// (a rank that failed on its own calls it so that no thread waits for it). No-op otherwise.
+  void abandon();
 
   void barrier();
 
@@ -100,7 +113,8 @@ class Comm {
                          uint32_t* out_keys, uint64_t* out_counts,
                          std::span<const size_t> recv_count, std::span<const size_t> recv_first);
 
-  /// Ends the whole job with `code`: MPI_Abort when distributed, std::exit otherwise.
+  /// Ends the whole job with `code`: MPI_Abort when distributed, std::exit for a lone process;
+  /// in-process ranks: abandon(), then throws LocalGroupAborted (the process goes on).
   [[noreturn]] void abort(int code);
   /// Finalizes MPI if this process initialized it. Idempotent; also called at exit.
   void finalize();
@@ -120,6 +134,7 @@ class Comm {
   void bcast_raw(void* data, size_t bytes, int root);
 
   std::unique_ptr<Mpi> mpi_;
+  std::shared_ptr<LocalGroup> group_;  // in-process ranks only
   int rank_ = 0;
   int size_ = 1;
   int local_rank_ = 0;

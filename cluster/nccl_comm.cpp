@@ -228,6 +228,9 @@ bool use_nccl_shuffle(Comm& comm, bool gpu_engine, bool resident, bool large_shu
     if (all)
       *why = std::string("NCCL between the GPUs (records stay on the devices until owned") +
              (resident || mode != "auto" ? ")" : "; one query of a task with a large shuffle)");
+    else if (comm.is_in_process())
+      *why = "this process's memory (the ranks are its threads; " +
+             (reason.empty() ? std::string("another rank cannot use NCCL") : reason) + ")";
     else
       *why =
           "MPI (" + (reason.empty() ? std::string("another rank cannot use NCCL") : reason) + ")";

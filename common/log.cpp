@@ -1,11 +1,37 @@
 #include "common/log.h"
 
+#include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <memory>
 
 namespace gtadoc {
+
+namespace {
+
+std::string g_prefix;               // init_logging's, for every thread
+thread_local std::string t_prefix;  // set_thread_log_prefix's
+
+/// %* in the pattern: " [prefix]" of the logging thread, or of the process, or nothing.
+class PrefixFlag : public spdlog::custom_flag_formatter {
+ public:
+  void format(const spdlog::details::log_msg&, const std::tm&,
+              spdlog::memory_buf_t& dest) override {
+    const std::string& p = t_prefix.empty() ? g_prefix : t_prefix;
+    if (p.empty()) return;
+    dest.push_back(' ');
+    dest.push_back('[');
+    dest.append(p.data(), p.data() + p.size());
+    dest.push_back(']');
+  }
+  std::unique_ptr<custom_flag_formatter> clone() const override {
+    return std::make_unique<PrefixFlag>();
+  }
+};
+
+}  // namespace
 
 void init_logging(int verbosity, const std::string& prefix) {
   auto logger = spdlog::get("gtadoc");
@@ -14,9 +40,14 @@ void init_logging(int verbosity, const std::string& prefix) {
   spdlog::set_level(verbosity <= 0   ? spdlog::level::warn
                     : verbosity == 1 ? spdlog::level::info
                                      : spdlog::level::debug);
-  std::string pattern = "gtadoc";
-  if (!prefix.empty()) pattern += " [" + prefix + "]";
-  spdlog::set_pattern(pattern + ": %l: %v");
+  g_prefix = prefix;
+  auto formatter = std::make_unique<spdlog::pattern_formatter>();
+  formatter->add_flag<PrefixFlag>('*').set_pattern("gtadoc%*: %l: %v");
+  spdlog::set_formatter(std::move(formatter));
+}
+
+void set_thread_log_prefix(const std::string& prefix) {
+  t_prefix = prefix;
 }
 
 bool stderr_is_terminal() {

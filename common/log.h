@@ -16,6 +16,11 @@ namespace gtadoc {
 /// is put in front of every message when not empty.
 void init_logging(int verbosity, const std::string& prefix = "");
 
+/// The prefix of messages logged by the calling thread (e.g. "rank 1" for a rank that is a
+/// thread of this process); empty = init_logging's prefix. Threads the caller starts log with
+/// the process's prefix.
+void set_thread_log_prefix(const std::string& prefix);
+
 /// A thread-safe "label: done/total unit" line redrawn at most every 200 ms on a terminal.
 class Progress {
  public:

@@ -109,6 +109,24 @@ std::optional<std::string> narrowed_visible_devices(const char* visible, int ran
   return entries[static_cast<size_t>(local_rank) % entries.size()];  // what the rank would pick
 }
 
+int visible_gpus_from_env() {
+  const int physical = physical_gpu_count();
+  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  if (visible == nullptr || physical == 0) return physical;
+  int n = 0;
+  std::string_view rest(visible);
+  while (!rest.empty() && n < physical) {
+    const size_t comma = rest.find(',');
+    const std::string_view e = rest.substr(0, comma);
+    const bool index = all_digits(e) && std::atoi(std::string(e).c_str()) < physical;
+    if (!index && e.rfind("GPU-", 0) != 0) break;
+    ++n;
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  return n;
+}
+
 std::string narrow_visible_gpus(bool peers_needed) {
   const char* off = std::getenv("GTADOC_NARROW_GPUS");
   if (off != nullptr && std::string_view(off) == "0") return "";

@@ -38,6 +38,11 @@ int local_rank_from_env();
 /// without a launcher, -1 when a launcher is present but does not say.
 int ranks_in_job_from_env();
 
+/// The GPUs the CUDA driver will list, known without starting it: the physical GPUs
+/// (/proc/driver/nvidia/gpus), or, when CUDA_VISIBLE_DEVICES is set, its entries up to the first
+/// the driver would stop at (not an index below that count, not a GPU-UUID). 0 without a driver.
+int visible_gpus_from_env();
+
 /// Applies narrowed_visible_devices to this process from its environment and /proc (call
 /// first in main, before threads start). Returns a line for the log, empty when nothing changed.
 std::string narrow_visible_gpus(bool peers_needed);

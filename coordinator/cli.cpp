@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <filesystem>
 #include <iostream>
 #include <new>
@@ -17,6 +18,7 @@
 #include "cluster/collective_error.h"
 #include "cluster/comm.h"
 #include "cluster/cross_memory.h"
+#include "cluster/local_group.h"
 #include "cluster/nccl_comm.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -92,6 +94,53 @@ int print_error(const std::string& message, int code, const Error* e = nullptr) 
   return code;
 }
 
+/// The exit code of `failure`, said on stderr; a CollectiveError (every rank holds the same one)
+/// is said only when `speak_collective`. `*collective` tells whether it was one.
+int report_failure(const std::exception_ptr& failure, bool speak_collective, bool* collective) {
+  *collective = false;
+  try {
+    std::rethrow_exception(failure);
+  } catch (const CollectiveError& e) {
+    *collective = true;
+    if (speak_collective) print_error(e.what(), e.exit_code(), &e);
+    return e.exit_code();
+  } catch (const Error& e) {
+    return print_error(e.what(), e.exit_code(), &e);
+  } catch (const std::bad_alloc&) {
+    return print_error("out of memory", static_cast<int>(ErrorKind::kResource));
+  } catch (const std::exception& e) {
+    return print_error(std::string("internal error: ") + e.what(), 70);
+  } catch (...) {
+    return print_error("internal error: unknown exception", 70);
+  }
+}
+
+/// `gtadoc run` as `ranks` ranks that are threads of this process (one GPU each). Returns the exit
+/// code: 0, or the lowest failing rank's (each rank's own error said once; a collective one by
+/// rank 0 only; the ranks that only stopped because another failed say nothing).
+int run_in_process(const RunCommand& cmd, int ranks) {
+  const std::vector<std::exception_ptr> failures = run_in_process_ranks(ranks, [&](Comm& comm) {
+    RunCommand mine = cmd;
+    execute_run(mine, comm);
+  });
+  int code = 0;
+  bool said_collective = false;
+  for (const std::exception_ptr& f : failures) {
+    if (!f) continue;
+    try {
+      std::rethrow_exception(f);
+    } catch (const LocalGroupAborted&) {
+      continue;
+    } catch (...) {
+    }
+    bool collective = false;
+    const int c = report_failure(f, !said_collective, &collective);
+    said_collective = said_collective || collective;
+    if (code == 0) code = c;
+  }
+  return code;
+}
+
 /// The command of raw arguments (the first that is not an option) and its index (argc: none).
 std::pair<std::string_view, int> command_of(int argc, const char* const* argv) {
   for (int i = 1; i < argc; ++i)
@@ -149,11 +198,17 @@ int cli_main(int argc, char** argv) {
   } join_warm_up;
   Comm* comm = nullptr;
   int code = 0;
-  // First, before MPI or CUDA start: the driver then initializes only the GPU this process uses.
-  const std::string narrowed = narrow_visible_gpus(
-      gpu_peers_needed(argc, argv, ranks_on_node_from_env(), ranks_in_job_from_env()));
+  // First, before MPI or CUDA start: the driver then initializes only the GPU this process uses
+  // (all of them for a run on several GPUs without a launcher, `--gpus`).
+  const int gpus = ranks_in_job_from_env() == 1 ? gpus_asked(argc, argv) : 0;
+  const std::string narrowed =
+      gpus == -1 || gpus > 1 ? ""
+                             : narrow_visible_gpus(gpu_peers_needed(
+                                   argc, argv, ranks_on_node_from_env(), ranks_in_job_from_env()));
   // A run or service told to use the GPU starts CUDA now, beside MPI's start.
-  if (gpu_engine_asked(argc, argv)) warm_up_gpu(std::max(0, local_rank_from_env()));
+  if (gpu_engine_asked(argc, argv) || gpus == -1 || gpus > 1)
+    warm_up_gpu(std::max(0, local_rank_from_env()),
+                gpus == -1 ? visible_gpus_from_env() : std::max(1, gpus));
   try {
     comm = &Comm::init(argc, argv);
     CLI::App app{"gtadoc: text analytics directly on grammar-compressed text, on GPUs"};
@@ -344,24 +399,25 @@ int cli_main(int argc, char** argv) {
       });
     } else if (r->parsed()) {
       run_cmd.progress = progress;
-      execute_run(run_cmd, *comm);
+      const int ranks = in_process_ranks(run_cmd, *comm);
+      if (ranks > 1)
+        code = run_in_process(run_cmd, ranks);
+      else
+        execute_run(run_cmd, *comm);
     } else if (sv->parsed()) {
       sopt.cache_bytes = parse_size(cache_bytes, "--cache-bytes", true);
       sopt.max_body = parse_size(max_body, "--max-body");
       serve(*comm, sopt);
     }
-  } catch (const CollectiveError& e) {  // every rank knows: rank 0 speaks, nobody aborts
-    code = e.exit_code();
-    quiet_crash_report();
-    if (comm == nullptr || comm->rank() == 0) print_error(e.what(), code, &e);
-    if (comm != nullptr) comm->finalize();
-    return code;
-  } catch (const Error& e) {
-    code = print_error(e.what(), e.exit_code(), &e);
-  } catch (const std::bad_alloc&) {
-    code = print_error("out of memory", static_cast<int>(ErrorKind::kResource));
-  } catch (const std::exception& e) {
-    code = print_error(std::string("internal error: ") + e.what(), 70);
+  } catch (...) {
+    bool collective = false;
+    code =
+        report_failure(std::current_exception(), comm == nullptr || comm->rank() == 0, &collective);
+    if (collective) {  // every rank knows: rank 0 spoke, nobody aborts
+      quiet_crash_report();
+      if (comm != nullptr) comm->finalize();
+      return code;
+    }
   }
   if (code != 0) quiet_crash_report();
   if (comm == nullptr) return code;

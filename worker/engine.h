@@ -124,7 +124,9 @@ std::unique_ptr<Engine> make_gpu_engine(int device);
 /// before it asks for the engine (MPI's start, reading the manifest). For a process told to use
 /// the GPU engine; make_gpu_engine waits for it. GTADOC_GPU_WARMUP=0 turns it off; a no-op in a
 /// build without the GPU engine.
-void warm_up_gpu(int local_rank);
+/// `devices` > 1 (a run on several GPUs of one process): the devices from the local rank's on,
+/// each on its own thread.
+void warm_up_gpu(int local_rank, int devices = 1);
 /// Waits for a warm-up still in progress (a process that started one and exits without asking
 /// for the engine calls it first: CUDA's own teardown at exit must not meet the warm-up thread).
 void finish_gpu_warm_up();

@@ -44,7 +44,7 @@ int gpu_count() {
 std::unique_ptr<Engine> make_gpu_engine(int) {
   throw ResourceError("--engine gpu: this build of gtadoc has no GPU engine (built without CUDA)");
 }
-void warm_up_gpu(int) {}
+void warm_up_gpu(int, int) {}
 void finish_gpu_warm_up() {}
 #endif
 

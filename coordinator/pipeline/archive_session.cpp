@@ -170,8 +170,10 @@ std::unique_ptr<ArchiveSession> ArchiveSession::open(Comm& comm, const SessionOp
     // bytes per rank, read from the directory as the start-up did before narrowing the GPUs).
     const Task task = s->options_.auto_task;
     // Every rank on this node, pulls expected (and possible): the staged shuffle moves the
-    // records as fast as NCCL would (cluster/cross_memory.h).
-    const bool pulls = comm.local_size() == comm.size() && cross_memory_expected();
+    // records as fast as NCCL would (cluster/cross_memory.h; ranks that are threads of one
+    // process read each other's memory directly, cluster/local_group.h).
+    const bool pulls =
+        comm.local_size() == comm.size() && (comm.is_in_process() || cross_memory_expected());
     nccl = use_nccl_shuffle(
         comm, s->engine_name_ == "gpu", s->options_.resident,
         large_shuffle_task(task, comm.local_size(), shard_bytes / comm.size(), pulls), &why);

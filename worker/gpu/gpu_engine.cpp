@@ -21,6 +21,8 @@
 #include <set>
 #include <span>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -588,18 +590,27 @@ std::future<void>& warm_up_done() {
 
 }  // namespace
 
-void warm_up_gpu(int local_rank) {
+void warm_up_gpu(int local_rank, int devices) {
   const char* off = std::getenv("GTADOC_GPU_WARMUP");
   if (off != nullptr && std::string(off) == "0") return;
   std::lock_guard<std::mutex> lock(warm_up_mutex());
   if (warm_up_done().valid()) return;
-  warm_up_done() = std::async(std::launch::async, [local_rank] {
+  warm_up_done() = std::async(std::launch::async, [local_rank, devices] {
     // Errors are not this thread's to report: make_gpu_engine meets them again.
     int n = 0;
-    if (cudaGetDeviceCount(&n) == cudaSuccess && n > 0 &&
-        cudaSetDevice(((local_rank % n) + n) % n) == cudaSuccess)
-      (void)cudaFree(nullptr);  // creates the primary context the engine then uses
-    (void)cudaGetLastError();
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n <= 0) {
+      (void)cudaGetLastError();
+      return;
+    }
+    // The primary contexts the engines then use, created side by side.
+    std::vector<std::thread> others;
+    auto start = [n](int device) {
+      if (cudaSetDevice(((device % n) + n) % n) == cudaSuccess) (void)cudaFree(nullptr);
+      (void)cudaGetLastError();
+    };
+    for (int d = 1; d < std::min(devices, n); ++d) others.emplace_back(start, local_rank + d);
+    start(local_rank);
+    for (std::thread& t : others) t.join();
   });
 }
 
