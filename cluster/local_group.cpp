@@ -23,6 +23,7 @@ struct Sends {
   const uint64_t* counts;         // alltoallv_records
   std::span<const size_t> count;  // per destination, elements or records
   std::span<const size_t> first;  // per destination (records), or the offsets (alltoallv)
+  uint32_t width;                 // alltoallv_records: key values per record
 };
 
 /// Copies of at least this many bytes are split over threads (a rank's share of the cores).
@@ -159,7 +160,7 @@ std::vector<uint8_t> LocalGroup::alltoallv(int rank, std::span<const uint8_t> se
     total += send_counts[d];
   }
   GTADOC_EXPECTS(total * elem == send.size(), "alltoallv send counts do not match the buffer");
-  const Sends mine{send.data(), nullptr, nullptr, send_counts, offsets};
+  const Sends mine{send.data(), nullptr, nullptr, send_counts, offsets, 0};
   std::vector<uint8_t> out;
   exchange(rank, &mine, [&](const std::vector<const void*>& all) {
     std::vector<size_t> rc(p);
@@ -186,13 +187,14 @@ void LocalGroup::alltoallv_records(int rank, uint32_t width, const uint32_t* key
                                    uint64_t* out_counts, std::span<const size_t> recv_count,
                                    std::span<const size_t> recv_first) {
   const size_t p = static_cast<size_t>(size_);
-  const Sends mine{nullptr, keys, counts, send_count, send_first};
+  const Sends mine{nullptr, keys, counts, send_count, send_first, width};
   // The copies run on this rank's share of the cores (the other ranks pull at the same time).
   const unsigned threads = std::max(1u, usable_cpus() / static_cast<unsigned>(p));
   exchange(rank, &mine, [&](const std::vector<const void*>& all) {
     for (size_t s = 0; s < p; ++s) {
       const Sends& from = *static_cast<const Sends*>(all[s]);
       const size_t n = from.count[static_cast<size_t>(rank)];
+      GTADOC_EXPECTS(from.width == width, "shuffle: ranks disagree on the record width");
       GTADOC_EXPECTS(n == recv_count[s], "alltoallv_records: counts disagree between ranks");
       const size_t first = from.first[static_cast<size_t>(rank)];
       if (s == static_cast<size_t>(rank)) {  // its own part: the arrays may be the same

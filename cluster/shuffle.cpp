@@ -49,6 +49,13 @@ void exchange_records(Comm& comm, uint32_t width, const uint32_t* keys, const ui
   const size_t me = static_cast<size_t>(comm.rank());
   GTADOC_EXPECTS(send_count[me] == 0 && recv_count[me] == 0,
                  "exchange_records: a rank's own part is moved by the caller");
+  // Ranks that are threads of this process copy every part straight out of the senders' arrays
+  // in one collective (cluster/local_group.h).
+  if (comm.is_in_process()) {
+    comm.alltoallv_records(width, keys, counts, send_count, send_first, out_keys, out_counts,
+                           recv_count, recv_first);
+    return;
+  }
   // Ranks that share one node pull the records from each other's memory on several threads
   // (cluster/cross_memory.h); where they cannot, MPI moves them in rounds.
   if (pull_records_cross_memory(comm, width, keys, counts, send_first, send_count, out_keys,

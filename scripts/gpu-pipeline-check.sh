@@ -2,7 +2,8 @@
 # The whole pipeline on the GPU (device machine only; CI has no GPU): the bundled sample
 # compressed into 4 shards, every task through `gtadoc run --engine gpu` (1 rank; with two GPUs
 # `mpirun -np 2`, with four also `-np 4`, each with the records moved by NCCL, by MPI staged
-# through host memory, and by the host shuffle and merge) and through `gtadoc serve --engine gpu`
+# through host memory, and by the host shuffle and merge; and `--gpus 2` / `--gpus 4`, ranks
+# that are threads of one process, records through its memory or by NCCL) and through `gtadoc serve --engine gpu`
 # (resident shards, one merged batch; with two GPUs also under `mpirun -np 2`, where the records
 # move by NCCL), and on one GPU with the engine's memory capped below the archive (loads in
 # rounds), each compared byte for byte with the raw-text reference.
@@ -48,6 +49,17 @@ for t in "${TASKS[@]}"; do
     { echo "FAIL run gpu, memory capped: $t"; tail -3 "$W/lim.err"; bad=1; }
   for np in 2 4; do
     [[ $gpus -ge $np ]] || continue
+    # N GPUs of one process, no launcher (`--gpus N`: ranks are threads): the records move
+    # through the process's memory by default, by NCCL when forced.
+    # shellcheck disable=SC2086
+    "$BIN" run "$W/s.gtd" $t --gpus $np -v >"$W/got" 2>"$W/np.err" && cmp -s "$W/want" "$W/got" &&
+      grep -q "shuffle: this process's memory" "$W/np.err" &&
+      echo "ok   run --gpus $np: $t" || { echo "FAIL run --gpus $np: $t"; tail -5 "$W/np.err"; bad=1; }
+    # shellcheck disable=SC2086
+    GTADOC_SHUFFLE=nccl "$BIN" run "$W/s.gtd" $t --gpus $np -v >"$W/got" 2>"$W/np.err" &&
+      cmp -s "$W/want" "$W/got" && grep -q 'shuffle: NCCL' "$W/np.err" &&
+      echo "ok   run --gpus $np nccl: $t" ||
+      { echo "FAIL run --gpus $np nccl: $t"; tail -5 "$W/np.err"; bad=1; }
     # Two (four) GPUs: the records shuffled by NCCL (forced; the log must say NCCL), ...
     # shellcheck disable=SC2086
     mpirun -np $np --bind-to none -x GTADOC_SHUFFLE=nccl "$BIN" run "$W/s.gtd" $t --engine gpu -v \

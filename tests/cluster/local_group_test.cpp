@@ -113,9 +113,9 @@ TEST(LocalGroup, AllToAllAndPointToPoint) {
   });
 }
 
-TEST(LocalGroup, ShuffleRoundsLandInPlace) {
+TEST(LocalGroup, ShuffleLandsInPlace) {
   // Every rank sends record (key = 1000 src + dst, count = k) k = 1..(src + dst + 1) to every
-  // rank; small rounds (3 records) force several exchanges.
+  // rank (in one collective: the round size is MPI's concern).
   on_ranks(4, [](Comm& comm) {
     const uint32_t me = static_cast<uint32_t>(comm.rank());
     PartitionedRecords parts;
