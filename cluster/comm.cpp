@@ -211,6 +211,11 @@ std::vector<std::unique_ptr<Comm>> Comm::in_process_ranks(int n) {
   return ranks;
 }
 
+std::shared_ptr<const void> Comm::once_in_group(
+    const std::string& key, const std::function<std::shared_ptr<const void>()>& make) {
+  return group_->once(key, make);
+}
+
 void Comm::abandon() {
   if (group_) group_->fail();
 }

@@ -20,6 +20,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -60,6 +61,15 @@ class Comm {
   bool is_distributed() const { return distributed_; }
   /// True for the ranks made by in_process_ranks (several, or one).
   bool is_in_process() const { return group_ != nullptr; }
+  /// What `make()` returns (a T), made once for the ranks of this process: in-process ranks share
+  /// one value under `key` (the first to ask makes it, the others wait for it or its exception);
+  /// any other rank makes its own. Not collective: a rank need not ask.
+  template <typename T, typename F>
+  std::shared_ptr<const T> made_once(const std::string& key, F&& make) {
+    if (!group_) return std::make_shared<const T>(make());
+    return std::static_pointer_cast<const T>(once_in_group(
+        key, [&]() -> std::shared_ptr<const void> { return std::make_shared<const T>(make()); }));
+  }
   /// In-process ranks: the other ranks' current and later collectives throw LocalGroupAborted
   /// (a rank that failed on its own calls it so that no thread waits for it). No-op otherwise.
   void abandon();
@@ -132,6 +142,8 @@ class Comm {
   std::vector<T> alltoallv_impl(std::span<const T> send, std::span<const size_t> send_counts,
                                 std::vector<size_t>* recv_counts);
   void bcast_raw(void* data, size_t bytes, int root);
+  std::shared_ptr<const void> once_in_group(
+      const std::string& key, const std::function<std::shared_ptr<const void>()>& make);
 
   std::unique_ptr<Mpi> mpi_;
   std::shared_ptr<LocalGroup> group_;  // in-process ranks only

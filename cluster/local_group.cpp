@@ -210,6 +210,32 @@ void LocalGroup::alltoallv_records(int rank, uint32_t width, const uint32_t* key
   });
 }
 
+std::shared_ptr<const void> LocalGroup::once(
+    const std::string& key, const std::function<std::shared_ptr<const void>()>& make) {
+  std::promise<std::shared_ptr<const void>> made;
+  std::shared_future<std::shared_ptr<const void>> value;
+  bool maker = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = once_.find(key);
+    if (it == once_.end()) {
+      maker = true;
+      value = made.get_future().share();
+      once_.emplace(key, value);
+    } else {
+      value = it->second;
+    }
+  }
+  if (maker) {
+    try {
+      made.set_value(make());
+    } catch (...) {
+      made.set_exception(std::current_exception());
+    }
+  }
+  return value.get();
+}
+
 void LocalGroup::send(int source, int dest, int tag, std::span<const uint8_t> buf) {
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -17,9 +17,12 @@
 #include <deque>
 #include <exception>
 #include <functional>
+#include <future>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <span>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -73,6 +76,11 @@ class LocalGroup {
                          uint32_t* out_keys, uint64_t* out_counts,
                          std::span<const size_t> recv_count, std::span<const size_t> recv_first);
 
+  /// The value `make` returns, made once for the whole group under `key`: the first rank to ask
+  /// makes it, the others wait for and share it (or its exception). Kept while the group lives.
+  std::shared_ptr<const void> once(const std::string& key,
+                                   const std::function<std::shared_ptr<const void>()>& make);
+
   /// Point to point, in order per (source, destination, tag).
   void send(int source, int dest, int tag, std::span<const uint8_t> buf);
   std::vector<uint8_t> recv(int source, int dest, int tag);
@@ -90,6 +98,7 @@ class LocalGroup {
   bool failed_ = false;
   std::vector<const void*> posts_;
   std::map<std::tuple<int, int, int>, std::deque<std::vector<uint8_t>>> mail_;
+  std::map<std::string, std::shared_future<std::shared_ptr<const void>>> once_;
 };
 
 class Comm;

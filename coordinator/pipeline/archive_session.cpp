@@ -128,10 +128,13 @@ std::unique_ptr<ArchiveSession> ArchiveSession::open(Comm& comm, const SessionOp
     });
     try {
       Timer manifest_timer;
-      s->manifest_ = read_manifest(s->path_);
+      // Ranks that are threads of one process read it once (the HDF5 library serializes their
+      // reads) and share it, the dictionary with it.
+      s->manifest_ = comm.made_once<Manifest>("manifest " + s->path_.string(),
+                                              [&] { return read_manifest(s->path_); });
       spdlog::debug("manifest read in {:.3f} s", manifest_timer.seconds());
       std::vector<uint64_t> sizes;
-      for (const auto& sh : s->manifest_.shards) sizes.push_back(sh.input_bytes);
+      for (const auto& sh : s->manifest_->shards) sizes.push_back(sh.input_bytes);
       s->mine_ = assign_by_size(sizes, comm.size())[comm.rank()];
       // While the probe runs, the reads start as for the GPU when one is likely (its device
       // node exists); a wrong guess only costs the preparations, made again for the CPU.
@@ -141,8 +144,9 @@ std::unique_ptr<ArchiveSession> ArchiveSession::open(Comm& comm, const SessionOp
           ready || !probe || !fs::exists("/dev/nvidiactl", no_node) ? engine_name.get() : "gpu";
       auto start_reads = [&](const std::string& engine) {
         if (!s->mine_.empty())
-          s->prefetch_ = std::make_unique<ShardPrefetcher>(
-              s->path_, s->manifest_, s->mine_, engine, s->threads_, s->options_.max_piece_symbols);
+          s->prefetch_ =
+              std::make_unique<ShardPrefetcher>(s->path_, *s->manifest_, s->mine_, engine,
+                                                s->threads_, s->options_.max_piece_symbols);
       };
       start_reads(guess);
       s->engine_name_ = engine_name.get();
@@ -229,7 +233,7 @@ const Normalization& ArchiveSession::normalization(bool lowercase, bool alnum) {
   if (it == norms_.end())
     it = norms_
              .emplace(norm_slot(lowercase, alnum),
-                      normalize_dictionary(manifest_.dict, lowercase, alnum))
+                      normalize_dictionary(manifest_->dict, lowercase, alnum))
              .first;
   return it->second;
 }
@@ -244,7 +248,7 @@ const SequenceOrder& ArchiveSession::sequence_order(bool lowercase, bool alnum, 
 const DocText& ArchiveSession::doc_text(bool ids, OutputFormat format) {
   const bool quoted = format != OutputFormat::kTsv;  // JSON and NDJSON print the same names
   std::unique_ptr<DocText>& text = doc_texts_[{ids, quoted}];
-  if (!text) text = std::make_unique<DocText>(manifest_.docs, ids, format, threads_);
+  if (!text) text = std::make_unique<DocText>(manifest_->docs, ids, format, threads_);
   return *text;
 }
 
@@ -345,7 +349,7 @@ RecordBatch ArchiveSession::collect_streaming(const QueryOptions& q, const Norma
   std::vector<std::unique_ptr<LoadedShard>> loaded;
   std::vector<uint32_t> ids;
   if (!prefetch_ || !prefetch_->fresh())  // a later query (or one after a failure) reads again
-    prefetch_ = std::make_unique<ShardPrefetcher>(path_, manifest_, mine_, engine_name_, threads_,
+    prefetch_ = std::make_unique<ShardPrefetcher>(path_, *manifest_, mine_, engine_name_, threads_,
                                                   options_.max_piece_symbols);
   auto flush = [&] {
     if (loaded.empty()) return;

@@ -71,7 +71,7 @@ class ArchiveSession {
   ArchiveSession& operator=(const ArchiveSession&) = delete;
 
   const std::filesystem::path& path() const { return path_; }
-  const Manifest& manifest() const { return manifest_; }
+  const Manifest& manifest() const { return *manifest_; }
   Engine& engine() { return *engine_; }
   const Engine& engine() const { return *engine_; }
   const std::string& engine_name() const { return engine_name_; }
@@ -114,7 +114,7 @@ class ArchiveSession {
   Comm& comm_;
   SessionOptions options_;
   std::filesystem::path path_;
-  Manifest manifest_;
+  std::shared_ptr<const Manifest> manifest_;  ///< shared by the ranks of one process
   std::unique_ptr<Engine> engine_;
   std::string engine_name_;
   unsigned threads_ = 1;

@@ -144,6 +144,24 @@ TEST(LocalGroup, ShuffleLandsInPlace) {
   });
 }
 
+TEST(LocalGroup, MadeOnceForTheProcess) {
+  std::atomic<int> made{0};
+  std::vector<const int*> seen(4, nullptr);
+  on_ranks(4, [&](Comm& comm) {
+    auto v = comm.made_once<int>("answer", [&] {
+      ++made;
+      return 42;
+    });
+    EXPECT_EQ(*v, 42);
+    seen[comm.rank()] = v.get();
+    comm.barrier();
+    EXPECT_THROW(comm.made_once<int>("broken", []() -> int { throw InputError("unreadable"); }),
+                 InputError);
+  });
+  EXPECT_EQ(made.load(), 1);
+  for (const int* p : seen) EXPECT_EQ(p, seen[0]);
+}
+
 TEST(LocalGroup, AbandonedGroupReleasesTheOthers) {
   std::atomic<int> aborted{0};
   const auto failures = run_in_process_ranks(3, [&](Comm& comm) {
