@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <new>
 #include <string_view>
@@ -28,6 +29,7 @@
 #include "coordinator/crash_report.h"
 #include "coordinator/decompress.h"
 #include "coordinator/info.h"
+#include "coordinator/local_ranks.h"
 #include "coordinator/run_command.h"
 #include "coordinator/serve/service.h"
 #include "coordinator/verify.h"
@@ -115,14 +117,12 @@ int report_failure(const std::exception_ptr& failure, bool speak_collective, boo
   }
 }
 
-/// `gtadoc run` as `ranks` ranks that are threads of this process (one GPU each). Returns the exit
-/// code: 0, or the lowest failing rank's (each rank's own error said once; a collective one by
-/// rank 0 only; the ranks that only stopped because another failed say nothing).
-int run_in_process(const RunCommand& cmd, int ranks) {
-  const std::vector<std::exception_ptr> failures = run_in_process_ranks(ranks, [&](Comm& comm) {
-    RunCommand mine = cmd;
-    execute_run(mine, comm);
-  });
+/// body(rank's communicator) on `ranks` ranks that are threads of this process (one GPU each).
+/// Returns the exit code: 0, or the lowest failing rank's (each rank's own error said once; a
+/// collective one by rank 0 only; the ranks that only stopped because another failed say
+/// nothing).
+int run_in_process(int ranks, const std::function<void(Comm&)>& body) {
+  const std::vector<std::exception_ptr> failures = run_in_process_ranks(ranks, body);
   int code = 0;
   bool said_collective = false;
   for (const std::exception_ptr& f : failures) {
@@ -293,6 +293,11 @@ int cli_main(int argc, char** argv) {
                    "File holding the bearer token clients must send (required off loopback)");
     sv->add_option("--engine", sopt.engine,
                    "auto (default: the GPU when one is visible), gpu or cpu");
+    std::string serve_gpus;
+    sv->add_option("--gpus", serve_gpus,
+                   "Without a launcher: serve from N GPUs of this machine (or all), one rank each "
+                   "as a thread of this process (default 1)")
+        ->type_name("N|all");
     sv->add_option("--threads", sopt.threads,
                    "CPU threads per rank, 1..4096 (default: cores / ranks)")
         ->check(count_range(1, kMaxThreads, "leave it out for the default"));
@@ -399,15 +404,22 @@ int cli_main(int argc, char** argv) {
       });
     } else if (r->parsed()) {
       run_cmd.progress = progress;
-      const int ranks = in_process_ranks(run_cmd, *comm);
+      const int ranks = in_process_rank_count(run_cmd.gpus, run_cmd.engine, *comm);
       if (ranks > 1)
-        code = run_in_process(run_cmd, ranks);
+        code = run_in_process(ranks, [&](Comm& rank) {
+          RunCommand mine = run_cmd;  // validated and completed per rank
+          execute_run(mine, rank);
+        });
       else
         execute_run(run_cmd, *comm);
     } else if (sv->parsed()) {
       sopt.cache_bytes = parse_size(cache_bytes, "--cache-bytes", true);
       sopt.max_body = parse_size(max_body, "--max-body");
-      serve(*comm, sopt);
+      const int ranks = in_process_rank_count(serve_gpus, sopt.engine, *comm);
+      if (ranks > 1)
+        code = run_in_process(ranks, [&](Comm& rank) { serve(rank, sopt); });
+      else
+        serve(*comm, sopt);
     }
   } catch (...) {
     bool collective = false;

@@ -4,13 +4,11 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <string_view>
 
 #include "cluster/collective_error.h"
 #include "cluster/comm.h"
 #include "common/error.h"
 #include "common/timer.h"
-#include "common/visible_gpus.h"
 #include "coordinator/crash_report.h"
 #include "coordinator/pipeline/archive_session.h"
 #include "coordinator/pipeline/query_pipeline.h"
@@ -143,74 +141,6 @@ void add_run_options(CLI::App& app, RunCommand& c) {
                "standard error is not a terminal, e.g. under mpirun or Slurm");
   app.add_option("--stats", c.stats_file,
                  "Write timings (max over ranks) and traversal decisions as JSON to FILE");
-}
-
-namespace {
-
-constexpr int kMaxInProcessRanks = 64;
-
-/// N in 1..kMaxInProcessRanks from `text`, or 0.
-int rank_count(std::string_view text) {
-  if (text.empty() || text.size() > 2 || text.find_first_not_of("0123456789") != text.npos)
-    return 0;
-  const int n = std::stoi(std::string(text));
-  return n >= 1 && n <= kMaxInProcessRanks ? n : 0;
-}
-
-}  // namespace
-
-int gpus_asked(int argc, const char* const* argv) {
-  bool in_run = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view a(argv[i]);
-    if (!in_run) {
-      in_run = a == "run";
-      continue;
-    }
-    std::string_view v;
-    if (a == "--gpus" && i + 1 < argc)
-      v = argv[i + 1];
-    else if (a.rfind("--gpus=", 0) == 0)
-      v = a.substr(7);
-    else
-      continue;
-    return v == "all" ? -1 : rank_count(v);
-  }
-  return 0;
-}
-
-int in_process_ranks(RunCommand& c, const Comm& comm) {
-  int n = 1;
-  if (!c.gpus.empty()) {
-    if (c.engine == "cpu")
-      throw UsageError("--gpus " + c.gpus.substr(0, 40) +
-                       " with --engine cpu: the CPU engine uses the cores (--threads); leave "
-                       "--gpus out");
-    const int visible = visible_gpus_from_env();
-    if (c.gpus == "all") {
-      if (visible == 0) throw ResourceError("--gpus all: no GPU is visible");
-      n = visible;
-    } else {
-      n = rank_count(c.gpus);
-      if (n == 0)
-        throw UsageError("--gpus: '" + c.gpus.substr(0, 40) +
-                         "' is not all or an integer from 1 to " +
-                         std::to_string(kMaxInProcessRanks));
-      if (n > visible)
-        throw ResourceError("--gpus " + c.gpus + ": " + std::to_string(visible) + " GPU" +
-                            (visible == 1 ? " is" : "s are") + " visible");
-    }
-    if (n > 1) c.engine = "gpu";
-  } else if (const char* v = std::getenv("GTADOC_LOCAL_RANKS")) {
-    n = rank_count(v);
-    if (n == 0)
-      throw UsageError(std::string("GTADOC_LOCAL_RANKS: '") + std::string(v).substr(0, 40) +
-                       "' is not an integer from 1 to " + std::to_string(kMaxInProcessRanks));
-  }
-  if (n > 1 && comm.is_distributed())
-    throw UsageError(std::string(c.gpus.empty() ? "GTADOC_LOCAL_RANKS" : "--gpus") +
-                     ": under a launcher (mpirun, srun) it starts one rank per GPU; leave it out");
-  return n;
 }
 
 void execute_run(RunCommand& c, Comm& comm) {

@@ -4,8 +4,8 @@
 # `mpirun -np 2`, with four also `-np 4`, each with the records moved by NCCL, by MPI staged
 # through host memory, and by the host shuffle and merge; and `--gpus 2` / `--gpus 4`, ranks
 # that are threads of one process, records through its memory or by NCCL) and through `gtadoc serve --engine gpu`
-# (resident shards, one merged batch; with two GPUs also under `mpirun -np 2`, where the records
-# move by NCCL), and on one GPU with the engine's memory capped below the archive (loads in
+# (resident shards, one merged batch; with two GPUs also under `mpirun -np 2` and as `--gpus 2`,
+# where the records move by NCCL), and on one GPU with the engine's memory capped below the archive (loads in
 # rounds), each compared byte for byte with the raw-text reference.
 #   scripts/gpu-pipeline-check.sh BUILD_DIR     (after building gtadoc and gtadoc_reference)
 set -uo pipefail
@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 B=${1:-build-device}
 BIN=$PWD/$B/gtadoc REF=$PWD/$B/tests/gtadoc_reference
 W=$(mktemp -d /tmp/gpu-pipeline.XXXXXX)
-trap 'kill $SP ${SP2:-} 2>/dev/null; rm -rf "$W"' EXIT
+trap 'kill $SP ${SP2:-} ${SP3:-} 2>/dev/null; rm -rf "$W"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
 bad=0
 "$BIN" compress data/sample -o "$W/s.gtd" --shards 4 || exit 1
@@ -25,6 +25,14 @@ gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
 SP=$!
 for _ in $(seq 300); do grep -q 'listening on' "$W/serve.err" && break; sleep 0.1; done
 PORT=$(grep -o 'listening on http://[^ ]*' "$W/serve.err" | sed 's/.*://')
+if [[ $gpus -ge 2 ]]; then  # the service on two GPUs of one process (--gpus 2): NCCL in-process
+  "$BIN" serve "$W/s.gtd" --gpus 2 --listen 127.0.0.1:0 -v 2>"$W/serve3.err" </dev/null &
+  SP3=$!
+  for _ in $(seq 300); do grep -q 'listening on' "$W/serve3.err" && break; sleep 0.1; done
+  PORT3=$(grep -o 'listening on http://[^ ]*' "$W/serve3.err" | sed 's/.*://')
+  grep -q 'shuffle: NCCL' "$W/serve3.err" && echo "ok   serve --gpus 2 uses NCCL" ||
+    { echo "FAIL serve --gpus 2 does not use NCCL"; tail -5 "$W/serve3.err"; bad=1; }
+fi
 if [[ $gpus -ge 2 ]]; then  # the service on two GPUs: resident shards, the NCCL shuffle
   mpirun -np 2 --bind-to none "$BIN" serve "$W/s.gtd" --engine gpu --listen 127.0.0.1:0 -v \
     2>"$W/serve2.err" </dev/null &
@@ -90,8 +98,15 @@ for t in "${TASKS[@]}"; do
     curl -s -d "$body" "127.0.0.1:$PORT2/v1/query" >"$W/got" && cmp -s "$W/want" "$W/got" &&
       echo "ok   serve gpu np2: $body" || { echo "FAIL serve gpu np2: $body"; bad=1; }
   fi
+  if [[ -n ${SP3:-} ]]; then
+    curl -s -d "$body" "127.0.0.1:$PORT3/v1/query" >"$W/got" && cmp -s "$W/want" "$W/got" &&
+      echo "ok   serve --gpus 2: $body" || { echo "FAIL serve --gpus 2: $body"; bad=1; }
+  fi
 done
 kill -TERM $SP && wait $SP || { echo "FAIL serve did not exit 0"; tail -20 "$W/serve.err"; bad=1; }
+if [[ -n ${SP3:-} ]]; then
+  kill -TERM $SP3 && wait $SP3 || { echo "FAIL serve --gpus 2 did not exit 0"; tail -20 "$W/serve3.err"; bad=1; }
+fi
 if [[ -n ${SP2:-} ]]; then  # SIGTERM to rank 0 drains the service: mpirun must exit 0
   r0=
   for c in $(pgrep -P "$SP2"); do

@@ -261,8 +261,10 @@ void serve(Comm& comm, const ServeOptions& o) {
 
   if (comm.rank() != 0) {
     // Stop requests reach every rank; rank 0 decides when the service ends and tells the others.
-    std::signal(SIGTERM, SIG_IGN);
-    std::signal(SIGINT, SIG_IGN);
+    if (!comm.is_in_process()) {  // threads of rank 0's process must leave its handlers alone
+      std::signal(SIGTERM, SIG_IGN);
+      std::signal(SIGINT, SIG_IGN);
+    }
     for (;;) {
       std::vector<uint8_t> msg;
       comm.broadcast_idle(msg);

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Ranks that are threads of one process (`gtadoc run --gpus N` on a machine with N GPUs;
+# the service's are tests/serve/serve_mpi_test.sh local3;
 # GTADOC_LOCAL_RANKS=N, the same ranks with any engine, here the CPU engine): every task at 1-4
 # ranks equals the raw-text reference byte for byte (one file through pwrite and through a
 # mapping, standard output, --partitioned parts); a rank that throws stops the others with one
@@ -111,6 +112,8 @@ expect 2 "'x' is not all or an integer" "$BIN" run "$WORK/c.gtd" word-count --gp
 expect 2 "GTADOC_LOCAL_RANKS: '65' is not" env GTADOC_LOCAL_RANKS=65 "$BIN" run "$WORK/c.gtd" word-count -o "$WORK/never"
 expect 2 "with --engine cpu: the CPU engine uses the cores" \
   "$BIN" run "$WORK/c.gtd" word-count --gpus 2 --engine cpu -o "$WORK/never"
+expect 2 "with --engine cpu: the CPU engine uses the cores" \
+  "$BIN" serve "$WORK/c.gtd" --gpus 2 --engine cpu --listen 127.0.0.1:0
 if [[ ! -d /proc/driver/nvidia/gpus ]]; then  # no GPU here (CI): --gpus is refused
   expect 3 "--gpus 2: 0 GPUs are visible" "$BIN" run "$WORK/c.gtd" word-count --gpus 2 -o "$WORK/never"
   expect 3 "--gpus all: no GPU is visible" "$BIN" run "$WORK/c.gtd" word-count --gpus all -o "$WORK/never"

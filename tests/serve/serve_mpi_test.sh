@@ -8,15 +8,20 @@
 #    (/healthz, /v1/archive, further queries answered, not hung) and still stops cleanly;
 #  - a rank killed mid-query (1:S:kill): the job ends within 60 s with a non-zero exit and a
 #    message naming rank 1; the client gets no 200.
+# NP = localN: the same service as N ranks that are threads of one process, no launcher
+# (GTADOC_LOCAL_RANKS=N, what `gtadoc serve --gpus N` runs on N GPUs): the same checks, SIGTERM to
+# the process; a killed rank is the whole process there, so that check is mpirun's only.
 # Usage: serve_mpi_test.sh GTADOC SOURCE_DIR SCRATCH NP REFERENCE. Needs curl (exit 77 without).
 set -euo pipefail
 BIN=$1 SRC=$2 WORK=$3 NP=$4
+LOCAL=
+if [[ $NP == local* ]]; then LOCAL=1 NP=${NP#local}; fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 export LC_ALL=C
 MPIRUN=(mpirun --oversubscribe -np "$NP")
 fail() { echo "FAIL: np=$NP: $*" >&2; exit 1; }
 command -v curl >/dev/null || { echo "SKIP: curl is not installed"; exit 77; }
-command -v mpirun >/dev/null || { echo "SKIP: mpirun is not installed"; exit 77; }
+[[ -n $LOCAL ]] || command -v mpirun >/dev/null || { echo "SKIP: mpirun is not installed"; exit 77; }
 rm -rf "$WORK" && mkdir -p "$WORK/in"
 
 MPI_PID=
@@ -38,8 +43,13 @@ start() {
   local log=$1 i port=
   shift
   : > "$log"  # now, not in the background job: the wait below must never read an older log
-  env GTADOC_FAULT_INJECT=none "$@" "${MPIRUN[@]}" -x GTADOC_FAULT_INJECT "$BIN" serve "$A" --listen 127.0.0.1:0 --engine cpu \
-    --threads 1 2> "$log" &
+  if [[ -n $LOCAL ]]; then
+    env GTADOC_FAULT_INJECT=none "$@" GTADOC_LOCAL_RANKS="$NP" "$BIN" serve "$A" --listen 127.0.0.1:0 \
+      --engine cpu --threads 1 2> "$log" &
+  else
+    env GTADOC_FAULT_INJECT=none "$@" "${MPIRUN[@]}" -x GTADOC_FAULT_INJECT "$BIN" serve "$A" --listen 127.0.0.1:0 --engine cpu \
+      --threads 1 2> "$log" &
+  fi
   MPI_PID=$!
   for i in $(seq 600); do
     port=$(sed -n 's|^gtadoc serve: listening on http://127.0.0.1:\([0-9][0-9]*\)$|\1|p' "$log")
@@ -53,6 +63,7 @@ start() {
 # rank0_pid: the process of rank 0 (a child of mpirun on this single node).
 rank0_pid() {
   local c d
+  [[ -z $LOCAL ]] || { echo "$MPI_PID"; return 0; }  # every rank is a thread of that process
   for d in /proc/[0-9]*; do  # mpirun's children (no pgrep: procps may be absent)
     c=${d#/proc/}
     [[ $(sed 's/.*) //' "$d/stat" 2>/dev/null | cut -d' ' -f2) == "$MPI_PID" ]] || continue
@@ -179,6 +190,7 @@ done
 echo "ok: np=$NP a throwing rank gives a 5xx naming rank 1 / shard $hit; the service keeps serving"
 
 # ---- a rank killed mid-query: the job ends, non-zero, naming the rank, no hang ----------------
+[[ -z $LOCAL ]] || { echo "PASS: np=local$NP"; exit 0; }
 start "$WORK/kill.log" GTADOC_FAULT_INJECT="1:$hit:kill"
 code=$(post '{"task": "word-count", "top": 5, "format": "tsv"}' "$WORK/got" 2>/dev/null) || true
 [[ $code != 200 ]] || fail "a query with a killed rank got a 200"
