@@ -26,9 +26,10 @@
 #     has run BUDGET_S seconds every later config runs once (noted in the table). A failed run is
 #     retried once, then recorded as failed.
 #     configs: gpu (--engine gpu), gpu-np2 (mpirun -np 2, --engine gpu; needs >= 2 GPUs; the
-#              shuffle a one-query run picks: NCCL for sequence-count and ranked-inverted-index,
-#              MPI for the others), gpu-np2-nccl (the same with the NCCL shuffle forced,
-#              GTADOC_SHUFFLE=nccl), gpu-np2-mpi (MPI forced), gpu-hostrows (--engine gpu with the row
+#              shuffle a one-query run on one node picks: records staged through host memory and
+#              pulled across the processes), gpu-np2-nccl (the same with the NCCL shuffle forced,
+#              GTADOC_SHUFFLE=nccl), gpu-np2-mpi (MPI forced), gpu-gpus2 (`--gpus 2`: two GPUs
+#              of one process, no launcher), gpu-hostrows (--engine gpu with the row
 #              order of count-ordered tasks planned on the host, GTADOC_DEVICE_ROW_ORDER=0),
 #              cpu (--engine cpu, all cores), cpu-np2 (mpirun -np 2, --engine cpu),
 #              auto (no --engine), cpu1 (--engine cpu --threads 1; small corpora only).
@@ -280,6 +281,7 @@ config_cmd() {  # config archive outfile statsfile task-args... -> CMD array; re
     gpu-np2) CMD=(mpirun "${MPIRUN_ARGS[@]}" -np 2 "${base[@]}" --engine gpu) ;;
     gpu-np2-nccl) CMD=(mpirun "${MPIRUN_ARGS[@]}" -np 2 -x GTADOC_SHUFFLE=nccl "${base[@]}" --engine gpu) ;;
     gpu-np2-mpi) CMD=(mpirun "${MPIRUN_ARGS[@]}" -np 2 -x GTADOC_SHUFFLE=mpi "${base[@]}" --engine gpu) ;;
+    gpu-gpus2) CMD=("${base[@]}" --gpus 2) ;;
     cpu-np2) CMD=(mpirun "${MPIRUN_ARGS[@]}" -np 2 "${base[@]}" --engine cpu) ;;
     *) return 2 ;;
   esac
@@ -288,6 +290,7 @@ config_cmd() {  # config archive outfile statsfile task-args... -> CMD array; re
 skip_reason() {  # config small(0/1) -> prints a reason when the config does not apply
   case $1 in
     gpu | gpu-hostrows) [ "$GPUS" -ge 1 ] || echo "no GPU" ;;
+    gpu-gpus2) [ "$GPUS" -ge 2 ] || echo "needs 2 GPUs ($GPUS found)" ;;
     gpu-np2 | gpu-np2-nccl | gpu-np2-mpi) if [ "$GPUS" -lt 2 ]; then echo "needs 2 GPUs ($GPUS found)";
              elif [ "$HAVE_MPI" = 0 ]; then echo "no mpirun"; fi ;;
     cpu-np2) [ "$HAVE_MPI" = 1 ] || echo "no mpirun" ;;

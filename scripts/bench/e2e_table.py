@@ -16,7 +16,7 @@ import math
 import os
 
 PHASES = ["load_s", "init_s", "traversal_s", "shuffle_s", "merge_s", "write_s"]
-CONFIG_ORDER = ["reference", "gpu", "gpu-np2", "gpu-np2-nccl", "gpu-np2-mpi", "cpu", "cpu-np2", "auto", "cpu1"]
+CONFIG_ORDER = ["reference", "gpu", "gpu-np2", "gpu-np2-nccl", "gpu-np2-mpi", "gpu-gpus2", "cpu", "cpu-np2", "auto", "cpu1"]
 
 
 def read_jsonl(path):
@@ -146,9 +146,11 @@ def render(meta, notes, archives, rows, rat):
              "time, with start-up and exit; `outside` = (total - traversal - write) / total; "
              "`match` = output byte-identical to the first config's, `ref` = to the raw-text "
              "reference `gtadoc_reference` (small corpora). Configs: gpu = `--engine gpu`, "
-             "gpu-np2 = `mpirun -np 2` with it (the default shuffle of a one-query run: NCCL "
-             "for sequence-count and ranked-inverted-index, MPI for the others), gpu-np2-nccl = "
-             "the same with `GTADOC_SHUFFLE=nccl`, gpu-np2-mpi = with `GTADOC_SHUFFLE=mpi`, cpu = `--engine cpu` on all cores, cpu-np2 = "
+             "gpu-np2 = `mpirun -np 2` with it (the default shuffle of a one-query run on one "
+             "node: records reduced on each GPU, staged through host memory, pulled across the "
+             "processes), gpu-np2-nccl = "
+             "the same with `GTADOC_SHUFFLE=nccl`, gpu-np2-mpi = with `GTADOC_SHUFFLE=mpi`, "
+             "gpu-gpus2 = `--gpus 2` (two GPUs of one process, no launcher), cpu = `--engine cpu` on all cores, cpu-np2 = "
              "`mpirun -np 2` with it, auto = no `--engine`, cpu1 = `--engine cpu --threads 1`, "
              "reference = the raw-text reference tool (wall only).")
     L.append("")

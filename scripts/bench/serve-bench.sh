@@ -12,7 +12,8 @@
 # Knobs: BUILD_DIR (build-device), OUT (./device-out), ARCHIVE (default: the `large` archive of
 # scripts/bench/e2e-bench.sh in $DATA, built through it when missing: LARGE_MB, DATA), CONFIGS
 # ("gpu gpu-np2 cpu"; gpu-npN = mpirun -np N with one GPU each, skipped with fewer than N GPUs,
-# records moved by NCCL; gpu-np2-mpi = two ranks with GTADOC_SHUFFLE=mpi),
+# records moved by NCCL; gpu-np2-mpi = two ranks with GTADOC_SHUFFLE=mpi; gpu-gpusN = `serve
+# --gpus N`, N ranks as threads of one process, no launcher),
 # TASKS_FILE (lines "name<TAB>json body<TAB>uncached reps<TAB>concurrent (0/1)"; e.g.
 # scripts/bench/serve-tasks-small.tsv, the tasks with small results), CACHED_REPS (200).
 # Writes $OUT/serve-bench.jsonl (one row per config x task x mode) and $OUT/serve-bench.md.
@@ -82,6 +83,7 @@ start_server() {  # start_server CONFIG -> SERVER_PID, PORT
     gpu-np2-mpi) cmd=(mpirun -np 2 --bind-to none -x GTADOC_SHUFFLE=mpi "$GTADOC" serve "$ARCHIVE"
       --engine gpu) ;;
     gpu-np[0-9]*) cmd=(mpirun -np "${cfg#gpu-np}" --bind-to none "$GTADOC" serve "$ARCHIVE" --engine gpu) ;;
+    gpu-gpus[0-9]*) cmd=("$GTADOC" serve "$ARCHIVE" --gpus "${cfg#gpu-gpus}") ;;
     cpu-np2) cmd=(mpirun -np 2 --bind-to none --oversubscribe "$GTADOC" serve "$ARCHIVE" --engine cpu) ;;
   esac
   : >"$WORK/server.err"
@@ -108,6 +110,7 @@ run_wall() {  # run_wall CONFIG TASKARGS... -> seconds of a fresh gtadoc run to 
     cpu) eng=(--engine cpu) ;;
     gpu-np2-mpi) pre=(mpirun -np 2 --bind-to none) ;;
     gpu-np[0-9]*) pre=(mpirun -np "${cfg#gpu-np}" --bind-to none) ;;
+    gpu-gpus[0-9]*) eng=(--gpus "${cfg#gpu-gpus}") ;;
     cpu-np2) pre=(mpirun -np 2 --bind-to none --oversubscribe) eng=(--engine cpu) ;;
   esac
   local t0=$EPOCHREALTIME
@@ -119,7 +122,7 @@ run_wall() {  # run_wall CONFIG TASKARGS... -> seconds of a fresh gtadoc run to 
 for cfg in "${CONFIG_LIST[@]}"; do
   need=0
   [[ $cfg == gpu* ]] && need=1
-  [[ $cfg =~ ^gpu-np([0-9]+) ]] && need=${BASH_REMATCH[1]}
+  [[ $cfg =~ ^gpu-(np|gpus)([0-9]+) ]] && need=${BASH_REMATCH[2]}
   if ((gpus < need)); then
     say "config $cfg: skipped ($gpus GPUs)"
     continue
