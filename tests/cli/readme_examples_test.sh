@@ -5,7 +5,8 @@
 # must then exit 0).
 # Skipped, and why: `sbatch ...` (needs a Slurm cluster: tests/cli/slurm_test.sh), the quick
 # start scripts (they install packages and build) and scripts/datasets/fetch.sh (network);
-# `mpirun ...` only when mpirun is not installed.
+# `mpirun ...` only when mpirun is not installed; `--gpus` examples on a machine with fewer than
+# two GPUs (CI: tests/cli/in_process_ranks_test.sh runs the same ranks on the CPU engine).
 # Substituted: the service's port 8080 becomes a free port, so that concurrent tests do not
 # collide; `mpirun -np N` runs 2 ranks (--oversubscribe); `big/`, `more.txt` and `corpus.gtd`
 # (placeholders for a user's corpus) are made from the sample.
@@ -36,6 +37,12 @@ while IFS= read -r line; do
   [[ -z $cmd || $cmd == \#* ]] && continue
   case $cmd in
     sbatch\ *) skipped=$((skipped + 1)); echo "skipped (Slurm): $cmd"; continue ;;
+    *--gpus\ *)  # several GPUs of one machine (refused, exit 3, where fewer are visible)
+      gpus=0
+      [[ -d /proc/driver/nvidia/gpus ]] && gpus=$(ls /proc/driver/nvidia/gpus | wc -l)
+      if [[ $gpus -lt 2 ]]; then
+        skipped=$((skipped + 1)); echo "skipped (fewer than 2 GPUs): $cmd"; continue
+      fi ;;
     mpirun\ *)
       if ! command -v mpirun >/dev/null; then
         skipped=$((skipped + 1)); echo "skipped (no mpirun): $cmd"; continue
