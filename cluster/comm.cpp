@@ -386,11 +386,7 @@ std::vector<std::vector<uint8_t>> Comm::gather(std::span<const uint8_t> buf, int
     out.emplace_back(buf.begin(), buf.end());
     return out;
   }
-  if (group_) {
-    out = group_->allgather_bytes(rank_, buf);
-    if (rank_ != root) out.clear();
-    return out;
-  }
+  if (group_) return group_->allgather_bytes(rank_, buf, root);
   const std::vector<uint64_t> sizes = allgather(buf.size());
   const size_t p = static_cast<size_t>(size_);
   const bool is_root = rank_ == root;

@@ -137,10 +137,12 @@ std::vector<uint64_t> LocalGroup::alltoall(int rank, std::span<const uint64_t> s
 }
 
 std::vector<std::vector<uint8_t>> LocalGroup::allgather_bytes(int rank,
-                                                              std::span<const uint8_t> buf) {
-  std::vector<std::vector<uint8_t>> out(static_cast<size_t>(size_));
+                                                              std::span<const uint8_t> buf,
+                                                              int root) {
+  std::vector<std::vector<uint8_t>> out;
+  if (root < 0 || rank == root) out.resize(static_cast<size_t>(size_));
   exchange(rank, &buf, [&](const std::vector<const void*>& all) {
-    for (int r = 0; r < size_; ++r) {
+    for (int r = 0; r < static_cast<int>(out.size()); ++r) {
       const auto& other = *static_cast<const std::span<const uint8_t>*>(all[r]);
       out[r].assign(other.begin(), other.end());
     }
@@ -238,20 +240,30 @@ std::shared_ptr<const void> LocalGroup::once(
 
 void LocalGroup::send(int source, int dest, int tag, std::span<const uint8_t> buf) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(mu_);
+    Mailbox& box = mail_[{source, dest, tag}];
+    cv_.wait(lock, [&] {
+      return failed_ || box.pieces.empty() || box.bytes + buf.size() <= kMailboxBytes;
+    });
     if (failed_) throw LocalGroupAborted();
-    mail_[{source, dest, tag}].emplace_back(buf.begin(), buf.end());
+    box.pieces.emplace_back(buf.begin(), buf.end());
+    box.bytes += buf.size();
   }
   cv_.notify_all();
 }
 
 std::vector<uint8_t> LocalGroup::recv(int source, int dest, int tag) {
-  std::unique_lock<std::mutex> lock(mu_);
-  auto& box = mail_[{source, dest, tag}];
-  cv_.wait(lock, [&] { return !box.empty() || failed_; });
-  if (box.empty()) throw LocalGroupAborted();
-  std::vector<uint8_t> out = std::move(box.front());
-  box.pop_front();
+  std::vector<uint8_t> out;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    Mailbox& box = mail_[{source, dest, tag}];
+    cv_.wait(lock, [&] { return !box.pieces.empty() || failed_; });
+    if (box.pieces.empty()) throw LocalGroupAborted();
+    out = std::move(box.pieces.front());
+    box.pieces.pop_front();
+    box.bytes -= out.size();
+  }
+  cv_.notify_all();  // a sender may be waiting for room
   return out;
 }
 

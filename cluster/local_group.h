@@ -65,7 +65,10 @@ class LocalGroup {
   std::vector<uint64_t> allgather(int rank, uint64_t value);
   void allreduce(int rank, std::span<uint64_t> values, ReduceOp op);
   std::vector<uint64_t> alltoall(int rank, std::span<const uint64_t> send);
-  std::vector<std::vector<uint8_t>> allgather_bytes(int rank, std::span<const uint8_t> buf);
+  /// Every rank's `buf`, in rank order, on every rank (`root` < 0) or on `root` only (the other
+  /// ranks get an empty vector).
+  std::vector<std::vector<uint8_t>> allgather_bytes(int rank, std::span<const uint8_t> buf,
+                                                    int root = -1);
   /// Comm::alltoallv for elements of `elem` bytes; counts in elements.
   std::vector<uint8_t> alltoallv(int rank, std::span<const uint8_t> send, size_t elem,
                                  std::span<const size_t> send_counts,
@@ -81,7 +84,10 @@ class LocalGroup {
   std::shared_ptr<const void> once(const std::string& key,
                                    const std::function<std::shared_ptr<const void>()>& make);
 
-  /// Point to point, in order per (source, destination, tag).
+  /// Point to point, in order per (source, destination, tag). A send waits while what it would
+  /// add to the pieces not yet received passes kMailboxBytes (one piece always goes), so a fast
+  /// sender holds a bounded amount, as MPI's rendezvous sends do.
+  static constexpr size_t kMailboxBytes = size_t{64} << 20;
   void send(int source, int dest, int tag, std::span<const uint8_t> buf);
   std::vector<uint8_t> recv(int source, int dest, int tag);
 
@@ -97,7 +103,11 @@ class LocalGroup {
   int arrived_ = 0;
   bool failed_ = false;
   std::vector<const void*> posts_;
-  std::map<std::tuple<int, int, int>, std::deque<std::vector<uint8_t>>> mail_;
+  struct Mailbox {
+    std::deque<std::vector<uint8_t>> pieces;
+    size_t bytes = 0;
+  };
+  std::map<std::tuple<int, int, int>, Mailbox> mail_;
   std::map<std::string, std::shared_future<std::shared_ptr<const void>>> once_;
 };
 
