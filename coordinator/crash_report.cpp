@@ -21,7 +21,13 @@ namespace {
 constexpr size_t kMax = 240;
 char g_context[2][kMax];
 std::atomic<int> g_current{-1};  // which buffer holds the context, -1 = none
-char g_rank[32];                 // "rank N" under several ranks, else ""
+std::mutex g_context_mutex;      // one writer at a time (ranks that are threads of one process)
+// The context set by this thread: a fatal signal is delivered to the thread that caused it, so
+// with several ranks in one process the message names the crashing rank's shard. (A thread the
+// rank started, e.g. a traversal worker, has none: the process's last context is said.)
+thread_local char t_context[kMax];
+thread_local std::atomic<bool> t_has_context{false};
+char g_rank[32];  // "rank N" under several ranks, else ""
 int g_stop_pipe[2] = {-1, -1};
 
 void write_str(const char* s) {
@@ -46,7 +52,10 @@ void report(int sig, const char* what, const char* tail) {
   char num[12];
   format_int(sig, num);
   write_str("gtadoc: error: ");
-  if (cur >= 0) {
+  if (t_has_context) {
+    write_str(t_context);
+    write_str(": ");
+  } else if (cur >= 0) {
     write_str(g_context[cur]);
     write_str(": ");
   } else if (g_rank[0] != '\0') {
@@ -109,12 +118,7 @@ void stop_thread() {
   }
 }
 
-}  // namespace
-
-void install_crash_report() {
-  static bool installed = false;
-  if (installed) return;
-  installed = true;
+void install_handlers() {
   for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) std::signal(sig, on_fatal);
   if (::pipe2(g_stop_pipe, O_CLOEXEC) != 0) {  // no pipe: stop requests keep their default
     g_stop_pipe[0] = g_stop_pipe[1] = -1;
@@ -130,18 +134,30 @@ void install_crash_report() {
   sigaction(SIGINT, &sa, nullptr);
 }
 
+}  // namespace
+
+void install_crash_report() {
+  static std::once_flag once;  // ranks that are threads of one process may call it together
+  std::call_once(once, install_handlers);
+}
+
 void quiet_crash_report() {
   std::signal(SIGTERM, SIG_DFL);
   std::signal(SIGINT, SIG_DFL);
 }
 
 void set_crash_context(const std::string& context) {
+  const size_t n = std::min(context.size(), kMax - 1);
+  t_has_context = false;  // while the thread's copy changes
+  std::memcpy(t_context, context.data(), n);
+  t_context[n] = '\0';
+  t_has_context = n > 0;
+  std::lock_guard<std::mutex> lock(g_context_mutex);
   if (context.empty()) {
     g_current = -1;
     return;
   }
   int next = g_current.load() == 0 ? 1 : 0;
-  size_t n = std::min(context.size(), kMax - 1);
   std::memcpy(g_context[next], context.data(), n);
   g_context[next][n] = '\0';
   g_current = next;

@@ -82,6 +82,21 @@ grep -q "shard [0-9]* (shard-000" "$WORK/err" || { cat "$WORK/err"; fail "the me
 [[ $(grep -c "error" "$WORK/err") -eq 1 ]] || { cat "$WORK/err"; fail "expected one error line"; }
 [[ ! -e $WORK/got ]] || fail "output written despite a failed rank"
 [[ -z $(ls -A "$WORK" | grep '\.tmp-') ]] || fail "temporary output left behind"
+# A rank that crashes (SIGSEGV) ends the process: the message names that rank and its shard, the
+# exit is the signal's, and nothing is left behind.
+for s in 0 1 2 3 4 5 6; do
+  rm -f "$WORK/got"
+  set +e
+  GTADOC_LOCAL_RANKS=3 GTADOC_FAULT_INJECT="2:$s:segv" timeout 60 "$BIN" run "$WORK/c.gtd" \
+    word-count --engine cpu -o "$WORK/got" 2> "$WORK/err"
+  rc=$?
+  set -e
+  [[ $rc -ne 0 ]] && break
+done
+[[ $rc -ne 0 && $rc -ne 124 ]] || fail "an injected crash did not end the run (rc=$rc)"
+grep -q "rank 2: shard $s (shard-0000$s.h5).*crashed with signal 11" "$WORK/err" ||
+  { cat "$WORK/err"; fail "the crash message does not name rank 2 and shard $s"; }
+[[ ! -e $WORK/got ]] || fail "output written despite a crashed rank"
 # A failure every rank meets (the output exists): one rank's message and exit code, said once.
 touch "$WORK/exists"
 set +e
