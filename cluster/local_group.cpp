@@ -59,11 +59,6 @@ void LocalGroup::fail() {
   cv_.notify_all();
 }
 
-bool LocalGroup::failed() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return failed_;
-}
-
 void LocalGroup::wait(std::unique_lock<std::mutex>& lock) {
   if (failed_) throw LocalGroupAborted();
   const uint64_t gen = generation_;

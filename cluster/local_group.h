@@ -1,6 +1,6 @@
 // Ranks that are threads of one process: the collectives of Comm (cluster/comm.h) for a job run
-// without a launcher on several GPUs of one machine (`gtadoc run --gpus N`). Every rank's Comm
-// shares one LocalGroup; a collective is "post what I contribute, meet the others, read what I
+// without a launcher on several GPUs of one machine (`gtadoc run|serve --gpus N`). Every rank's
+// Comm shares one LocalGroup; a collective is "post what I contribute, meet the others, read what I
 // need straight out of their memory, meet again" (no copies through a transport), so that every
 // rank may free or change its buffers as soon as the call returns.
 //
@@ -43,7 +43,6 @@ class LocalGroup {
 
   /// Ends every current and future collective with LocalGroupAborted. Idempotent.
   void fail();
-  bool failed() const;
 
   void barrier();
   /// Every rank's `mine`, on every rank, while `read(all)` runs; then a second meeting, so no
@@ -97,7 +96,7 @@ class LocalGroup {
   void wait(std::unique_lock<std::mutex>& lock);
 
   const int size_;
-  mutable std::mutex mu_;
+  std::mutex mu_;
   std::condition_variable cv_;
   uint64_t generation_ = 0;
   int arrived_ = 0;
