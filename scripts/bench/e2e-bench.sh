@@ -49,7 +49,8 @@
 #   CORPORA ("small2 small8 small30 large", run in that order), LARGE_SHARD_SIZES ("256M"; "" =
 #   default shards only), SMALL_MAX_MB (100: other corpora below it count as small),
 #   TASKS (comma-separated; default "word-count,word-count --top 100,sort,inverted-index,
-#   term-vector,sequence-count,ranked-inverted-index"), CONFIGS ("gpu gpu-np2 cpu auto cpu1"),
+#   term-vector,sequence-count,ranked-inverted-index"), CONFIGS ("gpu gpu-np2 cpu auto cpu1";
+#   with two GPUs also gpu-gpus2),
 #   ROOTS (directories searched for corpus files; default: those of /usr/include,
 #   /usr/local/include, /usr/lib/python3*, /usr/local/lib/python3*, /usr/share/doc,
 #   /usr/local/cuda/include, /opt/conda/lib/python3* that exist), KEEP_ARCHIVES (1 keeps the
@@ -129,7 +130,8 @@ if command -v nvidia-smi >/dev/null 2>&1; then
   GPUS=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
 fi
 if [ -z "${CONFIGS:-}" ]; then
-  if [ "$GPUS" -ge 1 ]; then CONFIGS="gpu gpu-np2 cpu auto cpu1"; else CONFIGS="gpu cpu-np2 cpu auto cpu1"; fi
+  if [ "$GPUS" -ge 2 ]; then CONFIGS="gpu gpu-np2 gpu-gpus2 cpu auto cpu1"
+  elif [ "$GPUS" -ge 1 ]; then CONFIGS="gpu gpu-np2 cpu auto cpu1"; else CONFIGS="gpu cpu-np2 cpu auto cpu1"; fi
 fi
 HAVE_MPI=0
 command -v mpirun >/dev/null 2>&1 && HAVE_MPI=1

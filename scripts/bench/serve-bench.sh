@@ -11,7 +11,7 @@
 #
 # Knobs: BUILD_DIR (build-device), OUT (./device-out), ARCHIVE (default: the `large` archive of
 # scripts/bench/e2e-bench.sh in $DATA, built through it when missing: LARGE_MB, DATA), CONFIGS
-# ("gpu gpu-np2 cpu"; gpu-npN = mpirun -np N with one GPU each, skipped with fewer than N GPUs,
+# ("gpu gpu-np2 gpu-gpus2 cpu"; gpu-npN = mpirun -np N with one GPU each, skipped with fewer than N GPUs,
 # records moved by NCCL; gpu-np2-mpi = two ranks with GTADOC_SHUFFLE=mpi; gpu-gpusN = `serve
 # --gpus N`, N ranks as threads of one process, no launcher),
 # TASKS_FILE (lines "name<TAB>json body<TAB>uncached reps<TAB>concurrent (0/1)"; e.g.
@@ -73,7 +73,7 @@ if [[ ! -s $TASKS_FILE ]]; then
 fi
 
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
-read -r -a CONFIG_LIST <<<"${CONFIGS:-gpu gpu-np2 cpu}"
+read -r -a CONFIG_LIST <<<"${CONFIGS:-gpu gpu-np2 gpu-gpus2 cpu}"
 
 start_server() {  # start_server CONFIG -> SERVER_PID, PORT
   local cfg=$1 cmd
