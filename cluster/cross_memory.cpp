@@ -58,6 +58,14 @@ bool turned_off() {
 
 }  // namespace
 
+void check_cross_memory_setting() {
+  const char* v = std::getenv("GTADOC_SHUFFLE_CMA");
+  if (v == nullptr || *v == '\0' || std::string(v) == "0" || std::string(v) == "1") return;
+  throw UsageError("GTADOC_SHUFFLE_CMA=" + one_line(v, 40) + ": expected 0 (off) or 1 (on)");
+}
+
+namespace {}  // namespace
+
 bool cross_memory_expected() {
   if (turned_off()) return false;
   uint64_t probe = 0x5eed, copy = 0;

@@ -34,6 +34,10 @@ bool cross_memory_possible(const Comm& comm);
 /// still falls back to MPI when a read fails.
 bool cross_memory_expected();
 
+/// UsageError when GTADOC_SHUFFLE_CMA is set to anything but 0, 1 or nothing (checked where a
+/// query's shuffle is chosen, with GTADOC_SHUFFLE).
+void check_cross_memory_setting();
+
 /// exchange_records' arguments; the own part must be left to the caller (counts 0).
 bool pull_records_cross_memory(Comm& comm, uint32_t width, const uint32_t* keys,
                                const uint64_t* counts, std::span<const size_t> send_first,

@@ -9,6 +9,7 @@
 
 #include "cluster/collective_error.h"
 #include "cluster/comm.h"
+#include "cluster/cross_memory.h"
 #include "cluster/device_shuffle.h"
 #include "common/error.h"
 #include "common/timer.h"
@@ -208,6 +209,7 @@ bool use_nccl_shuffle(Comm& comm, bool gpu_engine, bool resident, bool large_shu
   const std::string mode = shuffle_setting();
   if (mode != "auto" && mode != "nccl" && mode != "mpi" && mode != "host")
     throw UsageError("GTADOC_SHUFFLE=" + one_line(mode, 40) + ": expected auto, nccl, mpi or host");
+  check_cross_memory_setting();
   if (comm.size() < 2)
     reason = "one rank";
   else if (mode == "mpi" || mode == "host")

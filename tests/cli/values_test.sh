@@ -60,6 +60,12 @@ GTADOC_SHUFFLE=bogus refused GTADOC_SHUFFLE run a.gtd word-count
 for v in mpi host; do
   GTADOC_SHUFFLE=$v "$BIN" run a.gtd word-count >/dev/null || fail "GTADOC_SHUFFLE=$v refused"
 done
+# GTADOC_SHUFFLE_CMA is 0 or 1 (a typo must not leave the pulls on silently).
+GTADOC_SHUFFLE_CMA=off refused GTADOC_SHUFFLE_CMA run a.gtd word-count
+GTADOC_LOCAL_RANKS=2 GTADOC_SHUFFLE_CMA=fasle refused GTADOC_SHUFFLE_CMA run a.gtd word-count --engine cpu
+for v in 0 1; do
+  GTADOC_SHUFFLE_CMA=$v "$BIN" run a.gtd word-count >/dev/null || fail "GTADOC_SHUFFLE_CMA=$v refused"
+done
 [[ ! -e t.gtd && ! -e t ]] || fail "a refused command left output"
 
 # Sizes: k/m/g/t in either case, optional B or iB (powers of 1024).
