@@ -12,12 +12,10 @@ BIN=$1 SRC=$2 WORK=$3 REF=$4
 rm -rf "$WORK" && mkdir -p "$WORK/in"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-(cd "$SRC/data/sample" && find . -type f | LC_ALL=C sort | awk 'NR <= 40' |
-  while read -r f; do mkdir -p "$WORK/in/sample/$(dirname "$f")"; cp "$f" "$WORK/in/sample/$f"; done)
-printf '' > "$WORK/in/empty"
-printf 'Two words\r\n' > "$WORK/in/two"
-printf 'a\001 b a b a\001 b a b\n' > "$WORK/in/prefix-order"
-for i in 1 2 3; do printf 'same same text TEXT, same.\n' > "$WORK/in/same$i"; done
+# The corpus of tests/mpi/run_test.sh: part of the sample plus adversarial documents.
+# shellcheck source=tests/lib/corpus.sh
+source "$(dirname "$0")/../lib/corpus.sh"
+make_test_corpus
 "$BIN" compress "$WORK/in" -o "$WORK/c.gtd" --shards 7 --threads 2 >/dev/null
 
 cases=(

@@ -12,16 +12,9 @@ rm -rf "$WORK" && mkdir -p "$WORK/in"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 # Corpus: part of the bundled real sample plus a few adversarial documents.
-if [[ -d $SRC/data/sample ]]; then
-  (cd "$SRC/data/sample" && find . -type f | LC_ALL=C sort | awk 'NR <= 30' |
-     while read -r f; do mkdir -p "$WORK/in/sample/$(dirname "$f")"; cp "$f" "$WORK/in/sample/$f"; done)
-fi
-printf '' > "$WORK/in/empty"
-printf 'one' > "$WORK/in/one"
-printf 'Two words\r\n' > "$WORK/in/two"
-for i in 1 2 3; do printf 'same same text TEXT, same.\n' > "$WORK/in/same$i"; done
-printf 'a\001 b a b a\001 b a b\n' > "$WORK/in/prefix-order"
-deep=alpha; for i in $(seq 10); do deep="$deep $deep"; done; echo "$deep" > "$WORK/in/deep"
+# shellcheck source=tests/lib/corpus.sh
+source "$(dirname "$0")/../lib/corpus.sh"
+make_test_corpus
 
 "${MPIRUN[@]}" "$BIN" compress "$WORK/in" -o "$WORK/c.gtd" --shards 7 --threads 1
 [[ -f $WORK/c.gtd/manifest.h5 ]] || fail "compress under mpirun wrote no manifest"
