@@ -16,14 +16,6 @@ unsigned hardware_cpus() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
-/// CPUs in the affinity mask (0 when unknown).
-unsigned affinity_cpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) != 0) return 0;
-  return static_cast<unsigned>(CPU_COUNT(&set));
-}
-
 /// ceil(quota / period) of the cgroup (v2 cpu.max, else v1 cfs files); 0 when unlimited.
 unsigned cgroup_cpus() {
   double quota = -1, period = 0;
@@ -48,6 +40,13 @@ unsigned slurm_cpus() {
 }
 
 }  // namespace
+
+unsigned affinity_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return 0;
+  return static_cast<unsigned>(CPU_COUNT(&set));
+}
 
 unsigned usable_cpus() {
   static const unsigned cpus = [] {

@@ -9,6 +9,9 @@ namespace gtadoc {
 /// SLURM_CPUS_PER_TASK), at least 1. Read once per process.
 unsigned usable_cpus();
 
+/// CPUs in the calling thread's affinity mask now (0 when unknown); not cached.
+unsigned affinity_cpus();
+
 /// Default threads of one rank: the CPUs it may use, but no more than its even share of the
 /// machine among `ranks_on_node` ranks (ranks bound to one socket each would otherwise all take
 /// the whole socket). At least 1.

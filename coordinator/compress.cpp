@@ -470,10 +470,20 @@ CompressStats compress(const std::vector<std::string>& inputs, const fs::path& o
     for (const auto& w : work) kept += w.kept_bytes;
     return kept;
   };
+  uint64_t largest = 0;  // the largest shard's encoding estimate
+  for (const auto& w : work) largest = std::max(largest, w.encode_estimate());
 
   Timer dict_timer;
   const uint64_t words_here = vocab->size();
   const uint64_t word_bytes = vocab->word_bytes();
+  // Asked with the sort order, the id map and maybe the vocabulary's words held; the order and
+  // the words are gone before encoding.
+  auto dictionary_in_memory = [&](uint64_t dict_bytes) {
+    return model::dictionary_stays_in_memory(
+        budget, gate.used() - kept_total() + encode_need(),
+        gate.used() - kept_total() - 4 * words_here - vocab_held, dict_bytes, largest,
+        shards_at_once);
+  };
   // Sorting needs the order and the id map (4 bytes per word each); the index goes first.
   spill_kept_until(8 * words_here);
   std::vector<WordId> to_global;  // Vocabulary::dense(id) -> global word id
@@ -495,8 +505,7 @@ CompressStats compress(const std::vector<std::string>& inputs, const fs::path& o
       num_words = words_here;
       if (num_words >= kBoundaryBit / 2) return;  // "vocabulary too large", below
       dict_bytes = word_bytes + 8 * (num_words + 1);
-      // In memory when it fits next to encoding one shard at a time; else on disk.
-      if (gate.used() - kept_total() + dict_bytes + encode_need() <= budget) {
+      if (dictionary_in_memory(dict_bytes)) {
         dict = vocab->dictionary(order, threads);
         gate.hold(dict_bytes);
       } else {
@@ -521,7 +530,7 @@ CompressStats compress(const std::vector<std::string>& inputs, const fs::path& o
       std::vector<uint8_t>().swap(local);
       dict_bytes = global.size();
       if (root) {
-        if (gate.used() - kept_total() + dict_bytes + encode_need() <= budget) {
+        if (dictionary_in_memory(dict_bytes)) {
           dict = global_list.to_dictionary();
           gate.hold(dict_bytes);
         } else {
@@ -561,8 +570,6 @@ CompressStats compress(const std::vector<std::string>& inputs, const fs::path& o
   auto costlier = [&](size_t a, size_t b) { return work[a].encode_cost() > work[b].encode_cost(); };
   std::stable_sort(schedule.begin(), schedule.begin() + kept_end, costlier);
   std::stable_sort(schedule.begin() + kept_end, schedule.end(), costlier);
-  uint64_t largest = 0;
-  for (const auto& w : work) largest = std::max(largest, w.encode_estimate());
   // One warning for the whole job when even one shard at a time does not fit, or the manifest
   // (the dictionary, its front-coded copy, the document table) on rank 0.
   uint64_t need_alone = gate.used() - kept_total() + encode_need();
@@ -575,10 +582,8 @@ CompressStats compress(const std::vector<std::string>& inputs, const fs::path& o
         "one at a time and the peak may pass the budget (a smaller --shard-size needs less)",
         default_budget ? "the default memory budget" : "--memory-budget", format_bytes(budget),
         format_bytes(worst_need));
-  const uint64_t fixed = gate.used() - kept_total();
-  const uint64_t free_now = budget > fixed ? budget - fixed : 0;
-  const uint64_t in_flight = std::max<uint64_t>(
-      1, std::min<uint64_t>(shards_at_once, largest > 0 ? free_now / largest : shards_at_once));
+  const uint64_t in_flight =
+      model::shards_in_flight(budget, gate.used() - kept_total(), largest, shards_at_once);
   spdlog::info(
       "compress: encoding {} shards, up to {} at once (estimate per shard up to {}, {} held of "
       "{})",

@@ -57,6 +57,26 @@ inline uint64_t tokenize_streaming_bytes(uint64_t bytes, uint64_t max_doc) {
 inline uint64_t encode_bytes(uint64_t tokens, uint64_t gaps, uint64_t local_words) {
   return tokens * (4 + 38) + gaps * 4 + local_words * 4 + (uint64_t{4} << 20);
 }
+/// Shards encoded at once while `fixed` bytes are held outside them: as many as `at_most` (the
+/// threads, the shards) and the budget's room for estimates of `largest` bytes allow; at least one.
+inline uint64_t shards_in_flight(uint64_t budget, uint64_t fixed, uint64_t largest,
+                                 uint64_t at_most) {
+  const uint64_t room = budget > fixed ? budget - fixed : 0;
+  const uint64_t fit = largest > 0 ? room / largest : at_most;
+  return fit < 1 ? 1 : (fit < at_most ? fit : at_most);
+}
+
+/// Whether the dictionary (`dict_bytes`) stays in memory while the shards are encoded, or waits on
+/// disk for the manifest: it stays when it fits now (`now_need`: what is held while it is built
+/// plus encoding one shard at a time) and costs no concurrency next to the `fixed` bytes held
+/// outside the shards while they are encoded. (20 GB of text on 32 threads under 4 GiB: 35 M
+/// words, a 1.6 GiB dictionary in memory left room for 11 shards of 193 MiB at once, not 20.)
+inline bool dictionary_stays_in_memory(uint64_t budget, uint64_t now_need, uint64_t fixed,
+                                       uint64_t dict_bytes, uint64_t largest, uint64_t at_most) {
+  return now_need + dict_bytes <= budget &&
+         shards_in_flight(budget, fixed + dict_bytes, largest, at_most) ==
+             shards_in_flight(budget, fixed, largest, at_most);
+}
 }  // namespace memory_model
 
 /// Admission control for the shards in flight. A task acquires its estimate before it starts and

@@ -18,6 +18,7 @@
 #include "cluster/partition.h"
 #include "cluster/reduce.h"
 #include "cluster/shuffle.h"
+#include "common/cpus.h"
 #include "common/error.h"
 #include "common/parallel.h"
 #include "common/timer.h"
@@ -458,10 +459,12 @@ uint64_t write_query_result(Comm& comm, const QueryResult& result, const ResultT
 uint64_t stream_query_result(Comm& comm, const QueryResult& result, uint64_t chunk_bytes,
                              const std::function<bool(const char*, size_t)>& sink, unsigned threads,
                              const std::function<void(uint64_t)>& expect) {
+  const Timer timer;  // for the -vv timeline of the stream
   const RenderContext ctx = result.context();
   const RowRenderer renderer(result.rows.records, result.rows.plan, ctx, result.rows.first_row == 0,
                              threads);
   const uint64_t bytes = renderer.bytes();
+  const double planned = timer.seconds();
   const std::string_view trailer = json_trailer(result.format, result.rows.total_rows);
   uint64_t total = trailer.size();  // every rank's slice (one small collective) and the trailer
   for (uint64_t b : comm.allgather(bytes)) total += b;
@@ -469,10 +472,17 @@ uint64_t stream_query_result(Comm& comm, const QueryResult& result, uint64_t chu
   if (comm.rank() != 0) {
     // Pieces go to rank 0 one at a time (MPI_Send returns when rank 0 has taken it, for large
     // pieces), then an empty piece ends this rank's slice.
+    double sending = 0;
     render_on_this_thread(renderer, chunk_bytes, [&](const char* data, size_t size) {
+      const Timer send;
       comm.send_bytes({reinterpret_cast<const uint8_t*>(data), size}, 0, kStreamTag);
+      sending += send.seconds();
     });
     comm.send_bytes({}, 0, kStreamTag);
+    spdlog::debug(
+        "stream: slice of {} bytes planned in {:.3f}s, rendered and sent by {:.3f}s ({:.3f}s in "
+        "sends), {} threads, {} CPUs in this thread's affinity",
+        bytes, planned, timer.seconds(), sending, threads, affinity_cpus());
     return bytes;
   }
   bool wanted = true;
@@ -484,12 +494,14 @@ uint64_t stream_query_result(Comm& comm, const QueryResult& result, uint64_t chu
   // that moving the other slices between processes overlaps streaming this one.
   PieceQueue<std::vector<uint8_t>> remote(kReceiveAheadBytes);
   std::exception_ptr failure;
+  double own_done = 0, received = 0;
   std::thread giver([&] {
     try {
       renderer.render(chunk_bytes, give);
     } catch (...) {
       failure = std::current_exception();
     }
+    own_done = timer.seconds();
     while (std::optional<std::vector<uint8_t>> piece = remote.pop()) {
       if (failure) continue;  // drained, not given
       try {
@@ -507,6 +519,7 @@ uint64_t stream_query_result(Comm& comm, const QueryResult& result, uint64_t chu
         remote.push(std::move(piece));
       }
     }
+    received = timer.seconds();
   } catch (...) {
     remote.close();
     giver.join();
@@ -516,6 +529,10 @@ uint64_t stream_query_result(Comm& comm, const QueryResult& result, uint64_t chu
   giver.join();
   if (failure) std::rethrow_exception(failure);
   give(trailer.data(), trailer.size());
+  spdlog::debug(
+      "stream: {} bytes, this rank's {} planned in {:.3f}s and given by {:.3f}s, the other ranks' "
+      "received by {:.3f}s, all given by {:.3f}s; {} threads, {} CPUs in this thread's affinity",
+      total, bytes, planned, own_done, received, timer.seconds(), threads, affinity_cpus());
   return total;
 }
 

@@ -15,7 +15,9 @@
 # records moved by NCCL; gpu-np2-mpi = two ranks with GTADOC_SHUFFLE=mpi; gpu-gpusN = `serve
 # --gpus N`, N ranks as threads of one process, no launcher),
 # TASKS_FILE (lines "name<TAB>json body<TAB>uncached reps<TAB>concurrent (0/1)"; e.g.
-# scripts/bench/serve-tasks-small.tsv, the tasks with small results), CACHED_REPS (200).
+# scripts/bench/serve-tasks-small.tsv, the tasks with small results), CACHED_REPS (200),
+# SERVE_ARGS (extra `gtadoc serve` words, e.g. "-vv"; the server's log is then kept as
+# $OUT/server-CONFIG.log).
 # Writes $OUT/serve-bench.jsonl (one row per config x task x mode) and $OUT/serve-bench.md.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -88,8 +90,9 @@ start_server() {  # start_server CONFIG -> SERVER_PID, PORT
   esac
   : >"$WORK/server.err"
   local t0=$EPOCHREALTIME
+  # shellcheck disable=SC2086  # SERVE_ARGS: extra words, e.g. "-vv"
   "${cmd[@]}" --listen 127.0.0.1:0 --cache-bytes 4G --queue 256 --query-timeout 600 \
-    2>"$WORK/server.err" </dev/null &
+    ${SERVE_ARGS:-} 2>"$WORK/server.err" </dev/null &
   SERVER_PID=$!
   PORT=""
   for _ in $(seq 1 1200); do
@@ -166,6 +169,7 @@ for cfg in "${CONFIG_LIST[@]}"; do
   wait "$SERVER_PID"
   say "config $cfg: service exited with $? ($(grep -c 'error' "$WORK/server.err") error lines)"
   grep 'error' "$WORK/server.err" | head -5 >>"$LOG"
+  [[ -n ${SERVE_ARGS:-} ]] && cp "$WORK/server.err" "$OUT/server-$cfg.log"
   SERVER_PID=""
 done
 

@@ -245,6 +245,25 @@ TEST(CompressMemory, DefaultBudgetAndSizes) {
   EXPECT_GE(peak_rss_bytes(), current_rss_bytes() / 2);
 }
 
+TEST(CompressMemory, ShardsInFlightAndWhereTheDictionaryWaits) {
+  namespace m = memory_model;
+  constexpr uint64_t MiB = uint64_t{1} << 20, GiB = uint64_t{1} << 30;
+  // As many as the room allows, capped by the threads, at least one.
+  EXPECT_EQ(m::shards_in_flight(4 * GiB, 140 * MiB, 193 * MiB, 32), 20u);
+  EXPECT_EQ(m::shards_in_flight(4 * GiB, 140 * MiB, 193 * MiB, 8), 8u);
+  EXPECT_EQ(m::shards_in_flight(4 * GiB, 5 * GiB, 193 * MiB, 32), 1u);
+  EXPECT_EQ(m::shards_in_flight(4 * GiB, 0, 0, 6), 6u);
+  // 20 GB of text on 32 threads under 4 GiB: a 1.6 GiB dictionary would cut 20 shards at once
+  // to 12, so it waits on disk; a small one stays; one that would not fit at all waits too.
+  const uint64_t now = 1900 * MiB;  // vocabulary words, sort order, id map, one shard's estimate
+  EXPECT_FALSE(m::dictionary_stays_in_memory(4 * GiB, now, 140 * MiB, 1638 * MiB, 193 * MiB, 32));
+  EXPECT_TRUE(m::dictionary_stays_in_memory(4 * GiB, now, 140 * MiB, 20 * MiB, 193 * MiB, 32));
+  EXPECT_TRUE(m::dictionary_stays_in_memory(64 * GiB, now, 140 * MiB, 1638 * MiB, 193 * MiB, 32));
+  EXPECT_FALSE(m::dictionary_stays_in_memory(2 * GiB, now, 140 * MiB, 1638 * MiB, 193 * MiB, 1));
+  // With one thread the concurrency cannot drop: it stays whenever it fits.
+  EXPECT_TRUE(m::dictionary_stays_in_memory(4 * GiB, now, 140 * MiB, 1638 * MiB, 193 * MiB, 1));
+}
+
 // ------------------------------------------------------------------ whole archives
 
 void expect_same_archive(const fs::path& a, const fs::path& b) {
