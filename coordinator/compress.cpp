@@ -509,8 +509,9 @@ CompressStats compress(const std::vector<std::string>& inputs, const fs::path& o
         dict = vocab->dictionary(order, threads);
         gate.hold(dict_bytes);
       } else {
-        write_dictionary_spill(dictionary_spill_file(dir), num_words, word_bytes,
-                               [&](uint64_t i) { return vocab->get(order[i]); });
+        write_dictionary_spill(
+            dictionary_spill_file(dir), num_words, word_bytes,
+            [&](uint64_t i) { return vocab->get(order[i]); }, threads);
         dict_spilled = true;
       }
     } else {
@@ -534,9 +535,9 @@ CompressStats compress(const std::vector<std::string>& inputs, const fs::path& o
           dict = global_list.to_dictionary();
           gate.hold(dict_bytes);
         } else {
-          write_dictionary_spill(dictionary_spill_file(dir), num_words,
-                                 global.size() - 8 * (num_words + 2),
-                                 [&](uint64_t i) { return global_list[i]; });
+          write_dictionary_spill(
+              dictionary_spill_file(dir), num_words, global.size() - 8 * (num_words + 2),
+              [&](uint64_t i) { return global_list[i]; }, threads);
           dict_spilled = true;
         }
       }

@@ -63,9 +63,11 @@ void write_spill(const std::filesystem::path& file, const ShardTokens& t);
 ShardTokens read_spill(const std::filesystem::path& file);
 
 /// Writes `n` words, word(i) for i in [0, n), totalling `bytes` bytes, to `file`; word() is
-/// called twice per word (lengths first, then bytes), so nothing but a buffer is held.
+/// called twice per word (lengths first, then bytes), concurrently from `threads` threads, on
+/// blocks of a million words, so nothing but one block's buffers is held.
 void write_dictionary_spill(const std::filesystem::path& file, uint64_t n, uint64_t bytes,
-                            const std::function<std::string_view(uint64_t)>& word);
+                            const std::function<std::string_view(uint64_t)>& word,
+                            unsigned threads = 1);
 /// Reads a dictionary spill file back and removes it.
 Dictionary read_dictionary_spill(const std::filesystem::path& file);
 

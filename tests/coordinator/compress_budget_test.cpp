@@ -201,6 +201,22 @@ TEST(CompressSpill, ShardTokensAndDictionaryRoundTrip) {
   EXPECT_FALSE(fs::exists(dfile));
   ASSERT_EQ(d.size(), words.size());
   for (uint32_t i = 0; i < d.size(); ++i) EXPECT_EQ(d[i], words[i]);
+
+  // Several blocks of a million words (the last one partial), gathered on three threads; words
+  // of 0 to 12 bytes.
+  constexpr uint64_t kMany = 2'500'003;
+  auto many = [](uint64_t i) -> std::string_view {
+    static const std::string pool = "0123456789abcdefghijklmnopqrstuvwxyz";
+    return std::string_view(pool).substr(i % 23, (i * 7919) % 13);
+  };
+  uint64_t many_bytes = 0;
+  for (uint64_t i = 0; i < kMany; ++i) many_bytes += many(i).size();
+  write_dictionary_spill(dfile, kMany, many_bytes, many, 3);
+  const Dictionary big = read_dictionary_spill(dfile);
+  ASSERT_EQ(big.size(), kMany);
+  uint64_t wrong = 0;
+  for (uint64_t i = 0; i < kMany; ++i) wrong += big[static_cast<uint32_t>(i)] != many(i);
+  EXPECT_EQ(wrong, 0u);
 }
 
 TEST(CompressMemory, GateKeepsTasksWithinTheBudgetButNeverStalls) {
