@@ -187,12 +187,16 @@ void encode_shard(ShardWork& w, ShardTokens t, const std::vector<WordId>& to_glo
   ShardLayout layout = build_layout(t);
   fs::path file = dir / shard_file_name(w.index);
   const double finalized = timer.seconds();
+  // Deflated here, next to the other shards' work; only the file's creation and its bytes wait
+  // for the HDF5 library, which is not thread-safe.
+  const FilteredShard filtered =
+      prepare_shard_file(w.index, g, layout, {options.deflate_level, threads});
+  const double deflated = timer.seconds();
   double waited = 0;
   {
-    // The HDF5 library is not thread-safe; the chunks' deflate runs on `threads` threads inside.
     std::lock_guard<std::mutex> lock(h5_mutex);
     waited = timer.seconds();
-    write_shard_file(file, archive_id, w.index, g, layout, {options.deflate_level, threads});
+    write_shard_file(file, archive_id, filtered);
   }
   w.entry.first_doc = w.plan.first_doc;
   w.entry.num_docs = w.plan.num_docs;
@@ -207,9 +211,9 @@ void encode_shard(ShardWork& w, ShardTokens t, const std::vector<WordId>& to_glo
   w.entry.sha256 = sha256_file(file);
   spdlog::debug(
       "compress: shard {} encoded in {:.2f}s: ids {:.2f}s, sequitur {:.2f}s, finalized {:.2f}s, "
-      "waited {:.2f}s for the file, written and hashed {:.2f}s",
-      w.index, timer.seconds(), mapped, grammar - mapped, finalized - grammar, waited - finalized,
-      timer.seconds() - waited);
+      "deflated {:.2f}s, waited {:.2f}s for the file, written and hashed {:.2f}s",
+      w.index, timer.seconds(), mapped, grammar - mapped, finalized - grammar, deflated - finalized,
+      waited - deflated, timer.seconds() - waited);
 }
 
 uint64_t directory_bytes(const fs::path& dir) {
@@ -591,6 +595,9 @@ CompressStats compress(const std::vector<std::string>& inputs, const fs::path& o
       work.size(), in_flight, format_bytes(largest), format_bytes(gate.used()),
       format_bytes(budget));
 
+  // Each shard deflates its file on its share of the threads.
+  const unsigned deflate_threads =
+      std::max(1u, threads / static_cast<unsigned>(std::max<uint64_t>(1, in_flight)));
   Timer encode_timer;
   run_collectively(comm, [&] {
     std::mutex h5_mutex;
@@ -603,7 +610,7 @@ CompressStats compress(const std::vector<std::string>& inputs, const fs::path& o
         ShardTokens t = w.kept ? std::move(*w.kept) : read_spill(spill_file(dir, w.index));
         w.kept.reset();
         encode_shard(w, std::move(t), to_global, *vocab, static_cast<uint32_t>(num_words), dir,
-                     archive_id, options, threads, h5_mutex);
+                     archive_id, options, deflate_threads, h5_mutex);
       } catch (...) {
         gate.release(estimate);
         throw;

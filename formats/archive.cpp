@@ -217,9 +217,31 @@ uint64_t shard_file_bytes(const std::filesystem::path& archive) {
 
 // ------------------------------------------------------------------------------------ shards
 
-void write_shard_file(const fs::path& file, uint64_t archive_id, uint32_t shard,
-                      const ShardGrammar& g, const ShardLayout& layout,
-                      const ArchiveOptions& options) {
+/// The arrays of a shard file, filtered; the vectors the file stores that the grammar and layout
+/// do not hold as such live here too.
+struct FilteredShard::Arrays {
+  uint32_t shard = 0, num_words = 0, first_doc = 0, num_docs = 0;
+  std::vector<uint64_t> body_lengths, segment_lengths, ws_lengths;
+  std::vector<char> ws_bytes;
+  h5::FilteredArray body, symbols, levels, rule_length, rule_uses, segments, ws_b, ws_l, gaps;
+};
+
+FilteredShard::FilteredShard() = default;
+FilteredShard::FilteredShard(FilteredShard&&) noexcept = default;
+FilteredShard& FilteredShard::operator=(FilteredShard&&) noexcept = default;
+FilteredShard::~FilteredShard() = default;
+
+uint64_t FilteredShard::bytes() const {
+  const Arrays& a = *arrays_;
+  uint64_t total = 0;
+  for (const h5::FilteredArray* f : {&a.body, &a.symbols, &a.levels, &a.rule_length, &a.rule_uses,
+                                     &a.segments, &a.ws_b, &a.ws_l, &a.gaps})
+    total += f->bytes();
+  return total;
+}
+
+FilteredShard prepare_shard_file(uint32_t shard, const ShardGrammar& g, const ShardLayout& layout,
+                                 const ArchiveOptions& options) {
   GTADOC_EXPECTS(g.rule_offsets.size() >= 2 && g.rule_offsets.front() == 0 &&
                      g.rule_offsets.back() == g.symbols.size(),
                  "write_shard_file: grammar is not finalized (rule_offsets)");
@@ -228,48 +250,73 @@ void write_shard_file(const fs::path& file, uint64_t archive_id, uint32_t shard,
                      !g.level_offsets.empty() && g.doc_root_offsets.size() == g.num_docs + 1ull,
                  "write_shard_file: grammar is not finalized (metadata arrays)");
   const h5::WriteOptions o = write_options(options);
-
-  std::vector<uint64_t> body_lengths(rules);
-  for (uint32_t r = 0; r < rules; ++r) body_lengths[r] = g.rule_offsets[r + 1] - g.rule_offsets[r];
-  std::vector<uint64_t> segment_lengths(g.num_docs);
+  FilteredShard p;
+  p.arrays_ = std::make_unique<FilteredShard::Arrays>();
+  FilteredShard::Arrays& a = *p.arrays_;
+  a.shard = shard;
+  a.num_words = g.num_words;
+  a.first_doc = g.first_doc;
+  a.num_docs = g.num_docs;
+  a.body_lengths.resize(rules);
+  for (uint32_t r = 0; r < rules; ++r)
+    a.body_lengths[r] = g.rule_offsets[r + 1] - g.rule_offsets[r];
+  a.segment_lengths.resize(g.num_docs);
   for (uint32_t d = 0; d < g.num_docs; ++d)
-    segment_lengths[d] = g.doc_root_offsets[d + 1] - g.doc_root_offsets[d] - 1;
-  std::vector<char> ws_bytes;
-  std::vector<uint64_t> ws_lengths;
+    a.segment_lengths[d] = g.doc_root_offsets[d + 1] - g.doc_root_offsets[d] - 1;
   for (const std::string& w : layout.ws_dict) {
-    ws_bytes.insert(ws_bytes.end(), w.begin(), w.end());
-    ws_lengths.push_back(w.size());
+    a.ws_bytes.insert(a.ws_bytes.end(), w.begin(), w.end());
+    a.ws_lengths.push_back(w.size());
   }
   const uint64_t ws_max_id = layout.ws_dict.empty() ? 0 : layout.ws_dict.size() - 1;
+  auto min_of = [&](const auto& v) { return h5::filter_array_min_width(std::span(v), o); };
+  a.body = min_of(a.body_lengths);
+  a.symbols = h5::filter_array(std::span<const Symbol>(g.symbols), Width::kU32, o);
+  a.levels = min_of(g.level_offsets);
+  a.rule_length = min_of(g.rule_length);
+  a.rule_uses = min_of(g.rule_uses);
+  a.segments = min_of(a.segment_lengths);
+  a.ws_b = h5::filter_array(std::span<const char>(a.ws_bytes), Width::kU8, o);
+  a.ws_l = min_of(a.ws_lengths);
+  a.gaps = h5::filter_array(std::span<const uint32_t>(layout.gaps), h5::min_width(ws_max_id), o);
+  return p;
+}
 
+void write_shard_file(const fs::path& file, uint64_t archive_id, const FilteredShard& prepared) {
+  const FilteredShard::Arrays& a = *prepared.arrays_;
   h5::Lock lock;
   RemoveOnFailure cleanup(file);
   in_file(file, [&] {
     h5::File f = h5::create_file(file);
     cleanup.arm();
     write_header(f.id(), kShardContent, archive_id);
-    h5::write_uint_attr(f.id(), "shard", shard, Width::kU32);
-    h5::write_uint_attr(f.id(), "num_words", g.num_words, Width::kU32);
-    h5::write_uint_attr(f.id(), "first_doc", g.first_doc, Width::kU32);
-    h5::write_uint_attr(f.id(), "num_docs", g.num_docs, Width::kU32);
+    h5::write_uint_attr(f.id(), "shard", a.shard, Width::kU32);
+    h5::write_uint_attr(f.id(), "num_words", a.num_words, Width::kU32);
+    h5::write_uint_attr(f.id(), "first_doc", a.first_doc, Width::kU32);
+    h5::write_uint_attr(f.id(), "num_docs", a.num_docs, Width::kU32);
 
     h5::Group gr = h5::create_group(f.id(), "grammar");
-    put_min(gr.id(), "rule_body_lengths", body_lengths, o);
-    h5::write_array(gr.id(), "symbols", std::span<const Symbol>(g.symbols), Width::kU32, o);
-    put_min(gr.id(), "level_offsets", g.level_offsets, o);
-    put_min(gr.id(), "rule_length", g.rule_length, o);
-    put_min(gr.id(), "rule_uses", g.rule_uses, o);
-    put_min(gr.id(), "doc_segment_lengths", segment_lengths, o);
+    h5::write_filtered(gr.id(), "rule_body_lengths", a.body);
+    h5::write_filtered(gr.id(), "symbols", a.symbols);
+    h5::write_filtered(gr.id(), "level_offsets", a.levels);
+    h5::write_filtered(gr.id(), "rule_length", a.rule_length);
+    h5::write_filtered(gr.id(), "rule_uses", a.rule_uses);
+    h5::write_filtered(gr.id(), "doc_segment_lengths", a.segments);
     gr.close();
 
     h5::Group lg = h5::create_group(f.id(), "layout");
-    put_strings(lg.id(), "ws_bytes", "ws_lengths", ws_bytes, ws_lengths, o);
-    h5::write_array(lg.id(), "gaps", std::span<const uint32_t>(layout.gaps),
-                    h5::min_width(ws_max_id), o);
+    h5::write_filtered(lg.id(), "ws_bytes", a.ws_b);
+    h5::write_filtered(lg.id(), "ws_lengths", a.ws_l);
+    h5::write_filtered(lg.id(), "gaps", a.gaps);
     lg.close();
     f.close();
   });
   cleanup.disarm();
+}
+
+void write_shard_file(const fs::path& file, uint64_t archive_id, uint32_t shard,
+                      const ShardGrammar& g, const ShardLayout& layout,
+                      const ArchiveOptions& options) {
+  write_shard_file(file, archive_id, prepare_shard_file(shard, g, layout, options));
 }
 
 ShardGrammar read_shard_grammar(const fs::path& archive, const Manifest& manifest, uint32_t shard) {

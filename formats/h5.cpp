@@ -423,8 +423,10 @@ void write_chunks(hid_t ds, const void* data, uint64_t n, Width mem, Width store
 
 }  // namespace
 
-void write_raw(Id loc, const std::string& name, const void* data, uint64_t n, Width mem,
-               Width store, const WriteOptions& options) {
+namespace {
+
+void check_fits(const std::string& name, const void* data, uint64_t n, Width mem, Width store,
+                const WriteOptions& options) {
   GTADOC_EXPECTS(options.deflate_level >= 0 && options.deflate_level <= 9,
                  "deflate level must be 0..9");
   if (store < mem) {
@@ -432,32 +434,98 @@ void write_raw(Id loc, const std::string& name, const void* data, uint64_t n, Wi
     for (uint64_t i = 0; i < n; ++i)
       GTADOC_EXPECTS(load_uint(data, i, mem) <= limit, "value too wide for dataset " + name);
   }
-  with_context("dataset " + object_path(loc, name), [&] {
-    const uint64_t elem = static_cast<uint64_t>(store);
-    hsize_t dims[1] = {n};
-    hsize_t maxdims[1] = {n == 0 ? H5S_UNLIMITED : n};
-    Dataspace space(H5_TRY(H5Screate_simple(1, dims, maxdims)));
-    PropList dcpl(H5_TRY(H5Pcreate(H5P_DATASET_CREATE)));
-    H5_TRY(H5Pset_obj_track_times(dcpl.id(), false));
+}
+
+/// Elements per chunk of a dataset of n elements stored as `store`.
+uint64_t chunk_elements(uint64_t n, Width store) {
+  return std::clamp<uint64_t>(n, 1, kMaxChunkBytes / static_cast<uint64_t>(store));
+}
+
+/// Whether chunks are filtered here (else HDF5's pipeline filters them inside H5Dwrite).
+bool filter_here(uint64_t n, const WriteOptions& options) {
+  static const bool serial_env = std::getenv("GTADOC_H5_SERIAL_WRITE") != nullptr;
+  return n > 0 && options.parallel && !serial_env && std::endian::native == std::endian::little;
+}
+
+/// A new 1-D chunked dataset with the filters of `options` and a Fletcher32 checksum.
+Dataset create_chunked(Id loc, const std::string& name, uint64_t n, Width store,
+                       const WriteOptions& options) {
+  const uint64_t elem = static_cast<uint64_t>(store);
+  hsize_t dims[1] = {n};
+  hsize_t maxdims[1] = {n == 0 ? H5S_UNLIMITED : n};
+  Dataspace space(H5_TRY(H5Screate_simple(1, dims, maxdims)));
+  PropList dcpl(H5_TRY(H5Pcreate(H5P_DATASET_CREATE)));
+  H5_TRY(H5Pset_obj_track_times(dcpl.id(), false));
 #if H5_VERSION_GE(1, 10, 5)
-    H5_TRY(H5Pset_dset_no_attrs_hint(dcpl.id(), true));  // minimal object headers
+  H5_TRY(H5Pset_dset_no_attrs_hint(dcpl.id(), true));  // minimal object headers
 #endif
-    hsize_t chunk[1] = {std::clamp<uint64_t>(n, 1, kMaxChunkBytes / elem)};
-    H5_TRY(H5Pset_chunk(dcpl.id(), 1, chunk));
-    if (options.deflate_level > 0) {
-      if (options.shuffle && elem > 1) H5_TRY(H5Pset_shuffle(dcpl.id()));
-      H5_TRY(H5Pset_deflate(dcpl.id(), static_cast<unsigned>(options.deflate_level)));
-    }
-    // Last in the pipeline: the checksum covers the bytes as stored, so it is verified first
-    // on read, before any decompression.
-    H5_TRY(H5Pset_fletcher32(dcpl.id()));
-    Dataset ds(H5_TRY(H5Dcreate2(loc, name.c_str(), file_type(store), space.id(), H5P_DEFAULT,
-                                 dcpl.id(), H5P_DEFAULT)));
-    static const bool serial_env = std::getenv("GTADOC_H5_SERIAL_WRITE") != nullptr;
-    if (n > 0 && options.parallel && !serial_env && std::endian::native == std::endian::little) {
-      write_chunks(ds.id(), data, n, mem, store, chunk[0], options);
+  hsize_t chunk[1] = {chunk_elements(n, store)};
+  H5_TRY(H5Pset_chunk(dcpl.id(), 1, chunk));
+  if (options.deflate_level > 0) {
+    if (options.shuffle && elem > 1) H5_TRY(H5Pset_shuffle(dcpl.id()));
+    H5_TRY(H5Pset_deflate(dcpl.id(), static_cast<unsigned>(options.deflate_level)));
+  }
+  // Last in the pipeline: the checksum covers the bytes as stored, so it is verified first
+  // on read, before any decompression.
+  H5_TRY(H5Pset_fletcher32(dcpl.id()));
+  return Dataset(H5_TRY(H5Dcreate2(loc, name.c_str(), file_type(store), space.id(), H5P_DEFAULT,
+                                   dcpl.id(), H5P_DEFAULT)));
+}
+
+}  // namespace
+
+void write_raw(Id loc, const std::string& name, const void* data, uint64_t n, Width mem,
+               Width store, const WriteOptions& options) {
+  check_fits(name, data, n, mem, store, options);
+  with_context("dataset " + object_path(loc, name), [&] {
+    Dataset ds = create_chunked(loc, name, n, store, options);
+    if (filter_here(n, options)) {
+      write_chunks(ds.id(), data, n, mem, store, chunk_elements(n, store), options);
     } else if (n > 0) {
       H5_TRY(H5Dwrite(ds.id(), mem_type(mem), H5S_ALL, H5S_ALL, H5P_DEFAULT, data));
+    }
+    ds.close();
+  });
+}
+
+uint64_t FilteredArray::bytes() const {
+  uint64_t total = 0;
+  for (const auto& c : chunks) total += c.size();
+  return total;
+}
+
+FilteredArray filter_array(const void* data, uint64_t n, Width mem, Width store,
+                           const WriteOptions& options) {
+  check_fits("(filtered)", data, n, mem, store, options);
+  FilteredArray a;
+  a.n = n;
+  a.store = store;
+  a.options = options;
+  if (!filter_here(n, options)) {
+    a.data = data;
+    a.mem = mem;
+    return a;
+  }
+  const uint64_t chunk = chunk_elements(n, store);
+  a.chunks.resize((n + chunk - 1) / chunk);
+  parallel_for(a.chunks.size(), resolve_threads(options.threads), [&](size_t k) {
+    a.chunks[k] = filter_chunk(data, n, mem, store, chunk, k, options);
+  });
+  return a;
+}
+
+void write_filtered(Id loc, const std::string& name, const FilteredArray& a) {
+  with_context("dataset " + object_path(loc, name), [&] {
+    Dataset ds = create_chunked(loc, name, a.n, a.store, a.options);
+    if (!a.chunks.empty()) {
+      const uint64_t chunk = chunk_elements(a.n, a.store);
+      for (uint64_t k = 0; k < a.chunks.size(); ++k) {
+        const hsize_t offset[1] = {k * chunk};
+        H5_TRY(H5Dwrite_chunk(ds.id(), H5P_DEFAULT, 0, offset, a.chunks[k].size(),
+                              a.chunks[k].data()));
+      }
+    } else if (a.n > 0) {
+      H5_TRY(H5Dwrite(ds.id(), mem_type(a.mem), H5S_ALL, H5S_ALL, H5P_DEFAULT, a.data));
     }
     ds.close();
   });

@@ -148,6 +148,39 @@ inline constexpr uint64_t kMaxChunkBytes = uint64_t{1} << 20;
 void write_raw(Id loc, const std::string& name, const void* data, uint64_t n, Width mem,
                Width store, const WriteOptions& options);
 
+/// A 1-D array made ready for write_filtered without entering HDF5: its chunks filtered as
+/// write_raw stores them. Built on any thread, outside the HDF5 lock, so that the deflate of many
+/// files being written at once does not queue on the lock. Where write_raw would use HDF5's own
+/// pipeline (options.parallel off, GTADOC_H5_SERIAL_WRITE, a big-endian host) it keeps a pointer
+/// to the data instead, which must then outlive the write.
+struct FilteredArray {
+  uint64_t n = 0;
+  Width store = Width::kU8;
+  WriteOptions options;
+  std::vector<std::vector<unsigned char>> chunks;  ///< as stored, in order
+  const void* data = nullptr;                      ///< for HDF5's pipeline (chunks empty)
+  Width mem = Width::kU8;
+  /// Bytes held by the filtered chunks.
+  uint64_t bytes() const;
+};
+FilteredArray filter_array(const void* data, uint64_t n, Width mem, Width store,
+                           const WriteOptions& options);
+/// Creates dataset `name` below `loc` as write_raw does and stores the chunks: the same bytes as
+/// write_raw(loc, name, data, n, mem, store, options).
+void write_filtered(Id loc, const std::string& name, const FilteredArray& array);
+
+template <class T>
+FilteredArray filter_array(std::span<const T> data, Width store, const WriteOptions& options) {
+  return filter_array(data.data(), data.size(), width_of<T>(), store, options);
+}
+/// filter_array with the smallest width that holds the values' maximum.
+template <class T>
+FilteredArray filter_array_min_width(std::span<const T> data, const WriteOptions& options) {
+  T max = 0;
+  for (T v : data) max = v > max ? v : max;
+  return filter_array(data, min_width(max), options);
+}
+
 template <class T>
 void write_array(Id loc, const std::string& name, std::span<const T> data, Width store,
                  const WriteOptions& options) {

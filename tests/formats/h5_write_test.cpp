@@ -3,6 +3,7 @@
 // zlib, as HDF5's filter; with libdeflate the same values through HDF5's reader), for every stored
 // width, memory width, deflate level, shuffle setting, chunk edge and kind of data (compressible,
 // incompressible, zeros); and the values read back equal to those written, on any thread count.
+// h5::filter_array + h5::write_filtered (filtered outside the HDF5 lock) store write_raw's bytes.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -23,18 +24,24 @@ uint64_t max_of(h5::Width w) {
   return w == h5::Width::kU64 ? ~uint64_t{0} : (uint64_t{1} << (8 * static_cast<int>(w))) - 1;
 }
 
-/// One file holding `values` as dataset "d" stored at `store`, written from `mem`-wide memory.
+/// One file holding `values` as dataset "d" stored at `store`, written from `mem`-wide memory,
+/// by write_raw or (`filtered`) by filter_array outside the HDF5 lock, then write_filtered.
 std::string write_file_bytes(const fs::path& file, const std::vector<uint64_t>& values,
-                             h5::Width mem, h5::Width store, h5::WriteOptions o) {
+                             h5::Width mem, h5::Width store, h5::WriteOptions o,
+                             bool filtered = false) {
   fs::remove(file);
+  std::vector<uint32_t> narrow(values.begin(), values.end());
+  const void* data = mem == h5::Width::kU64 ? static_cast<const void*>(values.data())
+                                            : static_cast<const void*>(narrow.data());
+  h5::FilteredArray ready;
+  if (filtered) ready = h5::filter_array(data, values.size(), mem, store, o);
   {
     h5::Lock lock;
     h5::File f = h5::create_file(file);
-    if (mem == h5::Width::kU64) {
-      h5::write_raw(f.id(), "d", values.data(), values.size(), mem, store, o);
+    if (filtered) {
+      h5::write_filtered(f.id(), "d", ready);
     } else {
-      std::vector<uint32_t> narrow(values.begin(), values.end());
-      h5::write_raw(f.id(), "d", narrow.data(), narrow.size(), mem, store, o);
+      h5::write_raw(f.id(), "d", data, values.size(), mem, store, o);
     }
   }
   return testutil::read_file(file);
@@ -69,6 +76,11 @@ TEST(H5Write, ParallelChunksStoreHdf5sBytes) {
                                      (shuffle ? " shuffle" : "");
             const std::string a = write_file_bytes(dir / "a.h5", values, mem, store, serial);
             const std::string b = write_file_bytes(dir / "b.h5", values, mem, store, parallel);
+            // Filtered ahead of the write: write_raw's bytes exactly, on either path.
+            ASSERT_TRUE(write_file_bytes(dir / "c.h5", values, mem, store, parallel, true) == b)
+                << what;
+            ASSERT_TRUE(write_file_bytes(dir / "c.h5", values, mem, store, serial, true) == a)
+                << what;
             // With zlib the chunks are HDF5's own bytes; libdeflate writes other (valid) zlib
             // streams of the same data, which HDF5's filter reads back below.
             if (level == 0 || std::string(zlib_codec_name()) == "zlib") {
