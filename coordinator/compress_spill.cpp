@@ -289,10 +289,10 @@ void write_dictionary_spill(const fs::path& file, uint64_t n, uint64_t bytes,
                             const std::function<std::string_view(uint64_t)>& word,
                             unsigned threads) {
   // Blocks of words gathered on the threads (word(i) is a random access into a large table: on
-  // one thread, 35 M words took 9 s), then written in order; each block's buffer is the only
-  // memory held.
-  constexpr uint64_t kBlock = uint64_t{1} << 20;  // words
-  constexpr uint64_t kPart = uint64_t{1} << 14;   // words per task inside a block
+  // one thread, 35 M words took 9 s), then written in order; one block's buffers (~10-20 MB)
+  // are the only memory held.
+  constexpr uint64_t kBlock = uint64_t{1} << 18;  // words
+  constexpr uint64_t kPart = uint64_t{1} << 12;   // words per task inside a block
   Writer w(file);
   w.put64(kDictMagic);
   w.put64(n);
@@ -300,7 +300,7 @@ void write_dictionary_spill(const fs::path& file, uint64_t n, uint64_t bytes,
   const uint64_t text_start = (3 + n + 1) * 8;  // magic, n, bytes, then n + 1 offsets
   uint64_t offset = 0;
   w.put64(offset);
-  std::vector<uint64_t> ends;  // end offsets of a block's words, relative to the block
+  std::vector<uint64_t> ends;  // end offsets of a block's words: within their part, then absolute
   std::vector<uint64_t> part_bytes;
   std::vector<char> text;
   for (uint64_t b = 0; b < n; b += kBlock) {

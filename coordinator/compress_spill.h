@@ -64,7 +64,7 @@ ShardTokens read_spill(const std::filesystem::path& file);
 
 /// Writes `n` words, word(i) for i in [0, n), totalling `bytes` bytes, to `file`; word() is
 /// called twice per word (lengths first, then bytes), concurrently from `threads` threads, on
-/// blocks of a million words, so nothing but one block's buffers is held.
+/// blocks of 256 Ki words, so nothing but one block's buffers is held.
 void write_dictionary_spill(const std::filesystem::path& file, uint64_t n, uint64_t bytes,
                             const std::function<std::string_view(uint64_t)>& word,
                             unsigned threads = 1);

@@ -202,7 +202,7 @@ TEST(CompressSpill, ShardTokensAndDictionaryRoundTrip) {
   ASSERT_EQ(d.size(), words.size());
   for (uint32_t i = 0; i < d.size(); ++i) EXPECT_EQ(d[i], words[i]);
 
-  // Several blocks of a million words (the last one partial), gathered on three threads; words
+  // Several blocks of 256 Ki words (the last one partial), gathered on three threads; words
   // of 0 to 12 bytes.
   constexpr uint64_t kMany = 2'500'003;
   auto many = [](uint64_t i) -> std::string_view {
