@@ -31,6 +31,19 @@ fs::path safe_relative_path(const std::string& name) {
   return p;
 }
 
+/// Creates the directories of `relative` below `root` one level at a time, never `root` itself:
+/// once a stop request (SIGINT, SIGTERM) has removed the temporary tree, a creation still under
+/// way on another thread fails instead of bringing the tree back before the process exits.
+void create_below(const fs::path& root, const fs::path& relative) {
+  fs::path p = root;
+  for (const auto& part : relative) {
+    p /= part;
+    std::error_code ec;
+    fs::create_directory(p, ec);  // false without an error when it is a directory already
+    if (ec) throw InputError(p.string() + ": cannot create directory: " + ec.message());
+  }
+}
+
 }  // namespace
 
 uint64_t decompress(const fs::path& archive, const fs::path& out_dir,
@@ -110,9 +123,9 @@ uint64_t decompress(const fs::path& archive, const fs::path& out_dir,
           throw InputError(archive.string() + ": document '" + m.docs[d].name +
                            "' does not have its recorded size (corrupted archive)");
         fs::path file = output.temp_path() / rel[d];
-        if (file.has_parent_path() && file.parent_path() != output.temp_path()) {
+        if (rel[d].has_parent_path()) {
           std::lock_guard<std::mutex> lock(fs_mutex);
-          fs::create_directories(file.parent_path());
+          create_below(output.temp_path(), rel[d].parent_path());
         }
         write_new_file(file, text);
         progress.add(1);
