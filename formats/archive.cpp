@@ -231,15 +231,6 @@ FilteredShard::FilteredShard(FilteredShard&&) noexcept = default;
 FilteredShard& FilteredShard::operator=(FilteredShard&&) noexcept = default;
 FilteredShard::~FilteredShard() = default;
 
-uint64_t FilteredShard::bytes() const {
-  const Arrays& a = *arrays_;
-  uint64_t total = 0;
-  for (const h5::FilteredArray* f : {&a.body, &a.symbols, &a.levels, &a.rule_length, &a.rule_uses,
-                                     &a.segments, &a.ws_b, &a.ws_l, &a.gaps})
-    total += f->bytes();
-  return total;
-}
-
 FilteredShard prepare_shard_file(uint32_t shard, const ShardGrammar& g, const ShardLayout& layout,
                                  const ArchiveOptions& options) {
   GTADOC_EXPECTS(g.rule_offsets.size() >= 2 && g.rule_offsets.front() == 0 &&

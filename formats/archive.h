@@ -85,8 +85,6 @@ class FilteredShard {
   FilteredShard(FilteredShard&&) noexcept;
   FilteredShard& operator=(FilteredShard&&) noexcept;
   ~FilteredShard();
-  /// Bytes of the filtered arrays held.
-  uint64_t bytes() const;
 
  private:
   friend FilteredShard prepare_shard_file(uint32_t, const ShardGrammar&, const ShardLayout&,

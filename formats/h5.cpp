@@ -488,12 +488,6 @@ void write_raw(Id loc, const std::string& name, const void* data, uint64_t n, Wi
   });
 }
 
-uint64_t FilteredArray::bytes() const {
-  uint64_t total = 0;
-  for (const auto& c : chunks) total += c.size();
-  return total;
-}
-
 FilteredArray filter_array(const void* data, uint64_t n, Width mem, Width store,
                            const WriteOptions& options) {
   check_fits("(filtered)", data, n, mem, store, options);

@@ -160,8 +160,6 @@ struct FilteredArray {
   std::vector<std::vector<unsigned char>> chunks;  ///< as stored, in order
   const void* data = nullptr;                      ///< for HDF5's pipeline (chunks empty)
   Width mem = Width::kU8;
-  /// Bytes held by the filtered chunks.
-  uint64_t bytes() const;
 };
 FilteredArray filter_array(const void* data, uint64_t n, Width mem, Width store,
                            const WriteOptions& options);
