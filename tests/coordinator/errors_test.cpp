@@ -7,7 +7,9 @@
 #include <fstream>
 #include <set>
 #include <string>
+#include <tuple>
 
+#include "formats/archive.h"
 #include "tests/testutil/corpus.h"
 
 namespace gtadoc {
@@ -189,6 +191,30 @@ TEST(DecompressErrors, UnknownDocumentAndExistingOutput) {
   fs::create_directory(out / "docs");
   auto e = run_gtadoc({"decompress", a.path.string(), "-o", (out / "docs").string()});
   expect_clean_failure(e, 1, "output exists", out.path(), {"docs"});
+}
+
+// A name that is also another document's folder ("doc0" and "doc0/x") cannot come from compress,
+// which refuses such inputs; an archive whose manifest says so anyway (crafted, or written by
+// another tool) fails cleanly: within one shard (the file first, then its folder) and across the
+// two shards, decompressed side by side (either first).
+TEST(DecompressErrors, NameThatIsAlsoAFolder) {
+  for (const auto& [renamed, to, needle] :
+       {std::tuple<int, std::string, std::string>{1, "doc0/x", "doc0: cannot create directory"},
+        std::tuple<int, std::string, std::string>{3, "doc2/x", "doc2"}}) {
+    SCOPED_TRACE(to);
+    Archive a;
+    Manifest m = read_manifest(a.path);
+    ASSERT_EQ(m.docs.size(), 6u);
+    ASSERT_EQ(m.shards.size(), 2u);
+    ASSERT_EQ(m.shards[1].first_doc, 3u);  // doc0..doc2 in shard 0, doc3..doc5 in shard 1
+    m.docs[renamed].name = to;
+    fs::remove(a.path / kManifestFile);
+    write_manifest_file(a.path / kManifestFile, m, ArchiveOptions{});
+    TempDir out;
+    auto r = run_gtadoc(
+        {"decompress", a.path.string(), "-o", (out / "docs").string(), "--threads", "2"});
+    expect_clean_failure(r, 1, needle, out.path(), {});
+  }
 }
 
 }  // namespace
