@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
+#include <string>
 
 #include "cluster/comm.h"
 #include "cluster/merge_runs.h"
@@ -102,25 +104,29 @@ RecordBatch choose_row_splitters(Comm& comm, uint64_t n, uint32_t w, const RowsA
 
 namespace {
 
-/// Collective: moves ordered rows so that rank r holds the r-th range of the global order. The
-/// result holds one sorted run per source rank, of sizes `runs`.
+/// Collective: moves ordered rows so that rank r holds the r-th range of the global order (or,
+/// `to_root`, every row goes to rank 0: no splitters to agree on). The result holds one sorted
+/// run per source rank, of sizes `runs`.
 RecordBatch exchange_rows(Comm& comm, const RecordBatch& rows, const CountKeyLess& less,
-                          std::vector<size_t>& runs) {
-  const RecordBatch splitters = choose_row_splitters(
-      comm, rows.size(), rows.width,
-      [&](std::span<const uint64_t> at) {
-        RecordBatch out;
-        out.width = rows.width;
-        for (uint64_t i : at) out.push(rows.key(i), rows.counts[i]);
-        return out;
-      },
-      less);
+                          bool to_root, std::vector<size_t>& runs) {
   const uint32_t parts = static_cast<uint32_t>(comm.size());
   const uint32_t w = rows.width;
   // rows are sorted: the rows of part p are [cut[p], cut[p + 1]).
-  std::vector<size_t> cut(parts + 1, 0);
+  std::vector<size_t> cut(parts + 1, to_root ? rows.size() : 0);
+  cut[0] = 0;
   cut[parts] = rows.size();
-  for (uint32_t p = 1; p < parts; ++p) {
+  const RecordBatch splitters = to_root ? RecordBatch{}
+                                        : choose_row_splitters(
+                                              comm, rows.size(), rows.width,
+                                              [&](std::span<const uint64_t> at) {
+                                                RecordBatch out;
+                                                out.width = rows.width;
+                                                for (uint64_t i : at)
+                                                  out.push(rows.key(i), rows.counts[i]);
+                                                return out;
+                                              },
+                                              less);
+  for (uint32_t p = 1; p < parts && !to_root; ++p) {
     const uint64_t sc = splitters.counts[p - 1];
     const uint32_t* sk = splitters.keys.data() + size_t{p - 1} * w;
     size_t lo = cut[p - 1], hi = rows.size();  // first row above the splitter
@@ -156,6 +162,14 @@ RecordBatch exchange_rows(Comm& comm, const RecordBatch& rows, const CountKeyLes
 }
 
 }  // namespace
+
+bool top_rows_to_root(const QueryOptions& q) {
+  static const bool enabled = [] {
+    const char* v = std::getenv("GTADOC_TOP_TO_ROOT");
+    return v == nullptr || std::string(v) != "0";
+  }();
+  return enabled && count_ordered(q) && q.top > 0 && q.top <= kTopRowsToRoot;
+}
 
 RowPlan merge_row_runs(const RecordBatch& r, const std::vector<size_t>& runs,
                        const CountKeyLess& less, unsigned threads) {
@@ -198,6 +212,9 @@ RankRows place_rank_rows(Comm& comm, RecordBatch records, RowPlan plan, const Qu
   if (comm.size() > 1 && count_ordered(q) && !exchanged) {
     Timer timer;
     const CountKeyLess less{q.task == Task::kSequenceCount ? order : nullptr};
+    // Each key has one owner, so the global first K rows are among the owners' first K.
+    const bool to_root = top_rows_to_root(q);
+    if (q.top > 0) out.plan.truncate(q.top);
     const bool in_order = out.plan.order.empty() && out.plan.row_begin.empty() &&
                           out.plan.positions == out.records.size();
     RecordBatch mine =
@@ -206,12 +223,14 @@ RankRows place_rank_rows(Comm& comm, RecordBatch records, RowPlan plan, const Qu
     out.plan = RowPlan{};
     const double gathered = timer.seconds();
     std::vector<size_t> runs;
-    out.records = exchange_rows(comm, mine, less, runs);
+    out.records = exchange_rows(comm, mine, less, to_root, runs);
     mine = RecordBatch{};
     const double exchanged = timer.seconds();
     out.plan = merge_row_runs(out.records, runs, less, threads);
-    spdlog::debug("row exchange: {} rows; in order {:.3f}s, exchange {:.3f}s, merge {:.3f}s",
-                  out.records.size(), gathered, exchanged - gathered, timer.seconds() - exchanged);
+    spdlog::debug(
+        "row exchange{}: {} rows; in order {:.3f} ms, exchange {:.3f} ms, merge {:.3f} ms",
+        to_root ? " to rank 0 (--top)" : "", out.records.size(), gathered * 1e3,
+        (exchanged - gathered) * 1e3, (timer.seconds() - exchanged) * 1e3);
   }
   const std::vector<uint64_t> rows = comm.allgather(out.plan.rows());
   for (int r = 0; r < comm.rank(); ++r) out.first_row += rows[r];

@@ -8,6 +8,8 @@
 //    their rows locally to --top, agree on sampled (count, key) splitters and exchange rows
 //    (integers: counts and word ids) so that rank r holds the r-th range of the global order;
 //    the global --top keeps the first K rows of the concatenation (each rank sends at most K).
+//    A --top of at most kTopRowsToRoot rows skips the splitters: every rank sends its first K
+//    rows to rank 0 (one exchange of at most K rows per rank), which merges them.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +32,14 @@ struct RankRows {
   uint64_t first_row = 0;   ///< global index of this rank's first row
   uint64_t total_rows = 0;  ///< rows of the whole result
 };
+
+/// The largest count-ordered --top whose candidates go to rank 0 (top_rows_to_root).
+inline constexpr uint64_t kTopRowsToRoot = uint64_t{1} << 16;
+/// Whether place_rank_rows sends a count-ordered query's rows to rank 0 whole, not by ranges:
+/// --top K with 0 < K <= kTopRowsToRoot (each rank then holds at most K candidates: two
+/// collectives instead of four). GTADOC_TOP_TO_ROOT=0 turns it off (benchmarks compare the two
+/// paths; the answer is the same). Rows the GPUs already exchanged (`exchanged`) do not move.
+bool top_rows_to_root(const QueryOptions& q);
 
 /// Global row order of the count-ordered tasks on (count, key): count desc, then the key in
 /// output order (word id, or with `order` the n-gram's joined bytes).

@@ -55,6 +55,21 @@ for c in "${cases[@]}"; do
   done
 done
 
+# A count-ordered --top of at most 65536 rows sends each rank's first K rows to rank 0; larger
+# ones, and every --top with GTADOC_TOP_TO_ROOT=0, exchange ranges by sampled splitters. Both
+# against the reference, with cuts inside runs of equal counts.
+for c in "word-count --top 44" "word-count --top 70000 --lowercase" "sequence-count --n 3 --top 25"; do
+  # shellcheck disable=SC2086
+  "$REF" "$WORK/in" $c > "$WORK/want"
+  for to_root in 1 0; do
+    rm -f "$WORK/got"
+    # shellcheck disable=SC2086
+    GTADOC_TOP_TO_ROOT=$to_root "${MPIRUN[@]}" -x GTADOC_TOP_TO_ROOT "$BIN" run "$WORK/c.gtd" $c \
+      --engine cpu --threads 1 -o "$WORK/got"
+    cmp -s "$WORK/want" "$WORK/got" || fail "np=$NP: $c with GTADOC_TOP_TO_ROOT=$to_root"
+  done
+done
+
 # --partitioned: one part per rank plus _SUCCESS; for every task the TSV parts, concatenated in
 # part order, are the one-file result (ranks hold consecutive ranges of the global order, and
 # --top is global); each JSON part is a complete array of its slice.
