@@ -32,8 +32,10 @@ struct SkippedInput {
 
 /// Throws InputError for a missing/unreadable input, a duplicate name, or an empty corpus.
 /// Entries of input directories that are not documents are appended to `skipped` when given.
-/// The files found are checked (size, readable) on `threads` threads (0: every usable CPU); the
-/// documents and errors are the same for every thread count.
+/// Input directories are walked breadth first, the directories of one depth read on `threads`
+/// threads (0: every usable CPU), and the files found are checked (size, readable) on them; the
+/// documents, the skipped entries (in walk order) and the error (the first failure in walk order)
+/// are the same for every thread count.
 std::vector<InputDocument> collect_inputs(const std::vector<std::string>& inputs,
                                           std::vector<SkippedInput>* skipped = nullptr,
                                           unsigned threads = 1);

@@ -75,5 +75,26 @@ TEST(CollectInputs, SameErrorsOnThreads) {
   EXPECT_EQ(error_of({a, missing}, 4), missing + ": no such file or directory");
 }
 
+// Two inputs may name "a" and "a/b": such an archive could not be decompressed. The check must
+// find "a/b" past names that sort between "a" and "a/" ("a!x": '!' < '/'), and must not mistake
+// "ab/c" or "a!x" for a folder "a".
+TEST(CollectInputs, NameThatIsAlsoADirectoryOfAnother) {
+  TempDir tmp;
+  write_file(tmp / "one/a", "x");
+  write_file(tmp / "one/a!x", "x");
+  write_file(tmp / "one/ab/c", "x");
+  write_file(tmp / "two/a/b", "x");
+  write_file(tmp / "three/a!x/y", "x");
+  for (unsigned threads : {1u, 2u, 4u}) {
+    EXPECT_EQ(error_of({(tmp / "one").string(), (tmp / "two").string()}, threads),
+              "document name 'a' is also a directory of another document");
+    EXPECT_EQ(error_of({(tmp / "two").string(), (tmp / "one").string()}, threads),
+              "document name 'a' is also a directory of another document");
+    EXPECT_EQ(error_of({(tmp / "one").string(), (tmp / "three").string()}, threads),
+              "document name 'a!x' is also a directory of another document");
+    EXPECT_EQ(collect_inputs({(tmp / "one").string()}, nullptr, threads).size(), 3u);
+  }
+}
+
 }  // namespace
 }  // namespace gtadoc
