@@ -205,6 +205,8 @@ std::vector<InputDocument> collect_inputs(const std::vector<std::string>& inputs
   }
   if (!walk_error.empty()) throw InputError(walk_error);
   if (found.empty()) throw InputError("empty corpus: no documents found in the inputs");
+  if (found.size() >= (kBoundaryBit >> 1))
+    throw InputError("too many documents (" + std::to_string(found.size()) + ")");
   // Byte order of the names; equal names (an error) in walk order, so the message is the same
   // for every thread count.
   std::vector<uint32_t> order(found.size());
@@ -249,8 +251,6 @@ std::vector<InputDocument> collect_inputs(const std::vector<std::string>& inputs
   if (first_bad < docs.size())
     throw InputError("document name '" + docs[first_bad].name +
                      "' is also a directory of another document");
-  if (docs.size() >= (kBoundaryBit >> 1))
-    throw InputError("too many documents (" + std::to_string(docs.size()) + ")");
   return docs;
 }
 
