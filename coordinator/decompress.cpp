@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <mutex>
@@ -87,8 +88,14 @@ uint64_t decompress(const fs::path& archive, const fs::path& out_dir,
   AtomicOutput output(out_dir, AtomicOutput::Kind::kDirectory, options.force,
                       AtomicOutput::Replace{"", {archive}});
   std::mutex h5_mutex, fs_mutex;
+  std::unordered_set<std::string> made;  // folders below the temporary root created so far
   Progress progress("decompressing", count, "documents", options.progress);
-  parallel_for(m.shards.size(), resolve_threads(options.threads), [&](size_t s) {
+  // Shards on as many threads as there are shards; each shard's documents on the threads the
+  // shards leave (an archive of one shard uses them all).
+  const unsigned threads = resolve_threads(options.threads);
+  const unsigned outer = static_cast<unsigned>(std::min<size_t>(threads, m.shards.size()));
+  const unsigned inner = std::max(1u, threads / std::max(1u, outer));
+  parallel_for(m.shards.size(), outer, [&](size_t s) {
     const ShardEntry& e = m.shards[s];
     bool any = false;
     for (uint32_t i = 0; i < e.num_docs; ++i) any = any || wanted[e.first_doc + i];
@@ -100,16 +107,25 @@ uint64_t decompress(const fs::path& archive, const fs::path& out_dir,
       g = read_shard_grammar(archive, m, static_cast<uint32_t>(s));
       layout = read_shard_layout(archive, m, static_cast<uint32_t>(s));
     }
-    uint64_t gap = 0;
-    std::vector<WordId> words;
-    std::string text;
-    for (uint32_t i = 0; i < e.num_docs; ++i) {
-      DocId d = e.first_doc + i;
-      uint64_t n = m.docs[d].words;
-      if (wanted[d]) {
+    // Where each document's whitespace gaps start (a document of n words has n + 1).
+    std::vector<uint64_t> gap_at(e.num_docs + 1, 0);
+    for (uint32_t i = 0; i < e.num_docs; ++i)
+      gap_at[i + 1] = gap_at[i] + m.docs[e.first_doc + i].words + 1;
+    if (gap_at[e.num_docs] > layout.gaps.size())
+      throw InputError(archive.string() + ": shard " + std::to_string(s) +
+                       ": layout does not match the grammar (corrupted archive)");
+    constexpr uint32_t kDocsPerTask = 64;
+    parallel_for((e.num_docs + kDocsPerTask - 1) / kDocsPerTask, inner, [&](size_t task) {
+      std::vector<WordId> words;
+      std::string text;
+      const uint32_t end = std::min<uint32_t>(e.num_docs, (task + 1) * kDocsPerTask);
+      for (uint32_t i = static_cast<uint32_t>(task) * kDocsPerTask; i < end; ++i) {
+        const DocId d = e.first_doc + i;
+        if (!wanted[d]) continue;
+        const uint64_t n = m.docs[d].words, gap = gap_at[i];
         words.clear();
         expand_document(g, i, words);
-        if (words.size() != n || gap + n + 1 > layout.gaps.size())
+        if (words.size() != n)
           throw InputError(archive.string() + ": shard " + std::to_string(s) +
                            ": layout does not match the grammar (corrupted archive)");
         text.clear();
@@ -122,16 +138,18 @@ uint64_t decompress(const fs::path& archive, const fs::path& out_dir,
         if (text.size() != m.docs[d].bytes)
           throw InputError(archive.string() + ": document '" + m.docs[d].name +
                            "' does not have its recorded size (corrupted archive)");
-        fs::path file = output.temp_path() / rel[d];
         if (rel[d].has_parent_path()) {
+          std::string folder = rel[d].parent_path().string();
           std::lock_guard<std::mutex> lock(fs_mutex);
-          create_below(output.temp_path(), rel[d].parent_path());
+          if (!made.count(folder)) {
+            create_below(output.temp_path(), rel[d].parent_path());
+            made.insert(std::move(folder));
+          }
         }
-        write_new_file(file, text);
+        write_new_file(output.temp_path() / rel[d], text);
         progress.add(1);
       }
-      gap += n + 1;
-    }
+    });
   });
   progress.finish();
   output.commit();
