@@ -139,12 +139,9 @@ uint64_t decompress(const fs::path& archive, const fs::path& out_dir,
           throw InputError(archive.string() + ": document '" + m.docs[d].name +
                            "' does not have its recorded size (corrupted archive)");
         if (rel[d].has_parent_path()) {
-          std::string folder = rel[d].parent_path().string();
           std::lock_guard<std::mutex> lock(fs_mutex);
-          if (!made.count(folder)) {
+          if (made.insert(rel[d].parent_path().string()).second)
             create_below(output.temp_path(), rel[d].parent_path());
-            made.insert(std::move(folder));
-          }
         }
         write_new_file(output.temp_path() / rel[d], text);
         progress.add(1);

@@ -401,6 +401,12 @@ std::vector<unsigned char> filter_chunk(const void* data, uint64_t n, Width mem,
 /// Filters the chunks of a new dataset on threads, a window at a time, and stores each window's
 /// chunks in order with H5Dwrite_chunk. Transient memory: about 3 MiB per thread filtering plus
 /// the window's filtered chunks (at most 2 per thread, 1 MiB each before deflate).
+/// Stores filtered chunk k (of `chunk` elements each) as it is.
+void store_chunk(hid_t ds, uint64_t k, uint64_t chunk, const std::vector<unsigned char>& bytes) {
+  const hsize_t offset[1] = {k * chunk};
+  H5_TRY(H5Dwrite_chunk(ds, H5P_DEFAULT, 0, offset, bytes.size(), bytes.data()));
+}
+
 void write_chunks(hid_t ds, const void* data, uint64_t n, Width mem, Width store, uint64_t chunk,
                   const WriteOptions& o) {
   const uint64_t chunks = (n + chunk - 1) / chunk;
@@ -413,11 +419,7 @@ void write_chunks(hid_t ds, const void* data, uint64_t n, Width mem, Width store
     parallel_for(hi - lo, threads, [&](size_t i) {
       filtered[i] = filter_chunk(data, n, mem, store, chunk, lo + i, o);
     });
-    for (uint64_t k = lo; k < hi; ++k) {
-      const hsize_t offset[1] = {k * chunk};
-      const std::vector<unsigned char>& c = filtered[k - lo];
-      H5_TRY(H5Dwrite_chunk(ds, H5P_DEFAULT, 0, offset, c.size(), c.data()));
-    }
+    for (uint64_t k = lo; k < hi; ++k) store_chunk(ds, k, chunk, filtered[k - lo]);
   }
 }
 
@@ -513,11 +515,7 @@ void write_filtered(Id loc, const std::string& name, const FilteredArray& a) {
     Dataset ds = create_chunked(loc, name, a.n, a.store, a.options);
     if (!a.chunks.empty()) {
       const uint64_t chunk = chunk_elements(a.n, a.store);
-      for (uint64_t k = 0; k < a.chunks.size(); ++k) {
-        const hsize_t offset[1] = {k * chunk};
-        H5_TRY(H5Dwrite_chunk(ds.id(), H5P_DEFAULT, 0, offset, a.chunks[k].size(),
-                              a.chunks[k].data()));
-      }
+      for (uint64_t k = 0; k < a.chunks.size(); ++k) store_chunk(ds.id(), k, chunk, a.chunks[k]);
     } else if (a.n > 0) {
       H5_TRY(H5Dwrite(ds.id(), mem_type(a.mem), H5S_ALL, H5S_ALL, H5P_DEFAULT, a.data));
     }

@@ -212,9 +212,9 @@ RankRows place_rank_rows(Comm& comm, RecordBatch records, RowPlan plan, const Qu
   if (comm.size() > 1 && count_ordered(q) && !exchanged) {
     Timer timer;
     const CountKeyLess less{q.task == Task::kSequenceCount ? order : nullptr};
-    // Each key has one owner, so the global first K rows are among the owners' first K.
+    // Each key has one owner and each owner's plan is already cut to --top, so with
+    // to_root rank 0 receives at most K rows per rank, among them the global first K.
     const bool to_root = top_rows_to_root(q);
-    if (q.top > 0) out.plan.truncate(q.top);
     const bool in_order = out.plan.order.empty() && out.plan.row_begin.empty() &&
                           out.plan.positions == out.records.size();
     RecordBatch mine =
