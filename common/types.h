@@ -12,8 +12,8 @@ using RuleId = uint32_t;  ///< index of a rule inside one shard grammar
 using Symbol = uint32_t;  ///< an element of a rule body, see below
 using Count = uint64_t;   ///< exact occurrence counts
 
-/// Symbol encoding inside a shard with global vocabulary size V:
-///   s <  V                          -> word s
+/// Symbol encoding inside a shard whose own vocabulary has V words (formats/grammar.h):
+///   s <  V                          -> the shard's word s
 ///   V <= s < kBoundaryBit           -> rule s - V
 ///   s >= kBoundaryBit               -> boundary between documents (root only), low bits unique
 inline constexpr Symbol kBoundaryBit = 0x80000000u;
@@ -37,7 +37,11 @@ constexpr Symbol boundary_symbol(uint32_t i) {
   return kBoundaryBit | i;
 }
 
-/// Format version written into every archive file; readers reject any other value.
-inline constexpr uint32_t kFormatVersion = 1;
+/// Format version written into every archive file. Version 2 stores shard-local word ids (a
+/// shard's `local_words`); version 1 stored dictionary ids in every shard. Readers take both
+/// (docs/FORMAT.md) and reject any other value.
+inline constexpr uint32_t kFormatVersion = 2;
+/// The oldest format version readers take.
+inline constexpr uint32_t kOldestFormatVersion = 1;
 
 }  // namespace gtadoc

@@ -165,24 +165,41 @@ ShardLayout build_layout(ShardTokens& t) {
   return layout;
 }
 
-/// Global word ids, Sequitur, finalization and the shard file.
+/// Shard-local word ids in dictionary order, Sequitur, finalization and the shard file.
 void encode_shard(ShardWork& w, ShardTokens t, const std::vector<WordId>& to_global,
                   const Vocabulary& vocab, uint32_t num_words, const fs::path& dir,
                   uint64_t archive_id, const CompressOptions& options, unsigned threads,
                   std::mutex& h5_mutex) {
   Timer timer;
-  std::vector<WordId> local_to_global(t.word_ids.size());
-  for (size_t l = 0; l < t.word_ids.size(); ++l)
-    local_to_global[l] = to_global[vocab.dense(t.word_ids[l])];
+  // The shard's words numbered in dictionary order (the archive's shard-local ids): the tokens,
+  // Sequitur and the grammar use them; local_words maps them to the dictionary.
+  const size_t num_local = t.word_ids.size();
+  std::vector<WordId> dict_ids(num_local);
+  for (size_t l = 0; l < num_local; ++l) dict_ids[l] = to_global[vocab.dense(t.word_ids[l])];
   std::vector<uint32_t>().swap(t.word_ids);
+  std::vector<uint32_t> order(num_local);
+  std::iota(order.begin(), order.end(), 0u);
+  std::sort(order.begin(), order.end(),
+            [&](uint32_t a, uint32_t b) { return dict_ids[a] < dict_ids[b]; });
+  std::vector<uint32_t> rank(num_local);
+  std::vector<WordId> sorted_ids(num_local);
+  for (uint32_t i = 0; i < num_local; ++i) {
+    rank[order[i]] = i;
+    sorted_ids[i] = dict_ids[order[i]];
+  }
+  std::vector<uint32_t>().swap(order);
+  std::vector<WordId>().swap(dict_ids);
   for (Symbol& s : t.tokens)
-    if (!is_boundary(s)) s = local_to_global[s];
-  std::vector<WordId>().swap(local_to_global);
+    if (!is_boundary(s)) s = rank[s];
+  std::vector<uint32_t>().swap(rank);
   const double mapped = timer.seconds();
-  RawGrammar raw = sequitur(t.tokens, num_words);
+  GTADOC_EXPECTS(num_local <= num_words, "compress: a shard with more words than the dictionary");
+  const uint32_t L = static_cast<uint32_t>(num_local);
+  RawGrammar raw = sequitur(t.tokens, L);
   decltype(t.tokens)().swap(t.tokens);
   const double grammar = timer.seconds();
-  ShardGrammar g = finalize_grammar(num_words, w.plan.first_doc, w.plan.num_docs, raw);
+  ShardGrammar g = finalize_grammar(L, w.plan.first_doc, w.plan.num_docs, raw);
+  for (WordId& id : g.local_words) id = sorted_ids[id];  // the words used, as dictionary ids
   raw = RawGrammar{};
   ShardLayout layout = build_layout(t);
   fs::path file = dir / shard_file_name(w.index);

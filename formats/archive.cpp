@@ -132,22 +132,28 @@ void write_header(h5::Id file, const char* content, uint64_t archive_id) {
   h5::write_uint_attr(file, "archive_id", archive_id, Width::kU64);
 }
 
-// Checks tag, version and content of an open archive file; returns its archive id.
-uint64_t check_header(h5::Id file, const char* content) {
+struct Header {
+  uint64_t archive_id = 0;
+  uint32_t version = 0;
+};
+
+// Checks tag, version and content of an open archive file; returns its archive id and version.
+Header check_header(h5::Id file, const char* content) {
   std::optional<std::string> tag = h5::read_string_attr(file, "format");
   if (!tag || *tag != kFormatTag) throw InputError("not a gtadoc archive file");
   std::optional<uint64_t> version = h5::read_uint_attr(file, "format_version");
   if (!version) throw InputError("not a gtadoc archive file (no valid format_version attribute)");
-  if (*version != kFormatVersion)
+  if (*version < kOldestFormatVersion || *version > kFormatVersion)
     throw InputError("unsupported format version " + std::to_string(*version) +
-                     " (this build reads " + std::to_string(kFormatVersion) + ")");
+                     " (this build reads " + std::to_string(kOldestFormatVersion) + " to " +
+                     std::to_string(kFormatVersion) + ")");
   std::optional<std::string> kind = h5::read_string_attr(file, "content");
   if (!kind || *kind != content)
     throw InputError(std::string("not a gtadoc ") + content +
                      " file (content: " + (kind ? *kind : std::string("none")) + ")");
   std::optional<uint64_t> id = h5::read_uint_attr(file, "archive_id");
   if (!id) throw InputError("missing archive_id attribute");
-  return *id;
+  return {*id, static_cast<uint32_t>(*version)};
 }
 
 uint64_t need_uint_attr(h5::Id loc, const char* name) {
@@ -166,13 +172,17 @@ void expect_equal(const A& found, const B& expected, const std::string& what) {
 // Opens shard `shard` of `archive` and checks its header against the manifest.
 h5::File open_shard(const fs::path& file, const Manifest& manifest, uint32_t shard) {
   h5::File f = h5::open_file(file);
-  uint64_t id = check_header(f.id(), kShardContent);
-  if (id != manifest.archive_id)
-    throw InputError("belongs to another archive (archive_id " + std::to_string(id) +
+  const Header h = check_header(f.id(), kShardContent);
+  if (h.archive_id != manifest.archive_id)
+    throw InputError("belongs to another archive (archive_id " + std::to_string(h.archive_id) +
                      ", the manifest has " + std::to_string(manifest.archive_id) + ")");
+  expect_equal(h.version, manifest.format_version, "format_version (the manifest's)");
   const ShardEntry& entry = manifest.shards[shard];
   expect_equal(need_uint_attr(f.id(), "shard"), shard, "shard index");
-  expect_equal(need_uint_attr(f.id(), "num_words"), manifest.dict.size(), "num_words");
+  // Version 1 shards record the dictionary's size; version 2 ones their own vocabulary's
+  // (checked against /grammar/local_words where the grammar is read).
+  if (h.version == 1)
+    expect_equal(need_uint_attr(f.id(), "num_words"), manifest.dict.size(), "num_words");
   expect_equal(need_uint_attr(f.id(), "first_doc"), entry.first_doc, "first_doc");
   expect_equal(need_uint_attr(f.id(), "num_docs"), entry.num_docs, "num_docs");
   if (entry.file_bytes != 0) {
@@ -223,7 +233,8 @@ struct FilteredShard::Arrays {
   uint32_t shard = 0, num_words = 0, first_doc = 0, num_docs = 0;
   std::vector<uint64_t> body_lengths, segment_lengths, ws_lengths;
   std::vector<char> ws_bytes;
-  h5::FilteredArray body, symbols, levels, rule_length, rule_uses, segments, ws_b, ws_l, gaps;
+  h5::FilteredArray local_words, body, symbols, levels, rule_length, rule_uses, segments, ws_b,
+      ws_l, gaps;
 };
 
 FilteredShard::FilteredShard() = default;
@@ -260,6 +271,9 @@ FilteredShard prepare_shard_file(uint32_t shard, const ShardGrammar& g, const Sh
   }
   const uint64_t ws_max_id = layout.ws_dict.empty() ? 0 : layout.ws_dict.size() - 1;
   auto min_of = [&](const auto& v) { return h5::filter_array_min_width(std::span(v), o); };
+  GTADOC_EXPECTS(g.local_words.size() == g.num_words,
+                 "write_shard_file: grammar is not finalized (local_words)");
+  a.local_words = min_of(g.local_words);
   a.body = min_of(a.body_lengths);
   a.symbols = h5::filter_array(std::span<const Symbol>(g.symbols), Width::kU32, o);
   a.levels = min_of(g.level_offsets);
@@ -286,6 +300,7 @@ void write_shard_file(const fs::path& file, uint64_t archive_id, const FilteredS
     h5::write_uint_attr(f.id(), "num_docs", a.num_docs, Width::kU32);
 
     h5::Group gr = h5::create_group(f.id(), "grammar");
+    h5::write_filtered(gr.id(), "local_words", a.local_words);
     h5::write_filtered(gr.id(), "rule_body_lengths", a.body);
     h5::write_filtered(gr.id(), "symbols", a.symbols);
     h5::write_filtered(gr.id(), "level_offsets", a.levels);
@@ -318,7 +333,10 @@ ShardGrammar read_shard_grammar(const fs::path& archive, const Manifest& manifes
     in_file(file, [&] {
       h5::File f = open_shard(file, manifest, shard);
       const ShardEntry& entry = manifest.shards[shard];
-      g.num_words = manifest.dict.size();
+      const bool local = manifest.format_version >= 2;
+      g.num_words = local ? static_cast<uint32_t>(std::min<uint64_t>(
+                                need_uint_attr(f.id(), "num_words"), kBoundaryBit))
+                          : manifest.dict.size();
       g.first_doc = entry.first_doc;
       g.num_docs = entry.num_docs;
 
@@ -326,6 +344,7 @@ ShardGrammar read_shard_grammar(const fs::path& archive, const Manifest& manifes
       // One batch (chunks decoded on threads); errors are thrown in the order of the checks.
       h5::BatchRead batch;
       std::vector<uint64_t> body_lengths, segments;
+      const size_t local_i = local ? batch.add(gr.id(), "local_words", g.local_words) : 0;
       const size_t body_i = batch.add(gr.id(), "rule_body_lengths", body_lengths);
       const size_t symbols_i = batch.add(gr.id(), "symbols", g.symbols);
       const size_t levels_i = batch.add(gr.id(), "level_offsets", g.level_offsets);
@@ -334,6 +353,14 @@ ShardGrammar read_shard_grammar(const fs::path& archive, const Manifest& manifes
       const size_t segments_i = batch.add(gr.id(), "doc_segment_lengths", segments);
       batch.run();
 
+      if (local) {
+        batch.finish(local_i);
+        expect_equal(g.local_words.size(), g.num_words, "size of /grammar/local_words");
+        if (!g.local_words.empty() && g.local_words.back() >= manifest.dict.size())
+          throw InputError("/grammar/local_words holds word id " +
+                           std::to_string(g.local_words.back()) + ", beyond the dictionary (" +
+                           std::to_string(manifest.dict.size()) + " words)");
+      }
       batch.finish(body_i);
       if (body_lengths.empty()) throw InputError("grammar has no rules");
       const uint64_t num_symbols = batch.size(symbols_i);
@@ -373,6 +400,8 @@ ShardGrammar read_shard_grammar(const fs::path& archive, const Manifest& manifes
                      "end of the last document segment");
     });
   }
+  // Version 1 shards hold dictionary ids: numbered locally here (a pass over the symbols).
+  if (manifest.format_version == 1) localize_words(g);
   validate_grammar(g, file.string());
   return g;
 }
@@ -576,8 +605,9 @@ Manifest read_manifest(const fs::path& archive) {
   return in_file(file, [&] {
     h5::File f = h5::open_file(file);
     Manifest m;
-    m.archive_id = check_header(f.id(), kManifestContent);
-    m.format_version = kFormatVersion;
+    const Header header = check_header(f.id(), kManifestContent);
+    m.archive_id = header.archive_id;
+    m.format_version = header.version;
 
     // Every table is read in one batch (chunks decoded on threads); errors are thrown in the
     // order of the checks below.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <utility>
 
 #include "common/big_alloc.h"
@@ -155,7 +156,58 @@ ShardGrammar finalize_grammar(uint32_t num_words, DocId first_doc, uint32_t num_
                  "finalize_grammar: root holds " + std::to_string(g.doc_root_offsets.size() - 1) +
                      " boundaries for " + std::to_string(num_docs) + " documents");
   g.doc_root_offsets.push_back(root_len + 1);
+  localize_words(g);
   return g;
+}
+
+void localize_words(ShardGrammar& g) {
+  const uint32_t V = g.num_words;
+  std::vector<Symbol>& sym = g.symbols;
+  const uint64_t S = sym.size();
+  std::vector<WordId> local;
+  if (uint64_t{V} / 8 <= S * sizeof(Symbol)) {
+    // A bit per id of the space, ranked by the popcounts of the words before.
+    std::vector<uint64_t> bits((uint64_t{V} + 63) / 64, 0);
+    for (uint64_t i = 0; i < S; ++i)
+      if (sym[i] < V) bits[sym[i] >> 6] |= uint64_t{1} << (sym[i] & 63);
+    std::vector<uint32_t> before(bits.size(), 0);
+    uint32_t n = 0;
+    for (size_t k = 0; k < bits.size(); ++k) {
+      before[k] = n;
+      n += static_cast<uint32_t>(std::popcount(bits[k]));
+    }
+    local.reserve(n);
+    for (size_t k = 0; k < bits.size(); ++k)
+      for (uint64_t b = bits[k]; b != 0; b &= b - 1)
+        local.push_back(static_cast<WordId>(k * 64 + std::countr_zero(b)));
+    const uint32_t L = n;
+    for (uint64_t i = 0; i < S; ++i) {
+      const Symbol s = sym[i];
+      if (s < V) {
+        const uint64_t below = bits[s >> 6] & ((uint64_t{1} << (s & 63)) - 1);
+        sym[i] = before[s >> 6] + static_cast<uint32_t>(std::popcount(below));
+      } else if (!is_boundary(s)) {
+        sym[i] = rule_symbol(rule_of(s, V), L);
+      }
+    }
+  } else {
+    // A space much larger than the grammar: the word symbols sorted, then searched.
+    for (uint64_t i = 0; i < S; ++i)
+      if (sym[i] < V) local.push_back(sym[i]);
+    std::sort(local.begin(), local.end());
+    local.erase(std::unique(local.begin(), local.end()), local.end());
+    const uint32_t L = static_cast<uint32_t>(local.size());
+    for (uint64_t i = 0; i < S; ++i) {
+      const Symbol s = sym[i];
+      if (s < V)
+        sym[i] = static_cast<Symbol>(std::lower_bound(local.begin(), local.end(), s) -
+                                     local.begin());
+      else if (!is_boundary(s))
+        sym[i] = rule_symbol(rule_of(s, V), L);
+    }
+  }
+  g.num_words = static_cast<uint32_t>(local.size());
+  g.local_words = std::move(local);
 }
 
 namespace {
@@ -234,6 +286,11 @@ bool valid_in_parallel(const ShardGrammar& g, unsigned threads) {
   const bool per_worker = uint64_t{workers} * R * sizeof(uint32_t) <= kPerWorkerUsesBytes;
   std::vector<std::vector<uint32_t>> uses(per_worker ? workers : 1);
   if (!per_worker) resize_on_huge_pages(uses[0], R);
+  std::vector<uint8_t> word_used(V, 0);
+  auto mark = [&](Symbol s) {
+    std::atomic_ref<uint8_t> u(word_used[s]);
+    if (u.load(std::memory_order_relaxed) == 0) u.store(1, std::memory_order_relaxed);
+  };
   std::atomic<size_t> next_task{0};
   parallel_for(workers, workers, [&](size_t w) {
     uint32_t* counts = nullptr;
@@ -257,6 +314,7 @@ bool valid_in_parallel(const ShardGrammar& g, unsigned threads) {
             ++part.boundaries;
           } else if (s < V) {
             ++part.length;
+            mark(s);
           } else {
             const uint32_t c = rule_of(s, V);
             if (c >= root) return fail();
@@ -279,6 +337,7 @@ bool valid_in_parallel(const ShardGrammar& g, unsigned threads) {
           const Symbol s = sym[i];
           if (s < V) {
             ++length;
+            mark(s);
           } else {
             if (is_boundary(s)) return fail();
             const uint32_t c = rule_of(s, V);
@@ -304,6 +363,7 @@ bool valid_in_parallel(const ShardGrammar& g, unsigned threads) {
     boundaries += part.boundaries;
   }
   if (root_length != g.rule_length[root]) return false;
+  if (std::find(word_used.begin(), word_used.end(), uint8_t{0}) != word_used.end()) return false;
   if (L - 1 == 0 ? root_max_child >= 0 : root_max_child < lo[L - 2] || root_max_child >= lo[L - 1])
     return false;
   const uint64_t rule_tasks = (R - 1) / kValidateTaskSymbols + 1;
@@ -332,6 +392,17 @@ bool valid_in_parallel(const ShardGrammar& g, unsigned threads) {
   }
   std::sort(ids.begin(), ids.end());
   return std::adjacent_find(ids.begin(), ids.end()) == ids.end();
+}
+
+/// The local vocabulary's own checks (its use by the bodies is checked with them).
+void check_local_words(const ShardGrammar& g, std::string_view what) {
+  using std::to_string;
+  if (g.local_words.size() != g.num_words)
+    corrupt(what, "local_words has " + to_string(g.local_words.size()) + " entries for " +
+                      to_string(g.num_words) + " words");
+  for (size_t i = 1; i < g.local_words.size(); ++i)
+    if (g.local_words[i] <= g.local_words[i - 1])
+      corrupt(what, "local_words are not strictly ascending (entry " + to_string(i) + ")");
 }
 
 /// validate_grammar's checks in order, bottom-up on one thread: throws at the first violation.
@@ -367,6 +438,7 @@ void validate_sequentially(const ShardGrammar& g, std::string_view what) {
   std::vector<uint32_t> height(R, 0);
   std::vector<uint32_t> uses;
   resize_on_huge_pages(uses, R);
+  std::vector<uint8_t> word_used(V, 0);
   for (uint32_t r = 0; r < R; ++r) {
     uint32_t h = 0;
     uint64_t length = 0;
@@ -376,6 +448,7 @@ void validate_sequentially(const ShardGrammar& g, std::string_view what) {
         if (r != root) corrupt(what, "boundary symbol in rule " + to_string(r) + " (not the root)");
       } else if (s < V) {
         ++length;
+        word_used[s] = 1;
       } else {
         uint32_t c = rule_of(s, V);
         if (c >= r)
@@ -396,6 +469,8 @@ void validate_sequentially(const ShardGrammar& g, std::string_view what) {
     if (g.rule_uses[r] != uses[r])
       corrupt(what, "rule_uses[" + to_string(r) + "] is " + to_string(g.rule_uses[r]) +
                         ", counted " + to_string(uses[r]));
+  for (uint32_t w = 0; w < V; ++w)
+    if (!word_used[w]) corrupt(what, "local word " + to_string(w) + " is used by no rule");
 
   // Levels: monotone, covering every rule, each rule at its height, the root alone on top.
   const size_t L = g.level_offsets.size() - 1;
@@ -444,6 +519,7 @@ bool detail::grammar_valid_in_parallel(const ShardGrammar& g, unsigned threads) 
 }
 
 void validate_grammar(const ShardGrammar& g, std::string_view what, unsigned threads) {
+  check_local_words(g, what);
   // The parallel checks accept exactly the grammars the sequential ones accept; they only say
   // yes or no, so a grammar they reject is checked again sequentially for the message.
   threads = resolve_threads(threads);
@@ -473,7 +549,7 @@ void expand_document(const ShardGrammar& g, uint32_t d, std::vector<WordId>& out
     }
     Symbol s = g.symbols[pos++];
     if (s < V) {
-      out.push_back(s);
+      out.push_back(g.local_words[s]);
     } else {
       GTADOC_EXPECTS(!is_boundary(s), "expand_document: boundary inside a document segment");
       RuleId r = rule_of(s, V);

@@ -1,7 +1,10 @@
-// In-memory form of one shard's grammar (a Sequitur DAG over global word ids) and of its layout
-// stream (the whitespace between words). This is what the archive stores and what every engine
-// traverses. Invariants after `finalize`: rules are numbered by height ascending (a rule only
-// references rules with smaller ids), the root is the last rule, and every array below is filled.
+// In-memory form of one shard's grammar (a Sequitur DAG over the shard's own word ids) and of its
+// layout stream (the whitespace between words). This is what the archive stores and what every
+// engine traverses. Words are numbered in the shard (0 .. num_words-1, in the order of their
+// global dictionary ids), so that nothing a shard holds or a per-shard pass allocates is sized by
+// the archive's whole vocabulary; `local_words` maps them to the dictionary. Invariants after
+// `finalize`: rules are numbered by height ascending (a rule only references rules with smaller
+// ids), the root is the last rule, and every array below is filled.
 #pragma once
 
 #include <cstdint>
@@ -14,7 +17,10 @@
 namespace gtadoc {
 
 struct ShardGrammar {
-  uint32_t num_words = 0;  ///< V, the global vocabulary size; symbols < V are words
+  uint32_t num_words = 0;  ///< L, the shard's own vocabulary; symbols < L are (local) words
+  /// Local word -> global dictionary id: L entries, strictly ascending, each word used in some
+  /// body. Ordering local ids is ordering global ids, hence ordering the words' bytes.
+  std::vector<WordId> local_words;
   DocId first_doc = 0;     ///< global id of the shard's first document
   uint32_t num_docs = 0;   ///< documents in this shard (ids first_doc .. first_doc+num_docs-1)
 
@@ -53,20 +59,30 @@ struct ShardLayout {
 };
 
 /// Rule bodies as Sequitur produces them, in CSR form: rule 0 is the root (documents separated by
-/// boundary symbols), rule i >= 1 is referenced in bodies as the symbol num_words + i.
+/// boundary symbols), rule i >= 1 is referenced in bodies as the symbol num_words + i, where
+/// num_words is the size of the word space the symbols below it come from (finalize_grammar's).
 struct RawGrammar {
   std::vector<uint64_t> offsets{0};  ///< rules + 1 entries
   std::vector<Symbol> symbols;
 };
 
-/// Builds a finalized grammar from Sequitur's output: renumbers rules by height (root last),
-/// rewrites symbols, and computes every metadata array. `raw` must be a valid acyclic grammar
-/// whose root holds exactly num_docs - 1 boundary symbols.
+/// Builds a finalized grammar from Sequitur's output: renumbers the words the grammar uses into
+/// local ids (local_words = those of the `num_words` ids of `raw` that occur, ascending) and the
+/// rules by height (root last), rewrites symbols, and computes every metadata array. `raw` must be
+/// a valid acyclic grammar whose root holds exactly num_docs - 1 boundary symbols.
 ShardGrammar finalize_grammar(uint32_t num_words, DocId first_doc, uint32_t num_docs,
                               const RawGrammar& raw);
 
-/// Checks every structural invariant (ids in range, acyclic by height, offsets, lengths, uses,
-/// boundaries). Throws InputError naming `what` and the first violation. Used after every read.
+/// Renumbers the words of `g`, whose symbols below g.num_words are ids of a word space of that
+/// size (global dictionary ids, as archives of format version 1 store them), into local ids:
+/// sets local_words to the ids that occur, ascending, and rewrites words and rule symbols.
+/// Cost: the symbols, plus a bit per id of the space when that is no more than the symbols take
+/// (else a sort of the word symbols). `g` must satisfy validate_grammar's structure (any
+/// local_words it holds is ignored and replaced).
+void localize_words(ShardGrammar& g);
+
+/// Checks every structural invariant (local words strictly ascending and each used, ids in range,
+/// acyclic by height, offsets, lengths, uses, boundaries). Throws InputError naming `what` and the first violation. Used after every read.
 /// Large grammars are checked on `threads` threads (0: every hardware thread; 1: the sequential
 /// checks only); a violation is then named by the sequential checks, so the message is the same.
 void validate_grammar(const ShardGrammar& g, std::string_view what, unsigned threads = 0);
@@ -77,7 +93,7 @@ namespace detail {
 bool grammar_valid_in_parallel(const ShardGrammar& g, unsigned threads);
 }  // namespace detail
 
-/// Appends the word ids of document d (shard-local) to `out`, in text order.
+/// Appends the global word ids (local_words) of document d (shard-local) to `out`, in text order.
 void expand_document(const ShardGrammar& g, uint32_t d, std::vector<WordId>& out);
 
 /// Depth of the DAG: the root's height (0 when the root holds only words).

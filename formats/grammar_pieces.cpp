@@ -43,7 +43,10 @@ ShardGrammar slice_documents(const ShardGrammar& g, uint32_t begin, uint32_t end
       raw.symbols.push_back(map(g.symbols[i]));
     raw.offsets.push_back(raw.symbols.size());
   }
-  return finalize_grammar(V, g.first_doc + begin, end - begin, raw);
+  // The piece numbers the words it uses among the shard's local ones; mapped to the dictionary.
+  ShardGrammar piece = finalize_grammar(V, g.first_doc + begin, end - begin, raw);
+  for (WordId& w : piece.local_words) w = g.local_words[w];
+  return piece;
 }
 
 namespace {

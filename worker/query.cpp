@@ -134,11 +134,8 @@ Normalization normalize_dictionary(const Dictionary& dict, bool lowercase, bool 
   out.cache_key = 1u + (lowercase ? 1u : 0u) + (alnum ? 2u : 0u);
   const uint32_t num_words = dict.size();
   if (!lowercase && !alnum) {
-    // The copy shares the words with `dict` (no bytes are copied); the remap is written once, on
-    // huge pages (first touch dominates filling a fresh array).
+    // The copy shares the words with `dict` (no bytes are copied); no remap is written.
     out.identity = true;
-    resize_on_huge_pages(out.remap, num_words);
-    std::iota(out.remap.begin(), out.remap.end(), WordId{0});
     out.dict = dict;
     return out;
   }

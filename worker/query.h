@@ -46,9 +46,12 @@ inline constexpr WordId kDroppedWord = 0xFFFFFFFFu;
 
 /// Normalized vocabulary: `dict` holds the distinct normalized words in byte order, and
 /// remap[w] is the normalized id of global word w (or kDroppedWord). Identity when neither
-/// option is set (then remap[w] == w and dict equals the archive's dictionary).
+/// option is set: then `remap` is empty (every id maps to itself: an archive of 100 million words
+/// pays nothing for it) and dict equals the archive's dictionary.
 struct Normalization {
-  std::vector<WordId> remap;
+  std::vector<WordId> remap;  ///< empty for the identity; see map()
+  /// The normalized id of global word w (or kDroppedWord).
+  WordId map(WordId w) const { return identity ? w : remap[w]; }
   Dictionary dict;
   bool identity = true;
   /// Names the options it was made with (normalize_dictionary: 1 + lowercase + 2 x alnum), so an

@@ -302,7 +302,12 @@ RecordBatch ArchiveSession::run_loaded(std::vector<std::unique_ptr<LoadedShard>>
     engine_->prepare_shards(ptrs, q, norm, threads_);
     prepared_s = prepare.seconds();
     if (batched) {
+      // Resident shards show no progress; streamed ones (the CPU engine's, side by side) count
+      // as traversed when the batch is done.
+      Progress progress("traversing", ptrs.size(), "shards",
+                        !options_.resident && options_.progress && comm_.rank() == 0);
       batch = engine_->run_batch(ptrs, q, norm, stats, threads_);
+      progress.add(ptrs.size());
     } else {  // the shards in turn (Engine::run_batch's default), showing progress
       Progress progress("traversing", ptrs.size(), "shards",
                         options_.progress && comm_.rank() == 0);
@@ -351,9 +356,12 @@ RecordBatch ArchiveSession::collect_streaming(const QueryOptions& q, const Norma
   if (!prefetch_ || !prefetch_->fresh())  // a later query (or one after a failure) reads again
     prefetch_ = std::make_unique<ShardPrefetcher>(path_, *manifest_, mine_, engine_name_, threads_,
                                                   options_.max_piece_symbols);
+  // The CPU engine runs its shards side by side (CpuEngine::run_batch); the GPU engine runs them
+  // in turn here, showing progress (its batched pass is for resident shards).
+  const bool side_by_side = engine_name_ == "cpu";
   auto flush = [&] {
     if (loaded.empty()) return;
-    parts.push_back(run_loaded(loaded, ids, q, norm, t, false));
+    parts.push_back(run_loaded(loaded, ids, q, norm, t, side_by_side));
     loaded.clear();
     ids.clear();
   };

@@ -103,6 +103,7 @@ Manifest manifest_for(uint64_t archive_id, uint32_t num_words,
 
 void expect_same_grammar(const ShardGrammar& a, const ShardGrammar& b) {
   EXPECT_EQ(a.num_words, b.num_words);
+  EXPECT_EQ(a.local_words, b.local_words);
   EXPECT_EQ(a.first_doc, b.first_doc);
   EXPECT_EQ(a.num_docs, b.num_docs);
   EXPECT_EQ(a.rule_offsets, b.rule_offsets);
@@ -278,7 +279,7 @@ TEST_P(ArchiveDeflate, ShardRoundTrip) {
   // Every dataset is chunked and checksummed; integers are shuffled and deflated on request.
   h5::File f = h5::open_file(dir / shard_file_name(1));
   std::vector<std::string> names = h5::list_datasets(f.id());
-  EXPECT_EQ(names.size(), 9u);
+  EXPECT_EQ(names.size(), 10u);
   for (const std::string& name : names) {
     h5::DatasetInfo info = h5::dataset_info(f.id(), name);
     EXPECT_TRUE(info.is_unsigned_integer) << name;
@@ -293,7 +294,10 @@ TEST_P(ArchiveDeflate, ShardRoundTrip) {
   EXPECT_EQ(h5::read_uint_attr(f.id(), "shard"), 1u);
   EXPECT_EQ(h5::read_uint_attr(f.id(), "first_doc"), 17u);
   EXPECT_EQ(h5::read_uint_attr(f.id(), "num_docs"), 5u);
-  EXPECT_EQ(h5::read_uint_attr(f.id(), "num_words"), 1000u);
+  // The shard's own vocabulary: its size, and its words as dictionary ids.
+  EXPECT_EQ(h5::read_uint_attr(f.id(), "num_words"), g.num_words);
+  EXPECT_LT(g.num_words, 1000u);
+  EXPECT_EQ(h5::read_array<uint32_t>(f.id(), "/grammar/local_words"), g.local_words);
 }
 
 TEST_P(ArchiveDeflate, SameContentGivesIdenticalFiles) {
@@ -468,15 +472,29 @@ TEST(ArchiveErrors, FutureFormatVersion) {
   SmallArchive a(dir.path(), 3, 6);
   for (const fs::path& file : {dir / shard_file_name(0), dir / kManifestFile}) {
     h5::File f = h5::open_file(file, true);
-    h5::overwrite_uint_attr(f.id(), "format_version", 2);
+    h5::overwrite_uint_attr(f.id(), "format_version", kFormatVersion + 1);
     f.close();
   }
-  expect_input_error(
-      [&] { read_manifest(dir.path()); },
-      {(dir / kManifestFile).string() + ": ", "unsupported format version 2 (this build reads 1)"});
+  expect_input_error([&] { read_manifest(dir.path()); },
+                     {(dir / kManifestFile).string() + ": ", "unsupported format version 3",
+                      "(this build reads 1 to 2)"});
   a.manifest.shards[0].file_bytes = 0;
   expect_input_error([&] { read_shard_grammar(dir.path(), a.manifest, 0); },
-                     {(dir / shard_file_name(0)).string() + ": ", "unsupported format version 2"});
+                     {(dir / shard_file_name(0)).string() + ": ", "unsupported format version 3"});
+}
+
+TEST(ArchiveErrors, ShardOfAnotherVersionThanItsManifest) {
+  TempDir dir;
+  SmallArchive a(dir.path(), 4, 6);
+  {
+    h5::File f = h5::open_file(dir / shard_file_name(0), true);
+    h5::overwrite_uint_attr(f.id(), "format_version", 1);
+    f.close();
+  }
+  a.manifest.shards[0].file_bytes = 0;
+  expect_input_error([&] { read_shard_grammar(dir.path(), a.manifest, 0); },
+                     {(dir / shard_file_name(0)).string() + ": ",
+                      "format_version (the manifest's) is 1, expected 2"});
 }
 
 TEST(ArchiveErrors, ShardFromAnotherArchive) {
@@ -517,9 +535,12 @@ TEST(ArchiveErrors, MixedUpFiles) {
   wrong = read_manifest(dir.path());
   wrong.shards[0].file_bytes += 1;
   expect_input_error([&] { read_shard_layout(dir.path(), wrong, 0); }, {"file size"});
+  // The shard's words name dictionary ids beyond a (smaller) dictionary.
   wrong = read_manifest(dir.path());
-  wrong.dict.push_back("zzz");
-  expect_input_error([&] { read_shard_grammar(dir.path(), wrong, 0); }, {"num_words"});
+  wrong.dict = Dictionary();
+  wrong.dict.push_back("a");
+  expect_input_error([&] { read_shard_grammar(dir.path(), wrong, 0); },
+                     {"/grammar/local_words holds word id", "beyond the dictionary (1 words)"});
 }
 
 TEST(ArchiveErrors, InconsistentManifestTables) {

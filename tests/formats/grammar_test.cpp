@@ -156,6 +156,40 @@ TEST(FinalizeGrammar, LengthsCountRepeatedSharing) {
   EXPECT_NO_THROW(validate_grammar(g, "doubling"));
 }
 
+TEST(FinalizeGrammar, NumbersTheWordsItUsesInTheShard) {
+  // Words 7, 900000 and 12 of a space of a million ids (the sorted path: the space is far larger
+  // than the grammar), and the same grammar in a space of 1000 ids (the bitmap path).
+  for (uint32_t space : {1000000u, 1000u}) {
+    const Symbol big = space == 1000000u ? 900000 : 900;
+    auto r = [&](uint32_t i) { return space + i; };
+    RawGrammar raw = make_raw({{r(1), B(0), 12, big, r(1)}, {7, 12, 7}});
+    ShardGrammar g = finalize_grammar(space, 3, 2, raw);
+    EXPECT_EQ(g.num_words, 3u);
+    EXPECT_EQ(g.local_words, (std::vector<WordId>{7, 12, big}));
+    // Rule symbols follow the 3 local words; the rule is [7 12 7] = local [0 1 0].
+    EXPECT_EQ(g.symbols, (std::vector<Symbol>{0, 1, 0, 3, B(0), 1, 2, 3}));
+    EXPECT_NO_THROW(validate_grammar(g, "local"));
+    EXPECT_EQ(expand(g, 0), (std::vector<WordId>{7, 12, 7}));
+    EXPECT_EQ(expand(g, 1), (std::vector<WordId>{12, big, 7, 12, 7}));
+  }
+}
+
+TEST(FinalizeGrammar, LocalizeWordsOfADictionaryIdGrammar) {
+  // A grammar stored with dictionary ids (format version 1), numbered in the shard afterwards.
+  ShardGrammar g = sample();  // words 0..3 of V = 4, all used: local ids are the same
+  for (Symbol& s : g.symbols)
+    if (s < V) s = s * 1000 + 5;  // dictionary ids 5, 1005, 2005, 3005
+    else if (!is_boundary(s)) s = s - V + 5000;
+  g.num_words = 5000;
+  g.local_words.clear();
+  localize_words(g);
+  EXPECT_EQ(g.num_words, 4u);
+  EXPECT_EQ(g.local_words, (std::vector<WordId>{5, 1005, 2005, 3005}));
+  EXPECT_EQ(g.symbols, sample().symbols);
+  EXPECT_NO_THROW(validate_grammar(g, "localized"));
+  EXPECT_EQ(expand(g, 0), (std::vector<WordId>{5, 1005, 2005, 2005, 3005}));
+}
+
 // --------------------------------------------------------------------------- validate_grammar
 
 /// Applies `mutate` to a fresh sample grammar and expects InputError naming `what` and `needle`.
@@ -170,6 +204,24 @@ void expect_rejected(const std::function<void(ShardGrammar&)>& mutate, const std
     EXPECT_EQ(msg.rfind("shard 7: corrupt grammar: ", 0), 0u) << msg;
     EXPECT_NE(msg.find(needle), std::string::npos) << "message: " << msg;
   }
+}
+
+TEST(ValidateGrammar, RejectsBadLocalWords) {
+  expect_rejected([](ShardGrammar& g) { g.local_words.pop_back(); },
+                  "local_words has 3 entries for 4 words");
+  expect_rejected([](ShardGrammar& g) { g.local_words[2] = g.local_words[1]; },
+                  "local_words are not strictly ascending (entry 2)");
+  expect_rejected([](ShardGrammar& g) { std::swap(g.local_words[0], g.local_words[3]); },
+                  "not strictly ascending");
+  // A fifth local word that no body uses (rule symbols shift with the count).
+  expect_rejected(
+      [](ShardGrammar& g) {
+        for (Symbol& s : g.symbols)
+          if (s >= g.num_words && !is_boundary(s)) ++s;
+        g.local_words.push_back(9);
+        ++g.num_words;
+      },
+      "local word 4 is used by no rule");
 }
 
 TEST(ValidateGrammar, RejectsBadOffsets) {

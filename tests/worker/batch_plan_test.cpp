@@ -37,12 +37,7 @@ struct ShapeStore {
 
 BatchShardShape shape_of(const ShardGrammar& g, ShapeStore& st) {
   st.levels.assign(g.level_offsets.begin(), g.level_offsets.end() - 1);
-  std::vector<bool> seen(g.num_words, false);
-  for (Symbol x : g.symbols)
-    if (is_word(x, g.num_words)) seen[x] = true;
-  st.words.clear();
-  for (WordId w = 0; w < g.num_words; ++w)
-    if (seen[w]) st.words.push_back(w);
+  st.words = g.local_words;
   return {st.levels, g.num_docs, g.first_doc, st.words};
 }
 
@@ -59,7 +54,8 @@ std::vector<uint64_t> body_offsets(const ShardGrammar& g) {
 
 /// The merged grammar of `shards`, assembled like the GPU engine's merged DAG.
 ShardGrammar merge_on_host(const std::vector<ShardGrammar>& shards, const BatchPlan& plan) {
-  const uint32_t V = shards.front().num_words;
+  // The merged grammar numbers its words as the plan's union of the shards' words.
+  const uint32_t V = static_cast<uint32_t>(plan.words.size());
   std::vector<std::vector<uint64_t>> offs;
   std::vector<std::span<const uint64_t>> spans;
   for (const ShardGrammar& g : shards) offs.push_back(body_offsets(g));
@@ -67,21 +63,17 @@ ShardGrammar merge_on_host(const std::vector<ShardGrammar>& shards, const BatchP
   std::vector<uint64_t> merged_off;
   const std::vector<BatchSegment> segs = plan_segments(plan, spans, merged_off);
   std::vector<Symbol> body(merged_off.back());
-  std::vector<ShapeStore> stores(shards.size());
-  for (size_t i = 0; i < shards.size(); ++i) shape_of(shards[i], stores[i]);
   for (const BatchSegment& s : segs) {
     const ShardGrammar& g = shards[s.shard];
-    const std::vector<WordId>& local = stores[s.shard].words;
+    const uint32_t L = g.num_words;
     for (uint64_t k = 0; k < s.len; ++k) {
       const Symbol x = g.symbols[s.src + k];
       Symbol y = x;
-      if (is_word(x, V)) {
-        const uint32_t li =
-            static_cast<uint32_t>(std::lower_bound(local.begin(), local.end(), x) - local.begin());
-        y = plan.words[plan.word_map[plan.word_base[s.shard] + li]];
-        EXPECT_EQ(y, x) << "word map";
-      } else if (is_rule(x, V)) {
-        y = rule_symbol(plan.rule_map[plan.rule_base[s.shard] + rule_of(x, V)], V);
+      if (is_word(x, L)) {
+        y = plan.word_map[plan.word_base[s.shard] + x];
+        EXPECT_EQ(plan.words[y], g.local_words[x]) << "word map";
+      } else if (is_rule(x, L)) {
+        y = rule_symbol(plan.rule_map[plan.rule_base[s.shard] + rule_of(x, L)], V);
       }
       body[s.dst + k] = y;
     }
@@ -101,6 +93,7 @@ ShardGrammar merge_on_host(const std::vector<ShardGrammar>& shards, const BatchP
 
   ShardGrammar m;
   m.num_words = V;
+  m.local_words = plan.words;
   m.first_doc = plan.doc_ids.empty() ? 0 : plan.doc_ids.front();
   m.num_docs = plan.num_docs;
   for (uint32_t r = 0; r < plan.inner; ++r) {

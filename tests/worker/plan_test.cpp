@@ -101,18 +101,17 @@ TEST(ShardLayoutTest, MatchesTheGrammarOnAnyThreadCount) {
         seed <= 3
             ? sample_grammar(seed)
             : finalize_grammar(60, 7, 300, testutil::random_raw_grammar(60, 300, 700, 200, seed));
+    // The grammar's words are numbered in the shard already: the layout keeps their ids.
     std::map<WordId, uint32_t> local;
     for (Symbol x : g.symbols)
-      if (is_word(x, g.num_words)) local.emplace(x, 0);
-    uint32_t next = 0;
-    for (auto& [w, i] : local) i = next++;
+      if (is_word(x, g.num_words)) local.emplace(x, x);
+    ASSERT_EQ(local.size(), g.num_words);
     for (unsigned threads : {1u, 3u}) {
       ThreadPool pool(threads);
       const ShardLayout s = build_shard_layout(g, Exec{threads > 1 ? &pool : nullptr, threads});
       ASSERT_EQ(s.num_inner, g.num_rules() - 1);
       ASSERT_EQ(s.num_docs, g.num_docs);
-      ASSERT_EQ(s.local_words.size(), local.size());
-      for (auto& [w, i] : local) EXPECT_EQ(s.local_words[i], w);
+      ASSERT_EQ(s.local_words, g.local_words);
       for (uint64_t p = 0; p < g.symbols.size(); ++p) {
         const Symbol x = g.symbols[p];
         const uint32_t want = is_boundary(x)            ? kBoundaryCode
@@ -147,17 +146,17 @@ TEST(VocabTest, ItemsAreTheSurvivingNormalizedIdsInOrder) {
   norm.remap[9] = 4;
   norm.remap[3] = 1;
   norm.remap[8] = 70;  // 5 and 12 are dropped
-  const Vocab v = build_vocab(local, 14, norm);
+  const Vocab v = build_vocab(local, norm);
   EXPECT_FALSE(v.identity);
   EXPECT_EQ(v.item_word, (std::vector<WordId>{1, 4, 70}));
   EXPECT_EQ(v.lnorm, (std::vector<uint32_t>{1, 0, kNoItem, 2, 1, kNoItem}));
 
-  const Vocab id = build_vocab(local, 14, Normalization{});
+  const Vocab id = build_vocab(local, Normalization{});
   EXPECT_TRUE(id.identity);
   EXPECT_EQ(id.item_word, local);
   EXPECT_EQ(id.lnorm, (std::vector<uint32_t>{0, 1, 2, 3, 4, 5}));
-  norm.remap.resize(13);
-  EXPECT_THROW(build_vocab(local, 14, norm), Error);
+  norm.remap.resize(12);  // word 12 is no longer covered
+  EXPECT_THROW(build_vocab(local, norm), Error);
 }
 
 /// A selector input over `s`: own entries = distinct words, tables capped by rule length.

@@ -109,12 +109,54 @@ class CpuEngine final : public Engine {
 
   RecordBatch run(LoadedShard& shard, const QueryOptions& q, const Normalization& norm,
                   ShardRunStats& stats) override {
+    LazyShard& lazy = lazy_of(shard);
+    check_sequence_length(q);
+    std::lock_guard<std::mutex> lock(mu_);  // one query at a time shares the pool
+    return run_with(lazy, q, norm, stats, exec_for(q.threads), 1);
+  }
+
+  /// Several shards at once: the query's threads split into slots, each slot taking the next
+  /// shard (one thread per slot once there are as many shards as threads). A shard is small
+  /// work next to the whole; spreading the threads over shards keeps every one busy where a
+  /// shard's own passes would not (the stored-grammar word count is one thread per shard). Each
+  /// slot's per-document tables get its share of the table budget, so that the shards in flight
+  /// together stay within it.
+  RecordBatch run_batch(std::span<LoadedShard* const> shards, const QueryOptions& q,
+                        const Normalization& norm, std::vector<ShardRunStats>& stats,
+                        unsigned threads) override {
+    check_sequence_length(q);
+    for (LoadedShard* shard : shards) lazy_of(*shard);
+    const unsigned total = thread_count(q.threads);
+    if (shards.size() < 2 || total < 2) return Engine::run_batch(shards, q, norm, stats, threads);
+    std::lock_guard<std::mutex> lock(mu_);
+    const unsigned slots = static_cast<unsigned>(std::min<size_t>(shards.size(), total));
+    const unsigned per = std::max(1u, total / slots);
+    std::vector<std::unique_ptr<ThreadPool>> pools(slots);
+    for (auto& pool : pools)
+      if (per > 1) pool = std::make_unique<ThreadPool>(per);
+    stats.assign(shards.size(), ShardRunStats{});
+    std::vector<RecordBatch> parts(shards.size());
+    std::atomic<size_t> next{0};
+    parallel_for(slots, slots, [&](size_t slot) {
+      const Exec ex{pools[slot].get(), pools[slot] ? per : 1};
+      for (size_t i = next++; i < shards.size(); i = next++)
+        parts[i] = run_with(lazy_of(*shards[i]), q, norm, stats[i], ex, slots);
+    });
+    return concatenate(std::move(parts), key_layout(q).width, total);
+  }
+
+ private:
+  static LazyShard& lazy_of(LoadedShard& shard) {
     auto* lazy = dynamic_cast<LazyShard*>(&shard);
     GTADOC_EXPECTS(lazy != nullptr, "cpu engine: the shard was loaded by another engine");
-    check_sequence_length(q);
-    const bool seq = is_sequence_task(q.task);
+    return *lazy;
+  }
 
-    std::lock_guard<std::mutex> lock(mu_);  // one query at a time shares the pool
+  /// One shard's query on the threads of `ex`; `share`: shards running at once (each gets that
+  /// share of the table budget). The caller holds mu_ (or owns `ex` and the shard alone).
+  RecordBatch run_with(LazyShard& lazy, const QueryOptions& q, const Normalization& norm,
+                       ShardRunStats& stats, const Exec& ex, unsigned share) {
+    const bool seq = is_sequence_task(q.task);
     const auto t0 = std::chrono::steady_clock::now();
     if (needs_no_layout(q)) {
       stats.traversal = Traversal::kTopDown;
@@ -122,13 +164,14 @@ class CpuEngine final : public Engine {
                                   ? "global task: one top-down pass over the rules, no tables"
                                   : "";
       stats.init_s = 0;
-      RecordBatch out = word_count_direct(lazy->grammar(), norm);
+      RecordBatch out = word_count_direct(lazy.grammar(), norm);
       stats.traversal_s = seconds_since(t0);
       return out;
     }
-    CpuShard* s = &lazy->full(exec_for(0));
-    Query Q{*s, q, exec_for(q.threads), {}, {}, {}};
-    Q.vocab = plan::build_vocab(s->local_words, s->g.num_words, norm);
+    CpuShard* s = &lazy.full(ex);
+    Query Q{*s, q, ex, 1, {}, {}, {}};
+    Q.budget_share = share;
+    Q.vocab = plan::build_vocab(s->local_words, norm);
     if (seq) build_heads_tails(Q);
     TraversalChoice choice;
     if (q.traversal == Traversal::kAuto) {
@@ -153,7 +196,6 @@ class CpuEngine final : public Engine {
     return out;
   }
 
- private:
   /// Threads for a query: the query's own setting, else the engine's, else the hardware's.
   unsigned thread_count(unsigned requested) const {
     const unsigned n = requested != 0 ? requested : threads_;

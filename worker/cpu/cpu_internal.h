@@ -79,6 +79,7 @@ struct Query {
   const CpuShard& s;
   const QueryOptions& q;
   Exec ex;
+  unsigned budget_share = 1;  ///< shards traversed at once: each gets this share of the budget
   Vocab vocab;
   SeqInfo seq;
   ItemSpace items;

@@ -1,17 +1,19 @@
 // Global word tasks (word-count, sort) top-down in one pass over the grammar as stored: rules in
 // descending id order (a valid topological order, the root first) push their weight to the
 // rules they reference and add it to the words they hold. No load-time structures are needed,
-// so a one-off query pays only for reading the shard.
+// so a one-off query pays only for reading the shard. Counters are per local word: the pass and
+// its memory are in proportion to the shard, whatever the size of the dictionary.
+#include <algorithm>
+
 #include "worker/cpu/cpu_internal.h"
 
 namespace gtadoc::cpu {
 
 RecordBatch word_count_direct(const ShardGrammar& g, const Normalization& norm) {
-  const uint32_t V = g.num_words;
+  const uint32_t L = g.num_words;
   const uint32_t R = g.num_rules();
-  const uint32_t out_words = norm.identity ? V : norm.dict.size();
   std::vector<uint64_t> weight(R, 0);
-  std::vector<uint64_t> count(out_words, 0);
+  std::vector<uint64_t> count(L, 0);
   weight[R - 1] = 1;
   const Symbol* sym = g.symbols.data();
   for (uint32_t r = R; r-- > 0;) {
@@ -19,21 +21,38 @@ RecordBatch word_count_direct(const ShardGrammar& g, const Normalization& norm) 
     if (w == 0) continue;
     for (uint64_t i = g.rule_offsets[r], e = g.rule_offsets[r + 1]; i < e; ++i) {
       const Symbol s = sym[i];
-      if (s < V) {
-        const WordId n = norm.identity ? s : norm.remap[s];
-        if (n != kDroppedWord) count[n] += w;
-      } else if (!is_boundary(s)) {
-        weight[s - V] += w;
-      }
+      if (s < L)
+        count[s] += w;
+      else if (!is_boundary(s))
+        weight[s - L] += w;
     }
   }
   RecordBatch out;
   out.width = 1;
-  for (WordId n = 0; n < out_words; ++n)
-    if (count[n] != 0) {
-      out.keys.push_back(n);
-      out.counts.push_back(count[n]);
-    }
+  if (norm.identity) {  // local ids ascend with the dictionary's: keys come out sorted
+    for (uint32_t l = 0; l < L; ++l)
+      if (count[l] != 0) {
+        out.keys.push_back(g.local_words[l]);
+        out.counts.push_back(count[l]);
+      }
+    return out;
+  }
+  // Normalized: words that normalize alike are summed (sorted by normalized id, then merged).
+  std::vector<std::pair<WordId, uint64_t>> pairs;
+  pairs.reserve(L);
+  for (uint32_t l = 0; l < L; ++l) {
+    const WordId n = norm.remap[g.local_words[l]];
+    if (n != kDroppedWord && count[l] != 0) pairs.emplace_back(n, count[l]);
+  }
+  std::sort(pairs.begin(), pairs.end());
+  for (size_t i = 0; i < pairs.size();) {
+    uint64_t c = 0;
+    size_t j = i;
+    for (; j < pairs.size() && pairs[j].first == pairs[i].first; ++j) c += pairs[j].second;
+    out.keys.push_back(pairs[i].first);
+    out.counts.push_back(c);
+    i = j;
+  }
   return out;
 }
 

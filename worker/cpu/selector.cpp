@@ -2,6 +2,7 @@
 // the CPU's constants, exact own-window counts, and a table budget in host memory.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
@@ -45,8 +46,11 @@ TraversalChoice select_traversal(const Query& Q) {
     in.item_space = Q.vocab.size();
   }
   const plan::SelectorEstimate est = plan::estimate_traversals(in, plan::kCpuCostModel);
-  return plan::choose_per_document(est, static_cast<double>(table_memory_budget()),
-                                   "a quarter of RAM, or GTADOC_CPU_TABLE_BUDGET");
+  return plan::choose_per_document(
+      est, static_cast<double>(table_memory_budget()) / std::max(1u, Q.budget_share),
+      Q.budget_share > 1 ? "a quarter of RAM, or GTADOC_CPU_TABLE_BUDGET, shared by the shards "
+                           "traversed at once"
+                         : "a quarter of RAM, or GTADOC_CPU_TABLE_BUDGET");
 }
 
 }  // namespace gtadoc::cpu

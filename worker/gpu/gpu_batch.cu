@@ -146,7 +146,6 @@ std::unique_ptr<GpuShard> merge_shards(const std::vector<const GpuShard*>& shard
   std::shared_ptr<DeviceContext> ctx = shards.front()->ctx;
   MemoryPool& pool = ctx->pool;
   cudaStream_t st = ctx->stream.get();
-  const uint32_t V = shards.front()->g.num_words;
   PhaseLog phases(st);  // GTADOC_GPU_PHASES=1: where the build's time goes
 
   // 1. The plan (host): levels, maps, blocks.
@@ -155,7 +154,6 @@ std::unique_ptr<GpuShard> merge_shards(const std::vector<const GpuShard*>& shard
   for (size_t i = 0; i < shards.size(); ++i) {
     const GpuShard& s = *shards[i];
     GTADOC_EXPECTS(s.ctx == ctx && s.batch_shards == 1, "merge_shards: foreign shard");
-    GTADOC_EXPECTS(s.g.num_words == V, "merge_shards: shards of different dictionaries");
     inner_levels[i].assign(s.g.level_offsets.begin(), s.g.level_offsets.end() - 1);
     shapes[i] = {inner_levels[i], s.num_docs, s.g.first_doc, s.local_words};
   }
@@ -169,7 +167,7 @@ std::unique_ptr<GpuShard> merge_shards(const std::vector<const GpuShard*>& shard
   m.num_docs = plan.num_docs;
   m.units = plan.units();
   m.local_words = plan.words;
-  m.g.num_words = V;
+  m.g.num_words = static_cast<uint32_t>(plan.words.size());  // the union of the shards' words
   m.g.num_docs = plan.num_docs;
   m.g.first_doc = plan.doc_ids.empty() ? shards.front()->g.first_doc : plan.doc_ids.front();
   m.g.level_offsets = plan.level_offsets;

@@ -8,7 +8,6 @@
 #include "common/big_alloc.h"
 #include "common/error.h"
 #include "common/timer.h"
-#include "worker/plan/id_set.h"
 
 namespace gtadoc::plan {
 namespace {
@@ -95,17 +94,9 @@ ShardLayout build_shard_layout(const ShardGrammar& g, const Exec& ex, StepTimes*
   const uint64_t S = g.symbols.size();
   const uint64_t units = s.num_units();
 
-  // 1. Shard-local vocabulary: the distinct words the shard uses, ranked in id order.
-  RankedIdSet words(V);
-  ex.parallel_for(0, S, 1 << 16, [&](unsigned, uint64_t lo, uint64_t hi) {
-    for (uint64_t i = lo; i < hi; ++i)
-      if (is_word(g.symbols[i], V)) words.insert_concurrently(g.symbols[i]);
-  });
-  words.rank();
-  s.local_words = words.members();
-  step("vocabulary");
-
-  // 2. Bodies re-encoded with local word indices; unit ranges.
+  // 1. The shard's own vocabulary (the grammar's local words) and its bodies re-encoded: words
+  // keep their local ids, rules get kRuleFlag. Nothing here is sized by the dictionary.
+  s.local_words = g.local_words;
   resize_on_huge_pages(s.body, S);
   ex.parallel_for(0, S, 1 << 16, [&](unsigned, uint64_t lo, uint64_t hi) {
     for (uint64_t i = lo; i < hi; ++i) {
@@ -113,7 +104,7 @@ ShardLayout build_shard_layout(const ShardGrammar& g, const Exec& ex, StepTimes*
       if (is_boundary(x)) {
         s.body[i] = kBoundaryCode;
       } else if (is_word(x, V)) {
-        s.body[i] = words.rank_of(x);
+        s.body[i] = x;
       } else {
         s.body[i] = kRuleFlag | rule_of(x, V);
       }

@@ -1,17 +1,15 @@
-// build_vocab (worker/plan/vocab.h): the surviving normalized ids as a RankedIdSet.
+// build_vocab (worker/plan/vocab.h): the surviving normalized ids of the shard's words, sorted.
 #include "worker/plan/vocab.h"
 
 #include <algorithm>
 #include <numeric>
 
 #include "common/error.h"
-#include "worker/plan/id_set.h"
 #include "worker/plan/shard_layout.h"
 
 namespace gtadoc::plan {
 
-Vocab build_vocab(const std::vector<WordId>& local_words, uint32_t num_words,
-                  const Normalization& norm) {
+Vocab build_vocab(const std::vector<WordId>& local_words, const Normalization& norm) {
   Vocab v;
   const size_t nl = local_words.size();
   if (norm.identity) {  // the remap may be empty for the identity
@@ -21,21 +19,25 @@ Vocab build_vocab(const std::vector<WordId>& local_words, uint32_t num_words,
     v.item_word = local_words;
     return v;
   }
-  GTADOC_EXPECTS(norm.remap.size() == num_words,
+  GTADOC_EXPECTS(local_words.empty() || local_words.back() < norm.remap.size(),
                  "normalization remap does not cover the shard's vocabulary");
   v.identity = false;
-  uint64_t space = 0;
-  for (WordId w : local_words)
-    if (norm.remap[w] != kDroppedWord) space = std::max<uint64_t>(space, norm.remap[w] + 1ull);
-  RankedIdSet items(space);
-  for (WordId w : local_words)
-    if (norm.remap[w] != kDroppedWord) items.insert(norm.remap[w]);
-  items.rank();
-  v.item_word = items.members();
+  // The normalized ids of the shard's words, sorted and made unique: work in the shard's
+  // vocabulary, never in the dictionary's.
+  std::vector<WordId> normalized(nl);
+  for (size_t i = 0; i < nl; ++i) normalized[i] = norm.remap[local_words[i]];
+  v.item_word.reserve(nl);
+  for (WordId r : normalized)
+    if (r != kDroppedWord) v.item_word.push_back(r);
+  std::sort(v.item_word.begin(), v.item_word.end());
+  v.item_word.erase(std::unique(v.item_word.begin(), v.item_word.end()), v.item_word.end());
   v.lnorm.resize(nl);
   for (size_t i = 0; i < nl; ++i) {
-    const WordId r = norm.remap[local_words[i]];
-    v.lnorm[i] = r == kDroppedWord ? kNoItem : items.rank_of(r);
+    const WordId r = normalized[i];
+    v.lnorm[i] = r == kDroppedWord ? kNoItem
+                                   : static_cast<uint32_t>(std::lower_bound(v.item_word.begin(),
+                                                                            v.item_word.end(), r) -
+                                                           v.item_word.begin());
   }
   return v;
 }

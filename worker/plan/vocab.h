@@ -18,9 +18,9 @@ struct Vocab {
   uint32_t size() const { return static_cast<uint32_t>(item_word.size()); }
 };
 
-/// `local_words`: the shard's local word -> global id (ascending); `num_words`: the size of the
-/// archive's dictionary (what norm.remap must cover unless norm is the identity).
-Vocab build_vocab(const std::vector<WordId>& local_words, uint32_t num_words,
-                  const Normalization& norm);
+/// `local_words`: the shard's local word -> global id (ascending), which norm.remap must cover
+/// unless norm is the identity. Costs O(L log L) for the L local words, whatever the size of the
+/// dictionary.
+Vocab build_vocab(const std::vector<WordId>& local_words, const Normalization& norm);
 
 }  // namespace gtadoc::plan
