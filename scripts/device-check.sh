@@ -14,6 +14,9 @@
 #   SERVE=0 scripts/device-check.sh               # no service latency benchmark
 #   WRITE=0 scripts/device-check.sh               # no write benchmark (WRITE_MIB: its size, 2048)
 #   PACK=0 scripts/device-check.sh                # logs stay loose (default: $OUT/logs.tar.gz)
+#   SCALE=1 scripts/device-check.sh               # also the scale benchmark (default off), into
+#                                                 # $OUT/scale; SCALE_ENV: its knobs, e.g.
+#                                                 # "SIZES=1G,4G BUDGET=300 TASKS=word-count+--top+100"
 set -uo pipefail
 
 cd "$(dirname "$0")/.."
@@ -226,6 +229,18 @@ if [ "${BENCH:-1}" != 0 ]; then
       step scaling env OUT="$OUT/scaling" BUILD_DIR="$BUILD_DIR" ${SCALING_ENV:-} \
         "$ROOT/scripts/bench/scaling-bench.sh"
       cp "$OUT/scaling/scaling.md" "$OUT/scaling.md" 2>/dev/null
+    fi
+    # How the costs grow with corpus size (scripts/bench/scale-bench.sh): real text and
+    # synthetic corpora of SIZES, compression, the floor, every task end to end, resident
+    # queries, raw-text baselines. SCALE=1 runs it (default off: with its BUDGET of 540 s it
+    # fills a 10-minute command on its own, so turn the other steps off or lower BUDGET);
+    # SCALE_ENV passes knobs (no spaces: lists by commas, a task's words joined by +).
+    if [ "${SCALE:-0}" = 1 ]; then
+      # shellcheck disable=SC2086
+      step scale env OUT="$OUT/scale" BUILD_DIR="$BUILD_DIR" ${SCALE_ENV:-} \
+        "$ROOT/scripts/bench/scale-bench.sh"
+      cp "$OUT/scale/scale.md" "$OUT/scale.md" 2>/dev/null
+      cp "$OUT/scale/scale.png" "$OUT/scale.png" 2>/dev/null
     fi
     # The older engines-and-reference benchmark (scripts/bench/device-bench.sh): ENGINES=1.
     if [ "${ENGINES:-0}" != 0 ]; then

@@ -121,7 +121,7 @@ def main():
                 print(f"  {task:22s} raw-cpu {best:8.3f}s", file=sys.stderr)
             if "raw-wc" in engines and task == "word-count" and os.path.exists(raw_wc):
                 out = os.path.join(work, "raw-wc.out")
-                best = min(run([raw_wc, path], stdout=open(out, "wb")) for _ in range(args.reps))
+                best = min(run([raw_wc, "--threads", "1", path], stdout=open(out, "wb")) for _ in range(args.reps))
                 match = files_equal(out, ref_out) if have_ref else None
                 results["rows"].append({"corpus": name, "bytes": nbytes, "task": task, "engine": "raw-wc",
                                         "total_s": best, "match": match})
