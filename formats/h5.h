@@ -201,18 +201,25 @@ uint64_t dataset_size(Id loc, const std::string& name);
 template <class T>
 std::vector<T> read_array(Id loc, const std::string& name);
 
-/// Reads several whole 1-D unsigned integer datasets in one go:
-/// `run()` opens them and reads their chunks as stored (HDF5 calls, on the calling thread), then
-/// verifies every chunk's Fletcher32 checksum, inflates, unshuffles and widens it to the memory
-/// type on `threads` threads (0: every hardware thread) without entering HDF5, which is not
-/// thread-safe. A dataset this path does not take as a whole (another layout or filter, a filter
-/// skipped for a chunk, a checksum mismatch, a stream that does not inflate to exactly one chunk)
-/// is read again by H5Dread in `finish`, so values and error messages are exactly HDF5's.
+/// Reads several whole 1-D unsigned integer datasets in one go. `run()`:
+/// 1. (HDF5 calls, on the calling thread) opens and checks every dataset and learns where each of
+///    its chunks lies in the file and how many bytes it stores (H5Dget_chunk_info_by_coord), and
+///    the file's descriptor (H5Fget_vfd_handle; files of HDF5's default sec2 driver);
+/// 2. (no HDF5 call) sizes the outputs and first touches the stored chunks' buffers on threads;
+/// 3. (no HDF5 call) reads every chunk's stored bytes with pread, verifies its Fletcher32
+///    checksum, inflates, unshuffles and widens it to the memory type on `threads` threads (0:
+///    every hardware thread). The datasets stay open meanwhile, so their files' descriptors do.
+/// A dataset whose chunks are not located so (another file driver, HDF5 older than 1.10.5, more
+/// than 4096 chunks, or the environment variable GTADOC_H5_LOCKED_READ set) has its chunks read
+/// as stored by H5Dread_chunk, on the calling thread between 2 and 3. A dataset this path does
+/// not take as a whole (another layout or filter, a filter skipped for a chunk, a chunk that
+/// pread does not read whole, a checksum mismatch, a stream that does not inflate to exactly one
+/// chunk) is read again by H5Dread in `finish`, so values and error messages are exactly HDF5's.
 /// Errors are kept per dataset and thrown when the caller asks for that dataset: `size(i)` throws
 /// what opening it threw (missing, not 1-D, wrong type), `finish(i)` that or a read error, so the
 /// caller meets them in the order of its own checks. The caller holds h5::Lock throughout (run()
-/// lets it go while it decodes, which enters no HDF5 call, and takes it back), and uses an output
-/// only after `finish` returned for it.
+/// lets it go in 2 and 3, which enter no HDF5 call, and takes it back), and uses an output only
+/// after `finish` returned for it.
 class BatchRead {
  public:
   explicit BatchRead(unsigned threads = 0);
@@ -238,6 +245,10 @@ class BatchRead {
   void finish(size_t i);
   /// Whether run() read dataset i by its chunks (false: finish reads it with H5Dread).
   bool direct(size_t i) const;
+  /// Whether run() read dataset i's stored chunks with pread, outside the HDF5 lock, none of them
+  /// coming short (whatever their decoding then found; false: H5Dread_chunk read them, or the
+  /// dataset was not read by its chunks).
+  bool unlocked(size_t i) const;
 
  private:
   struct Item;

@@ -36,4 +36,69 @@ RecordBatch concatenate(std::vector<RecordBatch>&& batches, uint32_t width, unsi
   return out;
 }
 
+namespace {
+
+bool key_less(const uint32_t* a, const uint32_t* b, uint32_t w) {
+  for (uint32_t i = 0; i < w; ++i)
+    if (a[i] != b[i]) return a[i] < b[i];
+  return false;
+}
+
+RecordBatch merge_two(const RecordBatch& a, const RecordBatch& b, uint32_t w) {
+  RecordBatch out;
+  out.width = w;
+  out.keys.resize((a.size() + b.size()) * w);
+  out.counts.resize(a.size() + b.size());
+  size_t i = 0, j = 0, n = 0;
+  auto put = [&](const RecordBatch& from, size_t at, uint64_t count) {
+    std::memcpy(out.keys.data() + n * w, from.keys.data() + at * w, w * sizeof(uint32_t));
+    out.counts[n++] = count;
+  };
+  while (i < a.size() && j < b.size()) {
+    const uint32_t* ka = a.keys.data() + i * w;
+    const uint32_t* kb = b.keys.data() + j * w;
+    if (key_less(ka, kb, w)) {
+      put(a, i, a.counts[i]), ++i;
+    } else if (key_less(kb, ka, w)) {
+      put(b, j, b.counts[j]), ++j;
+    } else {
+      put(a, i, a.counts[i] + b.counts[j]), ++i, ++j;
+    }
+  }
+  for (; i < a.size(); ++i) put(a, i, a.counts[i]);
+  for (; j < b.size(); ++j) put(b, j, b.counts[j]);
+  out.keys.resize(n * w);
+  out.counts.resize(n);
+  return out;
+}
+
+}  // namespace
+
+bool keys_increasing(const RecordBatch& b) {
+  for (size_t i = 1; i < b.size(); ++i)
+    if (!key_less(b.keys.data() + (i - 1) * b.width, b.keys.data() + i * b.width, b.width))
+      return false;
+  return true;
+}
+
+RecordBatch merge_increasing(std::vector<RecordBatch>&& batches, uint32_t width) {
+  if (batches.empty()) {
+    RecordBatch empty;
+    empty.width = width;
+    return empty;
+  }
+  while (batches.size() > 1) {
+    std::vector<RecordBatch> next;
+    next.reserve((batches.size() + 1) / 2);
+    for (size_t k = 0; k + 1 < batches.size(); k += 2)
+      next.push_back(merge_two(batches[k], batches[k + 1], width));
+    if (batches.size() % 2 == 1) next.push_back(std::move(batches.back()));
+    batches = std::move(next);
+  }
+  RecordBatch out = std::move(batches[0]);
+  out.width = width;
+  batches.clear();
+  return out;
+}
+
 }  // namespace gtadoc

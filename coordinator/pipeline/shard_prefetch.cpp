@@ -17,7 +17,7 @@ unsigned ShardPrefetcher::depth_for(const std::string& engine, unsigned threads)
     const long d = std::strtol(v, nullptr, 10);
     if (d >= 1 && d <= 256) return static_cast<unsigned>(d);
   }
-  if (engine != "gpu") return 2;
+  if (engine != "gpu") return std::clamp(resolve_threads(threads) / 4, 2u, 16u);
   return std::clamp(resolve_threads(threads), 2u, 16u);
 }
 
@@ -27,6 +27,10 @@ unsigned ShardPrefetcher::threads_each_for(unsigned threads) {
     if (t >= 1 && t <= 4096) return static_cast<unsigned>(t);
   }
   return std::max(1u, threads / 4);
+}
+
+unsigned ShardPrefetcher::reads_at_once_for(unsigned depth, unsigned threads) {
+  return std::min(depth, std::max(2u, threads / 4));
 }
 
 ShardPrefetcher::ShardPrefetcher(std::filesystem::path archive, const Manifest& manifest,
@@ -39,6 +43,7 @@ ShardPrefetcher::ShardPrefetcher(std::filesystem::path archive, const Manifest& 
       depth_(depth_for(engine_, threads)),
       threads_(resolve_threads(threads)),
       threads_each_(threads_each_for(threads_)),
+      reads_at_once_(reads_at_once_for(depth_, threads_)),
       prepare_bound_(prepare_bound) {
   fill();
 }
@@ -57,17 +62,21 @@ void ShardPrefetcher::fill() {
     const uint32_t id = shards_[started_];
     const uint64_t symbols = manifest_symbols(id);
     if (!inflight_.empty() && symbols_in_flight_ + symbols > kSymbolBudget) break;
-    // Reads start in shard order, two at a time: HDF5 is entered by one thread at a time, but a
-    // read spends most of its time outside it (first touch of its buffers, decoding), where the
-    // next read's HDF5 calls run; a read waits for the one two before it, so the first shards,
-    // which the loads wait for, are not slowed by all the others. Each preparation starts after
-    // its read. The first shard is prepared on every thread: nothing else is ready to run yet.
+    // Reads start in shard order. A read enters HDF5 (under the process's lock) only to open its
+    // file and locate its chunks; it reads their bytes and decodes them outside the lock, so reads
+    // run side by side, reads_at_once_ at a time (a read waits for the one reads_at_once_ before
+    // it, so the earlier shards, which the loads wait for first, end first). The first shard's
+    // read, which the first load waits for, runs alone on every thread; the others start when it
+    // ends. Each preparation starts after its read; the first shard is prepared on every thread,
+    // the first load waiting for it too.
     const unsigned threads = started_ == 0 ? threads_ : threads_each_;
+    // The read to wait for: the one reads_at_once_ before, else the first (itself waits for none).
     std::shared_future<void> previous =
-        reads_.size() >= kReadsAtOnce ? reads_.front() : std::shared_future<void>();
-    if (reads_.size() >= kReadsAtOnce) reads_.pop_front();
+        reads_.size() >= reads_at_once_ ? reads_.front() : first_read_;
+    if (reads_.size() >= reads_at_once_) reads_.pop_front();
     auto read_done = std::make_shared<std::promise<void>>();
     reads_.push_back(read_done->get_future().share());
+    if (started_ == 0) first_read_ = reads_.back();
     inflight_.push_back(std::async(std::launch::async, [this, id, threads, previous, read_done] {
       ShardGrammar g;
       double read_from = 0, read_to = 0;

@@ -21,8 +21,9 @@ class ShardPrefetcher {
  public:
   /// Starts reading `shards` of `archive` (whose manifest must outlive this object) in order.
   /// Up to depth_for(engine, threads) shards are in flight, more than one only while their
-  /// manifest symbol counts stay within kSymbolBudget. Reads start in shard order, two at a time;
-  /// the first shard is prepared on `threads` threads (0: every usable CPU), the others on
+  /// manifest symbol counts stay within kSymbolBudget. Reads start in shard order: the first
+  /// shard's alone, the others once it ended, reads_at_once_for(depth, threads) at a time; the
+  /// first shard is prepared on `threads` threads (0: every usable CPU), the others on
   /// threads_each_for(threads). A shard of more than `prepare_bound` symbols (0: no bound) is
   /// read but not prepared: it will be loaded in document-range pieces, which the load prepares.
   ShardPrefetcher(std::filesystem::path archive, const Manifest& manifest,
@@ -47,7 +48,9 @@ class ShardPrefetcher {
   /// Shards read and prepared at once: for the GPU engine one per thread, up to 16 (its layouts
   /// scale better across shards than within one, docs/PERFORMANCE.md §4; with 8 at once on 16
   /// cores the reads of the ninth shard on waited for the first loads, §13); the CPU engine only
-  /// reads ahead. GTADOC_PREFETCH_DEPTH (1-256) overrides it (measurements).
+  /// reads ahead, a quarter of the threads' count of shards (2 to 16: reads decode on every
+  /// thread, and an archive of many small shards is read at the speed of several side by side).
+  /// GTADOC_PREFETCH_DEPTH (1-256) overrides it (measurements).
   static unsigned depth_for(const std::string& engine, unsigned threads);
   /// Threads preparing each shard after the first: a quarter of `threads` (at least one), so
   /// that the few shards whose reads end last are prepared on several threads while the earlier
@@ -55,6 +58,13 @@ class ShardPrefetcher {
   /// the reads on 16 cores; 2-8 each did best, docs/PERFORMANCE.md §14). GTADOC_PREPARE_THREADS
   /// (1-4096) overrides it (measurements).
   static unsigned threads_each_for(unsigned threads);
+  /// Shard reads run at once after the first shard's: a quarter of `threads` (at least 2), at
+  /// most `depth`. A read enters HDF5 only to open its file and locate its chunks, and reads and
+  /// decodes them outside the HDF5 lock on every thread (formats/h5.h BatchRead), so reads run
+  /// side by side; each keeps about ten threads busy on a 7 MB shard. On 16 cores 4 at once read
+  /// 256 such shards fastest: 3.4 GB/s of values stored raw, against 3.2 with 2, 3.0 with 8 and
+  /// 2.7 with 16 (deflated: 2.1-2.2 GB/s from 4 on, inflating is the limit).
+  static unsigned reads_at_once_for(unsigned depth, unsigned threads);
 
  private:
   void fill();
@@ -65,14 +75,14 @@ class ShardPrefetcher {
   const Manifest& manifest_;
   std::vector<uint32_t> shards_;
   std::string engine_;
-  unsigned depth_, threads_, threads_each_;
+  unsigned depth_, threads_, threads_each_, reads_at_once_;
   uint64_t prepare_bound_;
   size_t started_ = 0, taken_ = 0;
   uint64_t symbols_in_flight_ = 0;
   std::deque<std::future<PreparedShard>> inflight_;
-  /// Reads in flight at once (see fill()).
-  static constexpr size_t kReadsAtOnce = 2;
-  std::deque<std::shared_future<void>> reads_;  ///< the last kReadsAtOnce reads started
+  /// Reads in flight (see fill()): at most reads_at_once_ at a time.
+  std::shared_future<void> first_read_;  ///< the first shard's read, which the others wait for
+  std::deque<std::shared_future<void>> reads_;  ///< the last reads_at_once_ reads started
   Timer clock_;                                 ///< since construction: the reads' timeline (-vv)
 };
 

@@ -1,10 +1,13 @@
 // Tests of the parallel read paths of the archive: the block-parallel front-coded dictionary
 // decode (formats/dictionary.h) against a plain sequential decode, the direct chunk reads of
-// h5::BatchRead against the written values (and falling back to H5Dread on corrupt chunks), the
-// parallel grammar validation against the sequential one, and Dictionary's shared copies.
+// h5::BatchRead against the written values (chunks read with pread outside the HDF5 lock, or by
+// HDF5 under it, and falling back to H5Dread on corrupt or truncated chunks with HDF5's own
+// messages), the parallel grammar validation against the sequential one, and Dictionary's shared
+// copies.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <functional>
 #include <optional>
 #include <random>
@@ -415,6 +418,7 @@ TEST(BatchRead, CorruptChunkFallsBackToHdf5AndItsMessage) {
   h5::BatchRead batch;
   batch.add(f.id(), "v", out);
   batch.run();
+  EXPECT_TRUE(batch.unlocked(0));  // read whole with pread: the checksum failed
   EXPECT_FALSE(batch.direct(0));
   try {
     batch.finish(0);
@@ -422,6 +426,190 @@ TEST(BatchRead, CorruptChunkFallsBackToHdf5AndItsMessage) {
   } catch (const InputError& e) {
     EXPECT_EQ(std::string(e.what()), "dataset /v: checksum mismatch (corrupted data)");
   }
+}
+
+/// Sets an environment variable for its lifetime (GTADOC_H5_LOCKED_READ: BatchRead reads chunks
+/// with H5Dread_chunk under the HDF5 lock, the path files of other drivers take).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
+  ~ScopedEnv() { unsetenv(name_); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+};
+
+/// What one BatchRead of one dataset gave: its values (as u64), how it read them and the error
+/// finish() threw ("" when none).
+struct BatchResult {
+  std::vector<uint64_t> values;
+  bool direct = false, unlocked = false;
+  std::string error;
+};
+
+BatchResult batch_result(h5::Id loc, const std::string& name) {
+  BatchResult r;
+  h5::BatchRead batch(3);
+  batch.add(loc, name, r.values);
+  batch.run();
+  r.direct = batch.direct(0);
+  r.unlocked = batch.unlocked(0);
+  try {
+    batch.finish(0);
+  } catch (const InputError& e) {
+    r.error = e.what();
+  }
+  return r;
+}
+
+TEST(BatchRead, PreadPathReadsTheWrittenValues) {
+  // Multi-chunk datasets of every width, deflate off and on, read in one batch from a file opened
+  // read-only (as the archive opens its files) and from one still open for writing: every chunk
+  // read with pread outside the lock, decoded and equal to what was written. A byte read from
+  // the wrong place fails the chunk's checksum, which leaves direct() false.
+  TempDir dir;
+  const fs::path file = dir / "x.h5";
+  std::mt19937_64 rng(7);
+  struct Case {
+    std::string name;
+    std::vector<uint64_t> values;
+  };
+  std::vector<Case> cases;
+  {
+    h5::File f = h5::create_file(file);
+    for (int deflate : {0, 6})
+      for (h5::Width store : {h5::Width::kU8, h5::Width::kU16, h5::Width::kU32, h5::Width::kU64}) {
+        const uint64_t es = static_cast<uint64_t>(store);
+        // Two and a half chunks (1 MiB each), or one element past a chunk for the widest.
+        const uint64_t n = es == 8 ? h5::kMaxChunkBytes / es + 1 : 5 * h5::kMaxChunkBytes / es / 2;
+        const uint64_t max = es == 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * es)) - 1;
+        std::vector<uint64_t> v(n);
+        for (uint64_t i = 0; i < n; ++i) v[i] = (i % 3 == 0 ? i : rng()) & max;
+        Case c{"d" + std::to_string(deflate) + "_w" + std::to_string(es), std::move(v)};
+        h5::write_array(f.id(), c.name, std::span<const uint64_t>(c.values), store, {deflate});
+        cases.push_back(std::move(c));
+      }
+    f.close();
+  }
+  auto read_all = [&](h5::Id loc, bool expect_unlocked) {
+    std::vector<std::vector<uint64_t>> got(cases.size());
+    std::vector<uint32_t> narrow;  // the u16 dataset widened to u32
+    h5::BatchRead batch(3);
+    for (size_t i = 0; i < cases.size(); ++i) batch.add(loc, cases[i].name, got[i]);
+    const size_t narrow_i = batch.add(loc, cases[1].name, narrow);
+    batch.run();
+    for (size_t i = 0; i <= narrow_i; ++i) {
+      SCOPED_TRACE(i < narrow_i ? cases[i].name : "u16 as u32");
+      EXPECT_TRUE(batch.direct(i));
+      EXPECT_EQ(batch.unlocked(i), expect_unlocked);
+      batch.finish(i);
+    }
+    for (size_t i = 0; i < cases.size(); ++i) EXPECT_EQ(got[i], cases[i].values) << cases[i].name;
+    ASSERT_EQ(cases[1].name, "d0_w2");
+    EXPECT_TRUE(
+        std::equal(narrow.begin(), narrow.end(), cases[1].values.begin(), cases[1].values.end()));
+  };
+  {
+    h5::File f = h5::open_file(file);
+    read_all(f.id(), true);
+    ScopedEnv locked("GTADOC_H5_LOCKED_READ", "1");
+    read_all(f.id(), false);
+  }
+  {
+    h5::File f = h5::open_file(file, /*writable=*/true);
+    read_all(f.id(), true);
+  }
+  EXPECT_EQ(h5::open_object_count(), 0);
+  // The same file behind a 512-byte user block (HDF5 finds the superblock there and counts every
+  // address from it): the chunks are read at their addresses plus the user block.
+  const fs::path shifted = dir / "shifted.h5";
+  write_file(shifted, std::string(512, '\0') + read_file(file));
+  {
+    h5::File f = h5::open_file(shifted);
+    read_all(f.id(), true);
+  }
+}
+
+TEST(BatchRead, PreadPathKeepsTheChecksumError) {
+  // A flipped byte in a chunk's stored bytes, deflate off and on: read whole with pread, the
+  // chunk fails its checksum and H5Dread reports it, as when HDF5 read the chunks.
+  for (int deflate : {0, 6}) {
+    SCOPED_TRACE("deflate " + std::to_string(deflate));
+    TempDir dir;
+    const fs::path file = dir / "x.h5";
+    std::vector<uint32_t> v(3 * h5::kMaxChunkBytes / 4);  // 3 chunks
+    std::mt19937_64 rng(3);
+    for (auto& x : v) x = static_cast<uint32_t>(rng() % 100000);
+    {
+      h5::File f = h5::create_file(file);
+      h5::write_array(f.id(), "v", std::span<const uint32_t>(v), h5::Width::kU32, {deflate});
+      f.close();
+    }
+    // The chunks fill all but a few KiB of the file: its middle byte is in one of them.
+    std::string bytes = read_file(file);
+    ASSERT_GT(bytes.size(), v.size() * 4 / (deflate ? 4 : 1));
+    bytes[bytes.size() / 2] ^= 0x08;
+    write_file(file, bytes);
+    h5::File f = h5::open_file(file);
+    const BatchResult fast = batch_result(f.id(), "v");
+    EXPECT_TRUE(fast.unlocked);
+    EXPECT_FALSE(fast.direct);
+    EXPECT_EQ(fast.error, "dataset /v: checksum mismatch (corrupted data)");
+    ScopedEnv locked("GTADOC_H5_LOCKED_READ", "1");
+    const BatchResult slow = batch_result(f.id(), "v");
+    EXPECT_FALSE(slow.unlocked);
+    EXPECT_FALSE(slow.direct);
+    EXPECT_EQ(slow.error, fast.error);
+  }
+}
+
+TEST(BatchRead, FileTruncatedInAChunkGivesHdf5sError) {
+  TempDir dir;
+  const fs::path file = dir / "x.h5";
+  std::vector<uint32_t> v(3 * h5::kMaxChunkBytes / 4);  // 3 chunks of 1 MiB, stored raw
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<uint32_t>(i * 2654435761u);
+  {
+    h5::File f = h5::create_file(file);
+    h5::write_array(f.id(), "v", std::span<const uint32_t>(v), h5::Width::kU32, {0});
+    f.close();
+  }
+  const std::string bytes = read_file(file);
+  // Where the second chunk's values are stored: cut the file in its middle.
+  const std::string pattern(reinterpret_cast<const char*>(v.data() + 3 * v.size() / 6), 16);
+  const size_t cut = bytes.find(pattern);
+  ASSERT_NE(cut, std::string::npos);
+  // Truncated before it is opened: HDF5 refuses to open it, as before.
+  const fs::path short_file = dir / "short.h5";
+  write_file(short_file, bytes.substr(0, cut));
+  try {
+    h5::open_file(short_file);
+    ADD_FAILURE() << "truncated file opened";
+  } catch (const InputError& e) {
+    EXPECT_EQ(
+        std::string(e.what()).rfind("cannot open (not an HDF5 file, truncated or unreadable)", 0),
+        0u)
+        << e.what();
+  }
+  // Truncated while open (another process rewriting it): pread comes short of the second chunk,
+  // and H5Dread in finish() says what HDF5 says, as when H5Dread_chunk read the chunks.
+  h5::File f = h5::open_file(file);
+  ASSERT_EQ(batch_result(f.id(), "v").values, std::vector<uint64_t>(v.begin(), v.end()));
+  fs::resize_file(file, cut);
+  const BatchResult fast = batch_result(f.id(), "v");
+  EXPECT_FALSE(fast.unlocked);
+  EXPECT_FALSE(fast.direct);
+  std::string slow_error;
+  {
+    ScopedEnv locked("GTADOC_H5_LOCKED_READ", "1");
+    const BatchResult slow = batch_result(f.id(), "v");
+    EXPECT_FALSE(slow.unlocked);
+    EXPECT_FALSE(slow.direct);
+    slow_error = slow.error;
+  }
+  EXPECT_EQ(fast.error, slow_error);
+  EXPECT_EQ(fast.error, "dataset /v: checksum mismatch (corrupted data)");
 }
 
 TEST(BatchRead, FletcherOfOddAndEvenLengths) {

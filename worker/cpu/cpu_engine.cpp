@@ -135,14 +135,23 @@ class CpuEngine final : public Engine {
     for (auto& pool : pools)
       if (per > 1) pool = std::make_unique<ThreadPool>(per);
     stats.assign(shards.size(), ShardRunStats{});
-    std::vector<RecordBatch> parts(shards.size());
+    const uint32_t width = key_layout(q).width;
+    std::vector<RecordBatch> parts(slots);
     std::atomic<size_t> next{0};
     parallel_for(slots, slots, [&](size_t slot) {
       const Exec ex{pools[slot].get(), pools[slot] ? per : 1};
-      for (size_t i = next++; i < shards.size(); i = next++)
-        parts[i] = run_with(lazy_of(*shards[i]), q, norm, stats[i], ex, slots);
+      std::vector<RecordBatch> mine;
+      bool increasing = true;
+      for (size_t i = next++; i < shards.size(); i = next++) {
+        mine.push_back(run_with(lazy_of(*shards[i]), q, norm, stats[i], ex, slots));
+        increasing = increasing && keys_increasing(mine.back());
+      }
+      // A slot's shards whose records come in key order (the word tasks') leave it merged: the
+      // reduce then meets one sorted run per slot, not a run per shard to sort.
+      parts[slot] = increasing ? merge_increasing(std::move(mine), width)
+                               : concatenate(std::move(mine), width, per);
     });
-    return concatenate(std::move(parts), key_layout(q).width, total);
+    return concatenate(std::move(parts), width, total);
   }
 
  private:
