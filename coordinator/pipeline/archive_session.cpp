@@ -211,6 +211,26 @@ std::unique_ptr<ArchiveSession> ArchiveSession::open(Comm& comm, const SessionOp
   return s;
 }
 
+double ArchiveSession::warm_up() {
+  Timer timer;
+  if (!options_.resident || loaded_.empty()) return 0;
+  QueryOptions q;
+  q.task = Task::kWordCount;
+  q.top = 1;
+  std::vector<LoadedShard*> ptrs;
+  for (auto& l : loaded_) ptrs.push_back(l.get());
+  try {
+    const Normalization& norm = normalization(false, false);
+    engine_->prepare_shards(ptrs, q, norm, threads_);
+    std::vector<ShardRunStats> stats;
+    engine_->run_batch(ptrs, q, norm, stats, threads_);
+  } catch (const std::exception& e) {
+    spdlog::warn("preparing the resident shards for queries failed ({}); the first query will",
+                 e.what());
+  }
+  return timer.seconds();
+}
+
 NcclComm* ArchiveSession::nccl() {
   if (nccl_init_.valid()) {  // the first call: collective (every rank started the set-up)
     std::string error;

@@ -81,6 +81,13 @@ class ArchiveSession {
   /// Grammar bytes (symbols) of the shards resident on this rank.
   uint64_t resident_bytes() const { return resident_bytes_; }
 
+  /// Resident shards: runs a word count over them on this rank and drops its records, so that
+  /// what the engine builds on a first query and reuses (the GPU engine's merged DAG of the
+  /// shards, its traversal estimates) is built now, not in a client's first query. Local to this
+  /// rank (no collective, no fault injection); a failure is logged and left to the first query.
+  /// Returns the seconds it took.
+  double warm_up();
+
   /// The dictionary normalized by these options, computed once per combination.
   const Normalization& normalization(bool lowercase, bool alnum);
   /// The byte order of n-grams of that normalization, computed once per combination and n.

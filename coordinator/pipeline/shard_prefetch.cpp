@@ -26,7 +26,7 @@ unsigned ShardPrefetcher::threads_each_for(unsigned threads) {
     const long t = std::strtol(v, nullptr, 10);
     if (t >= 1 && t <= 4096) return static_cast<unsigned>(t);
   }
-  return std::max(1u, threads / 4);
+  return std::min(2u, std::max(1u, threads));
 }
 
 unsigned ShardPrefetcher::reads_at_once_for(unsigned depth, unsigned threads) {

@@ -52,11 +52,11 @@ class ShardPrefetcher {
   /// thread, and an archive of many small shards is read at the speed of several side by side).
   /// GTADOC_PREFETCH_DEPTH (1-256) overrides it (measurements).
   static unsigned depth_for(const std::string& engine, unsigned threads);
-  /// Threads preparing each shard after the first: a quarter of `threads` (at least one), so
-  /// that the few shards whose reads end last are prepared on several threads while the earlier
-  /// ones are loaded (one thread each, as before, left the last preparation 0.02-0.05 s behind
-  /// the reads on 16 cores; 2-8 each did best, docs/PERFORMANCE.md §14). GTADOC_PREPARE_THREADS
-  /// (1-4096) overrides it (measurements).
+  /// Threads preparing each shard after the first: two (one where `threads` is 1), so that the
+  /// few shards whose reads end last are prepared on more than one thread while the earlier ones
+  /// are loaded, and the many shards in flight do not crowd the cores (257 shards of 8 GB on 32
+  /// cores, one H200: the load took 2.55 s with 2 each, 3.0 s with 8; docs/PERFORMANCE.md,
+  /// "Scale"). GTADOC_PREPARE_THREADS (1-4096) overrides it (measurements).
   static unsigned threads_each_for(unsigned threads);
   /// Shard reads run at once after the first shard's: a quarter of `threads` (at least 2), at
   /// most `depth`. A read enters HDF5 only to open its file and locate its chunks, and reads and

@@ -236,6 +236,11 @@ void serve(Comm& comm, const ServeOptions& o) {
   QueryTimings opened;
   Timer timer;
   std::unique_ptr<ArchiveSession> session = ArchiveSession::open(comm, so, &opened);
+  // What a first query builds and later ones reuse (the GPU engine's merged DAG of the resident
+  // shards: 3.7 s against 18 ms for the next word-count on 8 GB, one H200) is built before the
+  // service says it is ready, so the first client's query costs what the later ones do.
+  const double warmed = session->warm_up();
+  spdlog::debug("resident shards prepared for queries in {:.2f}s", warmed);
 
   std::unique_ptr<ServiceState> state;
   std::unique_ptr<HttpServer> server;

@@ -114,17 +114,28 @@ TEST(ShardPrefetch, ADamagedShardFailsAloneAndInFlightWorkEndsCleanly) {
 namespace gtadoc {
 namespace {
 
-TEST(ShardPrefetch, ThreadsPerPreparationAreAQuarterOrTheSetting) {
+TEST(ShardPrefetch, ThreadsPerPreparationAreTwoOrTheSetting) {
   ::unsetenv("GTADOC_PREPARE_THREADS");
-  EXPECT_EQ(ShardPrefetcher::threads_each_for(16), 4u);
-  EXPECT_EQ(ShardPrefetcher::threads_each_for(32), 8u);
-  EXPECT_EQ(ShardPrefetcher::threads_each_for(2), 1u);
+  EXPECT_EQ(ShardPrefetcher::threads_each_for(16), 2u);
+  EXPECT_EQ(ShardPrefetcher::threads_each_for(32), 2u);
+  EXPECT_EQ(ShardPrefetcher::threads_each_for(2), 2u);
   EXPECT_EQ(ShardPrefetcher::threads_each_for(1), 1u);
   ::setenv("GTADOC_PREPARE_THREADS", "3", 1);
   EXPECT_EQ(ShardPrefetcher::threads_each_for(16), 3u);
   ::setenv("GTADOC_PREPARE_THREADS", "0", 1);  // out of range: the default
-  EXPECT_EQ(ShardPrefetcher::threads_each_for(16), 4u);
+  EXPECT_EQ(ShardPrefetcher::threads_each_for(16), 2u);
   ::unsetenv("GTADOC_PREPARE_THREADS");
+}
+
+TEST(ShardPrefetch, DepthAndReadsAtOnce) {
+  ::unsetenv("GTADOC_PREFETCH_DEPTH");
+  EXPECT_EQ(ShardPrefetcher::depth_for("cpu", 2), 2u);
+  EXPECT_EQ(ShardPrefetcher::depth_for("cpu", 32), 8u);
+  EXPECT_EQ(ShardPrefetcher::depth_for("cpu", 256), 16u);
+  EXPECT_EQ(ShardPrefetcher::depth_for("gpu", 32), 16u);
+  EXPECT_EQ(ShardPrefetcher::reads_at_once_for(16, 32), 8u);
+  EXPECT_EQ(ShardPrefetcher::reads_at_once_for(2, 32), 2u);
+  EXPECT_EQ(ShardPrefetcher::reads_at_once_for(16, 2), 2u);
 }
 
 }  // namespace
