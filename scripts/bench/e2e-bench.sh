@@ -136,13 +136,8 @@ fi
 HAVE_MPI=0
 command -v mpirun >/dev/null 2>&1 && HAVE_MPI=1
 
-json_str() {  # a JSON string literal of $1
-  local s=${1//\\/\\\\}
-  s=${s//\"/\\\"}
-  s=${s//$'\t'/ }
-  s=${s//$'\r'/ }
-  printf '"%s"' "${s//$'\n'/ }"
-}
+# shellcheck source=scripts/bench/json_str.sh
+. "$ROOT/scripts/bench/json_str.sh"
 fsize() { stat -c %s "$1" 2>/dev/null || echo 0; }
 elapsed() { awk -v s="$1" -v e="$EPOCHREALTIME" 'BEGIN { printf "%.4f", e - s }'; }
 

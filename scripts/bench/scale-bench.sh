@@ -129,13 +129,8 @@ note() { say "note: $*"; echo "$*" >>"$NOTES"; }
 failed=0
 fail() { say "FAIL: $*"; echo "FAIL: $*" >>"$NOTES"; failed=1; }
 
-json_str() {  # a JSON string literal of $1
-  local s=${1//\\/\\\\}
-  s=${s//\"/\\\"}
-  s=${s//$'\t'/ }
-  s=${s//$'\r'/ }
-  printf '"%s"' "${s//$'\n'/ }"
-}
+# shellcheck source=scripts/bench/json_str.sh
+. "$ROOT/scripts/bench/json_str.sh"
 secs_since() {  # seconds (6 decimals) since $1, a time in microseconds (${EPOCHREALTIME/./})
   local d=$((${EPOCHREALTIME/./} - $1))
   printf '%d.%06d' $((d / 1000000)) $((d % 1000000))

@@ -13,6 +13,10 @@ note in scale.md).
 import argparse
 import json
 import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from e2e_table import sec, yes  # noqa: E402  (the same cell formats as the e2e tables)
 
 PHASE_ORDER = ["open", "load", "init", "traversal", "collect", "shuffle", "merge", "write"]
 CONFIG_ORDER = ["gpu", "gpus", "cpu"]
@@ -30,20 +34,6 @@ def read_jsonl(path):
                     except json.JSONDecodeError:
                         pass
     return rows
-
-
-def sec(v):
-    if v is None:
-        return ""
-    if v < 0.01:
-        return f"{v:.4f}"
-    if v < 100:
-        return f"{v:.3f}"
-    return f"{v:.1f}"
-
-
-def yes(v):
-    return "" if v is None else ("yes" if v else "**NO**")
 
 
 def gb(b):
