@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/error.h"
 #include "coordinator/verify.h"
 #include "formats/archive.h"
 #include "formats/digest.h"
@@ -150,6 +151,36 @@ TEST(Verify, ChecksumConsistentEditOfAShardDataset) {
   VerifyReport r = verify_archive(a.path, 0);
   EXPECT_FALSE(r.ok);
   EXPECT_NE(r.first_failure().find("shard 0: SHA-256"), std::string::npos) << r.text();
+}
+
+TEST(Verify, CorruptLocalWordsAreCaughtByTheReadersAndVerify) {
+  // /grammar/local_words rewritten through HDF5 (checksums recomputed): two words swapped (not
+  // ascending), and a word beyond the dictionary. The readers refuse both; verify names them.
+  for (int c = 0; c < 2; ++c) {
+    SampleArchive a;
+    Manifest m = read_manifest(a.path);
+    rewrite_dataset(a.shard(1), "/grammar/local_words", [&](std::vector<uint64_t>& words) {
+      ASSERT_GE(words.size(), 2u);
+      if (c == 0)
+        std::swap(words[0], words[1]);
+      else
+        words.back() = m.dict.size();  // the stored width holds it: the largest id is close
+    });
+    const std::string want = c == 0 ? "local_words are not strictly ascending"
+                                    : "beyond the dictionary";
+    try {
+      read_shard_grammar(a.path, m, 1);
+      ADD_FAILURE() << "the reader accepted corrupt local words (case " << c << ")";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+    }
+    VerifyReport r = verify_archive(a.path, 0);
+    EXPECT_FALSE(r.ok);
+    EXPECT_NE(r.text().find(want), std::string::npos) << r.text();
+    auto run = run_gtadoc({"run", a.path.string(), "word-count", "--engine", "cpu"});
+    EXPECT_EQ(run.exit_code, 1) << run.err;
+    EXPECT_NE(run.err.find(want), std::string::npos) << run.err;
+  }
 }
 
 TEST(Verify, ChecksumConsistentEditOfAManifestDataset) {
