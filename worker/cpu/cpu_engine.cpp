@@ -97,12 +97,8 @@ class CpuEngine final : public Engine {
     const unsigned per = std::min(2u, total);
     const unsigned at_once =
         static_cast<unsigned>(std::min<size_t>(todo.size(), std::max(1u, total / per)));
-    std::vector<std::unique_ptr<ThreadPool>> pools(at_once);
-    for (auto& pool : pools)
-      if (per > 1) pool = std::make_unique<ThreadPool>(per);
     std::atomic<size_t> next{0};
-    parallel_for(at_once, at_once, [&](size_t slot) {
-      const Exec ex{pools[slot].get(), pools[slot] ? per : 1};
+    on_slots(at_once, per, [&](size_t, const Exec& ex) {
       for (size_t i = next++; i < todo.size(); i = next++) todo[i]->full(ex);
     });
   }
@@ -125,21 +121,17 @@ class CpuEngine final : public Engine {
                         const Normalization& norm, std::vector<ShardRunStats>& stats,
                         unsigned threads) override {
     check_sequence_length(q);
-    for (LoadedShard* shard : shards) lazy_of(*shard);
+    for (LoadedShard* shard : shards) lazy_of(*shard);  // every shard is this engine's
     const unsigned total = thread_count(q.threads);
     if (shards.size() < 2 || total < 2) return Engine::run_batch(shards, q, norm, stats, threads);
     std::lock_guard<std::mutex> lock(mu_);
     const unsigned slots = static_cast<unsigned>(std::min<size_t>(shards.size(), total));
     const unsigned per = std::max(1u, total / slots);
-    std::vector<std::unique_ptr<ThreadPool>> pools(slots);
-    for (auto& pool : pools)
-      if (per > 1) pool = std::make_unique<ThreadPool>(per);
     stats.assign(shards.size(), ShardRunStats{});
     const uint32_t width = key_layout(q).width;
     std::vector<RecordBatch> parts(slots);
     std::atomic<size_t> next{0};
-    parallel_for(slots, slots, [&](size_t slot) {
-      const Exec ex{pools[slot].get(), pools[slot] ? per : 1};
+    on_slots(slots, per, [&](size_t slot, const Exec& ex) {
       std::vector<RecordBatch> mine;
       bool increasing = true;
       for (size_t i = next++; i < shards.size(); i = next++) {
@@ -155,6 +147,18 @@ class CpuEngine final : public Engine {
   }
 
  private:
+  /// Runs f(slot, ex) for `slots` slots side by side, each on its own `per` threads (a pool per
+  /// slot when per > 1).
+  template <class F>
+  static void on_slots(unsigned slots, unsigned per, F&& f) {
+    std::vector<std::unique_ptr<ThreadPool>> pools(slots);
+    for (auto& pool : pools)
+      if (per > 1) pool = std::make_unique<ThreadPool>(per);
+    parallel_for(slots, slots, [&](size_t slot) {
+      f(slot, Exec{pools[slot].get(), pools[slot] ? per : 1});
+    });
+  }
+
   static LazyShard& lazy_of(LoadedShard& shard) {
     auto* lazy = dynamic_cast<LazyShard*>(&shard);
     GTADOC_EXPECTS(lazy != nullptr, "cpu engine: the shard was loaded by another engine");
@@ -178,8 +182,7 @@ class CpuEngine final : public Engine {
       return out;
     }
     CpuShard* s = &lazy.full(ex);
-    Query Q{*s, q, ex, 1, {}, {}, {}};
-    Q.budget_share = share;
+    Query Q{*s, q, ex, share, {}, {}, {}};
     Q.vocab = plan::build_vocab(s->local_words, norm);
     if (seq) build_heads_tails(Q);
     TraversalChoice choice;

@@ -27,22 +27,22 @@ namespace {
 
 std::atomic<int64_t> g_live{0}, g_peak{0};
 
-void* counted(size_t n) {
-  void* p = std::malloc(n == 0 ? 1 : n);
+/// Counts `p` (null: throws bad_alloc) as live and raises the peak.
+void* note(void* p) {
   if (p == nullptr) throw std::bad_alloc();
   const int64_t live = g_live += static_cast<int64_t>(malloc_usable_size(p));
   for (int64_t peak = g_peak.load(); live > peak && !g_peak.compare_exchange_weak(peak, live);) {
   }
   return p;
 }
+void* counted(size_t n) {
+  return note(std::malloc(n == 0 ? 1 : n));
+}
 void* counted_aligned(size_t n, std::align_val_t a) {
   void* p = nullptr;
   if (posix_memalign(&p, std::max(sizeof(void*), static_cast<size_t>(a)), n == 0 ? 1 : n) != 0)
-    throw std::bad_alloc();
-  const int64_t live = g_live += static_cast<int64_t>(malloc_usable_size(p));
-  for (int64_t peak = g_peak.load(); live > peak && !g_peak.compare_exchange_weak(peak, live);) {
-  }
-  return p;
+    p = nullptr;
+  return note(p);
 }
 void uncounted(void* p) {
   if (p == nullptr) return;
