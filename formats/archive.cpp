@@ -325,7 +325,8 @@ void write_shard_file(const fs::path& file, uint64_t archive_id, uint32_t shard,
   write_shard_file(file, archive_id, prepare_shard_file(shard, g, layout, options));
 }
 
-ShardGrammar read_shard_grammar(const fs::path& archive, const Manifest& manifest, uint32_t shard) {
+ShardGrammar read_shard_grammar(const fs::path& archive, const Manifest& manifest, uint32_t shard,
+                                unsigned threads) {
   const fs::path file = shard_path(archive, manifest, shard);
   ShardGrammar g;
   {
@@ -342,7 +343,7 @@ ShardGrammar read_shard_grammar(const fs::path& archive, const Manifest& manifes
 
       h5::Group gr = h5::open_group(f.id(), "grammar");
       // One batch (chunks decoded on threads); errors are thrown in the order of the checks.
-      h5::BatchRead batch;
+      h5::BatchRead batch(threads);
       std::vector<uint64_t> body_lengths, segments;
       const size_t local_i = local ? batch.add(gr.id(), "local_words", g.local_words) : 0;
       const size_t body_i = batch.add(gr.id(), "rule_body_lengths", body_lengths);
@@ -402,7 +403,7 @@ ShardGrammar read_shard_grammar(const fs::path& archive, const Manifest& manifes
   }
   // Version 1 shards hold dictionary ids: numbered locally here (a pass over the symbols).
   if (manifest.format_version == 1) localize_words(g);
-  validate_grammar(g, file.string());
+  validate_grammar(g, file.string(), threads);
   return g;
 }
 

@@ -108,9 +108,10 @@ void write_manifest_file(const std::filesystem::path& file, const Manifest& mani
 /// Reads and checks `<archive>/manifest.h5`. Throws InputError ("<path>: not a gtadoc archive",
 /// "...: unsupported format version N", "...: checksum mismatch (corrupted)", ...).
 Manifest read_manifest(const std::filesystem::path& archive);
-/// Reads, checks and validates one shard's grammar.
+/// Reads, checks and validates one shard's grammar, decoding and validating on `threads` threads
+/// (0: every usable CPU; a caller reading several shards side by side gives each a share).
 ShardGrammar read_shard_grammar(const std::filesystem::path& archive, const Manifest& manifest,
-                                uint32_t shard);
+                                uint32_t shard, unsigned threads = 0);
 /// Reads and checks one shard's whitespace layout.
 ShardLayout read_shard_layout(const std::filesystem::path& archive, const Manifest& manifest,
                               uint32_t shard);

@@ -18,7 +18,9 @@ PreparedShard prepare_shard(const std::string& engine, ShardGrammar grammar, uns
     std::unique_ptr<plan::ThreadPool> pool;
     if (threads > 1) pool = std::make_unique<plan::ThreadPool>(threads);
     out.layout = std::make_shared<plan::ShardLayout>(
-        plan::build_shard_layout(grammar, plan::Exec{pool.get(), pool ? threads : 1}));
+        plan::build_shard_layout(grammar, plan::Exec{pool.get(), pool ? threads : 1}, nullptr,
+                                 plan::gpu_layout_parts()));
+    plan::add_level_schedule(*out.layout, grammar);
   }
   out.grammar = std::move(grammar);
   return out;

@@ -30,6 +30,10 @@ unsigned ShardPrefetcher::threads_each_for(unsigned threads) {
 }
 
 unsigned ShardPrefetcher::reads_at_once_for(unsigned depth, unsigned threads) {
+  if (const char* v = std::getenv("GTADOC_READS_AT_ONCE")) {
+    const long r = std::strtol(v, nullptr, 10);
+    if (r >= 1 && r <= 256) return std::min(depth, static_cast<unsigned>(r));
+  }
   return std::min(depth, std::max(2u, threads / 4));
 }
 
@@ -83,7 +87,7 @@ void ShardPrefetcher::fill() {
       try {
         if (previous.valid()) previous.wait();
         read_from = clock_.seconds();
-        g = read_shard_grammar(archive_, manifest_, id);
+        g = read_shard_grammar(archive_, manifest_, id, threads);
         read_to = clock_.seconds();
       } catch (...) {
         read_done->set_value();

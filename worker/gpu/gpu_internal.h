@@ -26,6 +26,7 @@
 #include "worker/device/device_buffer.cuh"
 #include "worker/device_records.h"
 #include "worker/engine.h"
+#include "worker/plan/level_schedule.h"
 #include "worker/plan/selector.h"
 #include "worker/plan/shard_layout.h"
 #include "worker/plan/thread_pool.h"
@@ -44,10 +45,10 @@ using plan::SelectorEstimate;
 using plan::TraversalChoice;
 using plan::Vocab;
 
-/// Workload classes of per-rule kernels, by body length (symbols): one thread per rule up to
-/// kThreadMaxBody, one warp per rule up to kWarpMaxBody, one block per rule above.
-inline constexpr uint32_t kThreadMaxBody = 32;
-inline constexpr uint32_t kWarpMaxBody = 1024;
+/// Workload classes of per-rule kernels, by body length (worker/plan/level_schedule.h).
+using plan::kThreadMaxBody;
+using plan::kWarpMaxBody;
+using plan::LevelSchedule;
 inline constexpr int kRuleBlock = 256;  ///< threads of the block-per-rule kernels
 
 /// The device, its stream and its memory pool; shared by the engine and every shard it loaded
@@ -88,14 +89,6 @@ void download_host(const DeviceContext& ctx, std::span<const HostCopy> copies);
 /// Copies ranges of host memory into device memory (allocated on ctx.stream) and waits, the
 /// same way.
 void upload_host(const DeviceContext& ctx, std::span<const HostCopy> copies);
-
-/// Rules of one height level grouped by workload class: sched[begin, begin + threads) are the
-/// thread-class rules (sorted by body length so neighbouring lanes do similar work), then
-/// `warps` warp-class rules, then `blocks` block-class rules.
-struct LevelSchedule {
-  uint32_t begin = 0;
-  uint32_t threads = 0, warps = 0, blocks = 0;
-};
 
 /// Per-unit (item, count) rows in CSR form on the device, entries in unit order.
 struct UnitCsr {
@@ -201,8 +194,18 @@ class GpuShard final : public LoadedShard {
 };
 
 /// Sets s.levels, s.sched and s.level_of from the inner levels `level_offsets` (H + 1 entries)
-/// and s.h_body_len: the static level schedule grouped by workload class.
-void build_level_schedule(GpuShard& s, const std::vector<uint32_t>& level_offsets);
+/// and s.h_body_len: the static level schedule grouped by workload class, built here unless
+/// `prepared` (built ahead from the same lengths and levels) is given.
+void build_level_schedule(GpuShard& s, const std::vector<uint32_t>& level_offsets,
+                          plan::LevelSchedules* prepared = nullptr);
+
+// device_bags.cu
+/// Builds s.ch_*, s.tm_* (rows, units, items, counts), s.root_uses, s.top_rules and the host
+/// copies s.h_ch_off, s.h_tm_off on the device from s.body and s.sym_unit (uploaded and derived
+/// first), as the host layout would (worker/plan/shard_layout.h): `num_local` is the shard's
+/// vocabulary size, `positions` the symbols inside units. Throws InternalError on a structure the
+/// engines cannot traverse (the host layout's messages), ResourceError when out of memory.
+void build_bags_on_device(GpuShard& s, uint32_t num_local, uint64_t positions);
 
 // gpu_batch.cu
 /// One merged device DAG of `shards` (worker/plan/batch_plan.h), built with device-to-device copies

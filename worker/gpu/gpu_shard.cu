@@ -27,40 +27,20 @@ uint64_t next_serial() {
 
 }  // namespace
 
-void build_level_schedule(GpuShard& s, const std::vector<uint32_t>& level_offsets) {
+void build_level_schedule(GpuShard& s, const std::vector<uint32_t>& level_offsets,
+                          plan::LevelSchedules* prepared) {
   GTADOC_EXPECTS(!level_offsets.empty() && level_offsets.back() == s.inner,
                  "gpu engine: bad level offsets");
   const uint32_t inner_levels = static_cast<uint32_t>(level_offsets.size() - 1);
-  const std::vector<uint64_t>& len = s.h_body_len;
-  std::vector<uint32_t> hsched;
-  hsched.reserve(s.inner);
-  s.levels.assign(inner_levels, LevelSchedule{});
-  for (uint32_t h = 0; h < inner_levels; ++h) {
-    const uint32_t lo = level_offsets[h], hi = level_offsets[h + 1];
-    GTADOC_EXPECTS(lo <= hi && hi <= s.inner, "gpu engine: bad level offsets");
-    LevelSchedule& ls = s.levels[h];
-    ls.begin = static_cast<uint32_t>(hsched.size());
-    // Thread class: counting sort by body length.
-    std::vector<uint32_t> by_len(kThreadMaxBody + 2, 0);
-    for (uint32_t r = lo; r < hi; ++r)
-      if (len[r] <= kThreadMaxBody) ++by_len[len[r] + 1];
-    for (uint32_t i = 0; i <= kThreadMaxBody; ++i) by_len[i + 1] += by_len[i];
-    ls.threads = by_len[kThreadMaxBody + 1];
-    hsched.resize(hsched.size() + ls.threads);
-    for (uint32_t r = lo; r < hi; ++r)
-      if (len[r] <= kThreadMaxBody) hsched[ls.begin + by_len[len[r]]++] = r;
-    for (uint32_t r = lo; r < hi; ++r)
-      if (len[r] > kThreadMaxBody && len[r] <= kWarpMaxBody) {
-        hsched.push_back(r);
-        ++ls.warps;
-      }
-    for (uint32_t r = lo; r < hi; ++r)
-      if (len[r] > kWarpMaxBody) {
-        hsched.push_back(r);
-        ++ls.blocks;
-      }
+  plan::LevelSchedules built;
+  if (prepared == nullptr) {
+    built = plan::build_level_schedules(s.h_body_len, level_offsets, s.inner);
+    prepared = &built;
   }
-  GTADOC_EXPECTS(hsched.size() == s.inner, "gpu engine: level schedule does not cover the rules");
+  GTADOC_EXPECTS(prepared->levels.size() == inner_levels && prepared->sched.size() == s.inner,
+                 "gpu engine: the prepared level schedule is not this shard's");
+  s.levels = prepared->levels;  // copied: a failed load leaves `prepared` whole for a retry
+  const std::vector<uint32_t>& hsched = prepared->sched;
   MemoryPool& pool = s.ctx->pool;
   // The level of every rule, on the device from the level offsets (no host array).
   const std::vector<uint64_t> offsets(level_offsets.begin(), level_offsets.end());
@@ -111,8 +91,8 @@ GpuShard::GpuShard(ShardGrammar& grammar, std::shared_ptr<plan::ShardLayout> pre
     if (phases.enabled()) phases.mark(phase);
   };
   if (!prepared)
-    prepared =
-        std::make_shared<plan::ShardLayout>(plan::build_shard_layout(grammar, ctx->host_exec()));
+    prepared = std::make_shared<plan::ShardLayout>(plan::build_shard_layout(
+        grammar, ctx->host_exec(), nullptr, plan::gpu_layout_parts()));
   plan::ShardLayout& layout = *prepared;
   GTADOC_EXPECTS(
       layout.body.size() == grammar.symbols.size() && layout.num_docs == grammar.num_docs,
@@ -122,13 +102,12 @@ GpuShard::GpuShard(ShardGrammar& grammar, std::shared_ptr<plan::ShardLayout> pre
   num_docs = layout.num_docs;
   units = inner + num_docs;
   S = grammar.symbols.size();
+  const bool host_bags = layout.has_bags;
 
-  // 2. Uploaded: bodies, unit ranges, the bags, the rules' uses in the root and the rules the
-  // root uses; every buffer allocated first, then filled through the pinned staging slots. The
-  // unit of every position and of every bag entry are derived on the device.
-  std::vector<uint32_t> top;
-  for (uint32_t r = 0; r < inner; ++r)
-    if (layout.root_uses[r] != 0) top.push_back(r);
+  // 2. Uploaded: bodies and unit ranges, and the bags, the rules' uses in the root and the rules
+  // the root uses when the host built them (else they are built on the device from the bodies,
+  // build_bags_on_device); every buffer allocated first, then filled through the pinned staging
+  // slots. The unit of every position and of every bag entry are derived on the device.
   std::vector<HostCopy> uploads;
   auto alloc = [&]<class T>(DeviceBuffer<T>& buf, const std::vector<T>& host) {
     buf = DeviceBuffer<T>(host.size(), pool);
@@ -137,17 +116,22 @@ GpuShard::GpuShard(ShardGrammar& grammar, std::shared_ptr<plan::ShardLayout> pre
   alloc(body, layout.body);
   alloc(unit_begin, layout.unit_begin);
   alloc(unit_end, layout.unit_end);
-  alloc(ch_off, layout.children.off);
-  alloc(ch_item, layout.children.item);
-  alloc(ch_cnt, layout.children.cnt);
-  alloc(tm_off, layout.terms.off);
-  alloc(tm_item, layout.terms.item);
-  alloc(tm_cnt, layout.terms.cnt);
-  alloc(root_uses, layout.root_uses);
-  alloc(top_rules, top);
+  std::vector<uint32_t> top;
+  if (host_bags) {
+    for (uint32_t r = 0; r < inner; ++r)
+      if (layout.root_uses[r] != 0) top.push_back(r);
+    alloc(ch_off, layout.children.off);
+    alloc(ch_item, layout.children.item);
+    alloc(ch_cnt, layout.children.cnt);
+    alloc(tm_off, layout.terms.off);
+    alloc(tm_item, layout.terms.item);
+    alloc(tm_cnt, layout.terms.cnt);
+    alloc(root_uses, layout.root_uses);
+    alloc(top_rules, top);
+    ch_unit = DeviceBuffer<uint32_t>(layout.children.item.size(), pool);
+    tm_unit = DeviceBuffer<uint32_t>(layout.terms.item.size(), pool);
+  }
   sym_unit = DeviceBuffer<uint32_t>(S, pool);
-  ch_unit = DeviceBuffer<uint32_t>(layout.children.item.size(), pool);
-  tm_unit = DeviceBuffer<uint32_t>(layout.terms.item.size(), pool);
   mark("alloc");
   upload_host(*ctx, uploads);  // synchronous: the host arrays may change now
   mark("copy");
@@ -155,7 +139,11 @@ GpuShard::GpuShard(ShardGrammar& grammar, std::shared_ptr<plan::ShardLayout> pre
   // touch of a fresh array costs ~0.6 ms per MiB on a VM); given back as they were if the load
   // fails below, so the caller can load the prepared shard again (after freeing memory).
   h_body_len = std::move(layout.unit_end);
-  for (uint32_t u = 0; u < units; ++u) h_body_len[u] -= layout.unit_begin[u];
+  uint64_t positions = 0;
+  for (uint32_t u = 0; u < units; ++u) {
+    h_body_len[u] -= layout.unit_begin[u];
+    positions += h_body_len[u];
+  }
   struct GiveBackEnds {
     std::vector<uint64_t>& lengths;
     plan::ShardLayout& layout;
@@ -168,21 +156,28 @@ GpuShard::GpuShard(ShardGrammar& grammar, std::shared_ptr<plan::ShardLayout> pre
   } give_back{h_body_len, layout};
   ranges_of_positions(unit_begin.data(), unit_end.data(), units, S, plan::kNoUnit, sym_unit.data(),
                       pool.stream());
-  ranges_of_positions(ch_off.data(), ch_off.data() + 1, units, ch_unit.size(), plan::kNoUnit,
-                      ch_unit.data(), pool.stream());
-  ranges_of_positions(tm_off.data(), tm_off.data() + 1, units, tm_unit.size(), plan::kNoUnit,
-                      tm_unit.data(), pool.stream());
+  if (host_bags) {
+    ranges_of_positions(ch_off.data(), ch_off.data() + 1, units, ch_unit.size(), plan::kNoUnit,
+                        ch_unit.data(), pool.stream());
+    ranges_of_positions(tm_off.data(), tm_off.data() + 1, units, tm_unit.size(), plan::kNoUnit,
+                        tm_unit.data(), pool.stream());
+  } else {
+    build_bags_on_device(*this, static_cast<uint32_t>(layout.local_words.size()), positions);
+  }
   mark("derive");
 
   // 3. Heights and the level schedules (workload classes by body length).
   build_level_schedule(
-      *this, std::vector<uint32_t>(grammar.level_offsets.begin(), grammar.level_offsets.end() - 1));
+      *this, std::vector<uint32_t>(grammar.level_offsets.begin(), grammar.level_offsets.end() - 1),
+      layout.has_schedule ? &layout.schedule : nullptr);
   ctx->stream.synchronize();
   give_back.loaded = true;
   // Loaded (nothing below throws): the grammar and the host arrays kept are the shard's, moved
   // rather than copied (first touch of a copy costs ~0.6 ms per MiB).
-  h_ch_off = std::move(layout.children.off);
-  h_tm_off = std::move(layout.terms.off);
+  if (host_bags) {
+    h_ch_off = std::move(layout.children.off);
+    h_tm_off = std::move(layout.terms.off);
+  }
   local_words = std::move(layout.local_words);
   g = std::move(grammar);
   mark("schedule");

@@ -45,16 +45,33 @@ struct CsrSink {
   }
 };
 
+/// Reserves room for `n` elements in an empty `v` (address space only: pages are touched when
+/// written), on huge pages where it is large, so appending never moves what is there.
+template <class T>
+void reserve_on_huge_pages(std::vector<T>& v, size_t n) {
+  if (n == 0 || v.capacity() >= n) return;
+  std::vector<T>().swap(v);
+  v.reserve(n);
+  advise_huge_pages(v.data(), n * sizeof(T));
+}
+
 /// Builds N Csrs with `rows` rows each in one parallel pass: fn(tid, row, sinks) appends row's
 /// pairs of Csr k to sinks[k] (so one reading of a row can fill several bags). Rows are claimed
-/// in chunks of `grain`; the result is the same whatever the thread count.
+/// in chunks of `grain`; the result is the same whatever the thread count. `max_entries`, when
+/// not 0, bounds the pairs of each Csr: the arrays appended to are reserved that large up front
+/// (appending into growing vectors moved and faulted in every entry several times).
 template <class C, size_t N, class Fn>
-std::array<Csr<C>, N> build_csrs(const Exec& ex, uint64_t rows, uint64_t grain, Fn&& fn) {
+std::array<Csr<C>, N> build_csrs(const Exec& ex, uint64_t rows, uint64_t grain, Fn&& fn,
+                                 uint64_t max_entries = 0) {
   std::array<Csr<C>, N> out;
   for (Csr<C>& o : out) o.off.assign(rows + 1, 0);
   std::array<CsrSink<C>, N> sinks;
   if (ex.threads <= 1 || rows <= grain) {
-    for (size_t k = 0; k < N; ++k) sinks[k] = {&out[k].item, &out[k].cnt};
+    for (size_t k = 0; k < N; ++k) {
+      reserve_on_huge_pages(out[k].item, max_entries);
+      reserve_on_huge_pages(out[k].cnt, max_entries);
+      sinks[k] = {&out[k].item, &out[k].cnt};
+    }
     for (uint64_t r = 0; r < rows; ++r) {
       fn(0u, r, sinks);
       for (size_t k = 0; k < N; ++k) out[k].off[r + 1] = out[k].item.size();
@@ -73,6 +90,11 @@ std::array<Csr<C>, N> build_csrs(const Exec& ex, uint64_t rows, uint64_t grain, 
   std::vector<Buf> bufs(ex.threads);
   ex.parallel_for(0, rows, grain, [&](unsigned tid, uint64_t lo, uint64_t hi) {
     Buf& b = bufs[tid];
+    if (b.chunks.empty())
+      for (size_t k = 0; k < N; ++k) {
+        reserve_on_huge_pages(b.item[k], max_entries);
+        reserve_on_huge_pages(b.cnt[k], max_entries);
+      }
     Chunk chunk{lo, hi, {}};
     std::array<CsrSink<C>, N> mine;
     for (size_t k = 0; k < N; ++k) {

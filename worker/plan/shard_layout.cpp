@@ -3,7 +3,8 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <new>
+#include <string_view>
+#include <utility>
 
 #include "common/big_alloc.h"
 #include "common/error.h"
@@ -12,34 +13,25 @@
 namespace gtadoc::plan {
 namespace {
 
-/// Bodies up to this length are bagged by sorting their symbols; longer ones (document segments,
-/// mostly) by counting into dense per-thread counters and sorting only the distinct ids.
+/// Bodies up to this length are bagged by an insertion sort of their symbols; longer ones
+/// (document segments, mostly) by sort_ids. Sorting every symbol of a body and counting runs
+/// costs no more than counting into dense counters and sorting the distinct ids, and touches no
+/// memory sized by the shard per thread.
 constexpr uint64_t kShortBody = 32;
 
-/// Dense counters, zeroed: calloc'ed on first use (untouched pages stay unmapped), and reset to
-/// zero after each use.
-class ZeroedCounts {
- public:
-  ZeroedCounts() = default;
-  ZeroedCounts(const ZeroedCounts&) = delete;
-  ZeroedCounts& operator=(const ZeroedCounts&) = delete;
-  ~ZeroedCounts() { std::free(p_); }
-  uint32_t* get(size_t n) {
-    if (p_ == nullptr) {
-      p_ = static_cast<uint32_t*>(std::calloc(std::max<size_t>(n, 1), sizeof(uint32_t)));
-      if (p_ == nullptr) throw std::bad_alloc();
-    }
-    return p_;
-  }
-
- private:
-  uint32_t* p_ = nullptr;
-};
-
 struct BagScratch {
-  ZeroedCounts rule_counts, word_counts;
-  std::vector<uint32_t> rules, words;
+  std::vector<uint32_t> rules, words, sort_tmp;
 };
+
+/// Appends the (value, multiplicity) runs of a sorted `v`.
+void emit_runs(const std::vector<uint32_t>& v, const CsrSink<uint32_t>& out) {
+  for (size_t i = 0; i < v.size();) {
+    size_t j = i + 1;
+    while (j < v.size() && v[j] == v[i]) ++j;
+    out.push(v[i], static_cast<uint32_t>(j - i));
+    i = j;
+  }
+}
 
 /// Sorts a short `v` (insertion sort) and appends its (value, multiplicity) runs.
 void emit_sorted_runs(std::vector<uint32_t>& v, const CsrSink<uint32_t>& out) {
@@ -49,26 +41,45 @@ void emit_sorted_runs(std::vector<uint32_t>& v, const CsrSink<uint32_t>& out) {
     for (; j > 0 && v[j - 1] > x; --j) v[j] = v[j - 1];
     v[j] = x;
   }
-  for (size_t i = 0; i < v.size();) {
-    size_t j = i + 1;
-    while (j < v.size() && v[j] == v[i]) ++j;
-    out.push(v[i], static_cast<uint32_t>(j - i));
-    i = j;
-  }
+  emit_runs(v, out);
 }
 
-/// Appends the distinct ids of `distinct` ascending with their counts, and zeroes the counts.
-void emit_counted(std::vector<uint32_t>& distinct, uint32_t* counts, const CsrSink<uint32_t>& out) {
-  std::sort(distinct.begin(), distinct.end());
-  for (uint32_t x : distinct) {
-    out.push(x, counts[x]);
-    counts[x] = 0;
+/// Sorts `v` ascending: least-significant-digit radix sort (11-bit digits, as many as the
+/// largest value needs) from a few hundred values on, std::sort below.
+void sort_ids(std::vector<uint32_t>& v, std::vector<uint32_t>& tmp) {
+  constexpr size_t kRadixFrom = 96;
+  constexpr unsigned kDigitBits = 11;
+  constexpr uint32_t kDigits = 1u << kDigitBits;
+  if (v.size() < kRadixFrom) {
+    std::sort(v.begin(), v.end());
+    return;
   }
+  uint32_t max = 0;
+  for (uint32_t x : v) max = std::max(max, x);
+  const unsigned bits = max == 0 ? 1 : 32 - static_cast<unsigned>(__builtin_clz(max));
+  tmp.resize(v.size());
+  uint32_t* src = v.data();
+  uint32_t* dst = tmp.data();
+  const size_t n = v.size();
+  for (unsigned shift = 0; shift < bits; shift += kDigitBits) {
+    uint32_t count[kDigits] = {};
+    for (size_t i = 0; i < n; ++i) ++count[(src[i] >> shift) & (kDigits - 1)];
+    uint32_t sum = 0;
+    for (uint32_t d = 0; d < kDigits; ++d) {
+      const uint32_t c = count[d];
+      count[d] = sum;
+      sum += c;
+    }
+    for (size_t i = 0; i < n; ++i) dst[count[(src[i] >> shift) & (kDigits - 1)]++] = src[i];
+    std::swap(src, dst);
+  }
+  if (src != v.data()) std::copy_n(src, n, v.data());
 }
 
 }  // namespace
 
-ShardLayout build_shard_layout(const ShardGrammar& g, const Exec& ex, StepTimes* steps) {
+ShardLayout build_shard_layout(const ShardGrammar& g, const Exec& ex, StepTimes* steps,
+                               LayoutParts parts) {
   Timer step_timer;
   auto step = [&](const char* name) {
     if (steps == nullptr) return;
@@ -127,9 +138,12 @@ ShardLayout build_shard_layout(const ShardGrammar& g, const Exec& ex, StepTimes*
   }
 
   step("bodies");
+  if (parts == LayoutParts::kBodies) {
+    s.has_bags = false;
+    return s;
+  }
 
   // 3. Bags per unit, children and terms in one reading of each body.
-  const uint32_t num_local = static_cast<uint32_t>(s.local_words.size());
   std::vector<BagScratch> scratch(ex.threads);
   auto bags = build_csrs<uint32_t, 2>(ex, units, 64, [&](unsigned tid, uint64_t u, auto& out) {
     BagScratch& sc = scratch[tid];
@@ -139,27 +153,27 @@ ShardLayout build_shard_layout(const ShardGrammar& g, const Exec& ex, StepTimes*
     GTADOC_EXPECTS(e - b < 0xFFFFFFFFull, "shard layout: a body of 2^32 symbols or more");
     const uint32_t limit = u < s.num_inner ? static_cast<uint32_t>(u) : s.num_inner;
     const bool dense = e - b > kShortBody;
-    uint32_t* rule_counts = dense ? sc.rule_counts.get(s.num_inner) : nullptr;
-    uint32_t* word_counts = dense ? sc.word_counts.get(num_local) : nullptr;
     for (uint64_t i = b; i < e; ++i) {
       const uint32_t x = s.body[i];
       GTADOC_EXPECTS(x != kBoundaryCode, "shard layout: boundary symbol inside a rule or document");
       if (x & kRuleFlag) {
         const uint32_t c = x & ~kRuleFlag;
         GTADOC_EXPECTS(c < limit, "shard layout: rule references a rule of greater id");
-        if (!dense || rule_counts[c]++ == 0) sc.rules.push_back(c);
-      } else if (!dense || word_counts[x]++ == 0) {
+        sc.rules.push_back(c);
+      } else {
         sc.words.push_back(x);
       }
     }
     if (dense) {
-      emit_counted(sc.rules, rule_counts, out[0]);
-      emit_counted(sc.words, word_counts, out[1]);
+      sort_ids(sc.rules, sc.sort_tmp);
+      emit_runs(sc.rules, out[0]);
+      sort_ids(sc.words, sc.sort_tmp);
+      emit_runs(sc.words, out[1]);
     } else {
       emit_sorted_runs(sc.rules, out[0]);
       emit_sorted_runs(sc.words, out[1]);
     }
-  });
+  }, /*max_entries=*/S);
   s.children = std::move(bags[0]);
   s.terms = std::move(bags[1]);
   step("bags");
@@ -175,6 +189,23 @@ ShardLayout build_shard_layout(const ShardGrammar& g, const Exec& ex, StepTimes*
     for (uint32_t r = g.level_offsets[h]; r < g.level_offsets[h + 1]; ++r) s.level_of[r] = h;
   step("root uses and levels");
   return s;
+}
+
+LayoutParts gpu_layout_parts() {
+  const char* v = std::getenv("GTADOC_GPU_HOST_BAGS");
+  return v != nullptr && std::string_view(v) == "1" ? LayoutParts::kAll : LayoutParts::kBodies;
+}
+
+void add_level_schedule(ShardLayout& layout, const ShardGrammar& g) {
+  const uint32_t inner = layout.num_inner;
+  GTADOC_EXPECTS(layout.unit_begin.size() >= inner && layout.unit_end.size() >= inner &&
+                     g.level_offsets.size() >= 2,
+                 "shard layout: no units to schedule");
+  std::vector<uint64_t> len(inner);
+  for (uint32_t r = 0; r < inner; ++r) len[r] = layout.unit_end[r] - layout.unit_begin[r];
+  layout.schedule = build_level_schedules(
+      len, std::span<const uint32_t>(g.level_offsets.data(), g.level_offsets.size() - 1), inner);
+  layout.has_schedule = true;
 }
 
 }  // namespace gtadoc::plan

@@ -13,6 +13,7 @@
 #include "common/types.h"
 #include "formats/grammar.h"
 #include "worker/plan/csr.h"
+#include "worker/plan/level_schedule.h"
 #include "worker/plan/thread_pool.h"
 
 namespace gtadoc::plan {
@@ -35,10 +36,17 @@ struct ShardLayout {
   std::vector<WordId> local_words;  ///< shard-local word index -> global word id (ascending)
   std::vector<uint32_t> body;       ///< the grammar's symbols re-encoded (see kRuleFlag)
   std::vector<uint64_t> unit_begin, unit_end;  ///< absolute [begin, end) of each unit's body
+  /// False when built without them (LayoutParts::kBodies): children, terms, root_uses and
+  /// level_of are then empty, for an engine that derives them itself (the GPU engine's load).
+  bool has_bags = true;
   Csr<uint32_t> children;           ///< per unit: distinct inner rules in its body, with uses
   Csr<uint32_t> terms;              ///< per unit: distinct local words in its body, with uses
   std::vector<uint64_t> root_uses;  ///< per inner rule: occurrences in the root (all documents)
   std::vector<uint32_t> level_of;   ///< per inner rule: height (0 = words only below)
+  /// The inner rules' level schedule (worker/plan/level_schedule.h), built by a preparation for
+  /// per-level kernels (add_level_schedule); has_schedule false otherwise.
+  LevelSchedules schedule;
+  bool has_schedule = false;
 
   uint64_t num_units() const { return uint64_t{num_inner} + num_docs; }
   std::pair<uint64_t, uint64_t> unit_body(uint64_t u) const { return {unit_begin[u], unit_end[u]}; }
@@ -48,10 +56,22 @@ struct ShardLayout {
 /// Seconds spent in each step of build_shard_layout, in step order (for benchmarks).
 using StepTimes = std::vector<std::pair<std::string, double>>;
 
+/// What build_shard_layout builds: everything, or the vocabulary, bodies and units only.
+enum class LayoutParts { kAll, kBodies };
+
 /// Builds the layout of `g` (already validated by formats/grammar.h's validate_grammar) on the
 /// threads of `ex`; the result is the same whatever the thread count. Throws InternalError on a
 /// structure the engines cannot traverse (a boundary inside a unit, a rule using a rule of
 /// greater id, more units than 32-bit ids hold). `steps`, when given, receives step timings.
-ShardLayout build_shard_layout(const ShardGrammar& g, const Exec& ex, StepTimes* steps = nullptr);
+ShardLayout build_shard_layout(const ShardGrammar& g, const Exec& ex, StepTimes* steps = nullptr,
+                               LayoutParts parts = LayoutParts::kAll);
+
+/// The parts of the layout a GPU engine's load takes from the host: the bodies and units (it
+/// builds the bags on the device), or everything with GTADOC_GPU_HOST_BAGS=1 (host-built bags,
+/// for comparison).
+LayoutParts gpu_layout_parts();
+
+/// Builds `layout.schedule` for `g` (the grammar `layout` was built from) and sets has_schedule.
+void add_level_schedule(ShardLayout& layout, const ShardGrammar& g);
 
 }  // namespace gtadoc::plan

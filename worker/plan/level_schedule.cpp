@@ -1,0 +1,48 @@
+// build_level_schedules (worker/plan/level_schedule.h).
+#include "worker/plan/level_schedule.h"
+
+#include "common/error.h"
+
+namespace gtadoc::plan {
+
+LevelSchedules build_level_schedules(std::span<const uint64_t> body_len,
+                                     std::span<const uint32_t> level_offsets, uint32_t inner) {
+  GTADOC_EXPECTS(!level_offsets.empty() && level_offsets.back() == inner &&
+                     body_len.size() >= inner,
+                 "level schedule: bad level offsets");
+  const uint32_t inner_levels = static_cast<uint32_t>(level_offsets.size() - 1);
+  LevelSchedules out;
+  std::vector<uint32_t>& sched = out.sched;
+  sched.reserve(inner);
+  out.levels.assign(inner_levels, LevelSchedule{});
+  uint32_t by_len[kThreadMaxBody + 2];
+  for (uint32_t h = 0; h < inner_levels; ++h) {
+    const uint32_t lo = level_offsets[h], hi = level_offsets[h + 1];
+    GTADOC_EXPECTS(lo <= hi && hi <= inner, "level schedule: bad level offsets");
+    LevelSchedule& ls = out.levels[h];
+    ls.begin = static_cast<uint32_t>(sched.size());
+    // Thread class: counting sort by body length.
+    std::fill(std::begin(by_len), std::end(by_len), 0u);
+    for (uint32_t r = lo; r < hi; ++r)
+      if (body_len[r] <= kThreadMaxBody) ++by_len[body_len[r] + 1];
+    for (uint32_t i = 0; i <= kThreadMaxBody; ++i) by_len[i + 1] += by_len[i];
+    ls.threads = by_len[kThreadMaxBody + 1];
+    sched.resize(sched.size() + ls.threads);
+    for (uint32_t r = lo; r < hi; ++r)
+      if (body_len[r] <= kThreadMaxBody) sched[ls.begin + by_len[body_len[r]]++] = r;
+    for (uint32_t r = lo; r < hi; ++r)
+      if (body_len[r] > kThreadMaxBody && body_len[r] <= kWarpMaxBody) {
+        sched.push_back(r);
+        ++ls.warps;
+      }
+    for (uint32_t r = lo; r < hi; ++r)
+      if (body_len[r] > kWarpMaxBody) {
+        sched.push_back(r);
+        ++ls.blocks;
+      }
+  }
+  GTADOC_EXPECTS(sched.size() == inner, "level schedule: the levels do not cover the rules");
+  return out;
+}
+
+}  // namespace gtadoc::plan
