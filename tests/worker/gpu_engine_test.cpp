@@ -646,6 +646,26 @@ TEST_F(GpuEngineTest, DefaultNormalizationAndRepeatedQueries) {
   for (int round = 0; round < 3; ++round) expect_every_task_as_cpu(gpu(), *gs, *cs, none);
 }
 
+/// The bags a load builds on the device (the default) and those the host builds
+/// (GTADOC_GPU_HOST_BAGS=1) answer every task as the CPU engine does.
+TEST_F(GpuEngineTest, HostAndDeviceBagsAgree) {
+  for (bool lower : {false, true}) {
+    const Normalization norm = normalize_dictionary(dict, lower, false);
+    for (uint64_t seed = 41; seed <= 44; ++seed) {
+      const ShardGrammar g = random_grammar({}, V, seed);
+      auto cs = cpu().load(ShardGrammar(g));
+      auto device = gpu().load(ShardGrammar(g));
+      std::unique_ptr<LoadedShard> host;
+      {
+        ScopedEnv env("GTADOC_GPU_HOST_BAGS", "1");
+        host = gpu().load(ShardGrammar(g));
+      }
+      expect_every_task_as_cpu(gpu(), *device, *cs, norm);
+      expect_every_task_as_cpu(gpu(), *host, *cs, norm);
+    }
+  }
+}
+
 TEST_F(GpuEngineTest, SeveralShardsAndShardOutlivingEngine) {
   const ShardGrammar g1 = random_grammar({}, V, 21), g2 = random_grammar({}, V, 22);
   auto engine = make_gpu_engine(0);
