@@ -600,8 +600,35 @@ void write_manifest_file(const fs::path& file, const Manifest& m, const ArchiveO
   cleanup.disarm();
 }
 
-Manifest read_manifest(const fs::path& archive) {
+namespace {
+
+// The dictionary of `file` alone, read, decoded and checked (sorted and unique, `size` words)
+// with the messages read_manifest gives: the deferred part of a ManifestRead::kDeferDictionary
+// read, on its own thread.
+Dictionary read_dictionary_alone(const fs::path& file, uint64_t size) {
+  h5::Lock lock;
+  return in_file(file, [&] {
+    h5::File f = h5::open_file(file);
+    h5::BatchRead batch;
+    LazyGroup dg(f.id(), "dictionary");
+    FrontCoded words;
+    const size_t lengths_i = batch.add(dg.id(), "suffix_lengths", words.suffix_lengths);
+    const size_t bytes_i = batch.add(dg.id(), "suffix_bytes", words.suffix_bytes);
+    const size_t prefix_i = batch.add(dg.id(), "prefix_lengths", words.prefix_lengths);
+    batch.run();
+    bool sorted_unique = true;
+    Dictionary dict = read_dictionary(batch, lengths_i, bytes_i, prefix_i, words, sorted_unique);
+    if (!sorted_unique) throw InputError("dictionary words are not sorted and unique");
+    expect_equal(size, dict.size(), "attribute vocabulary");
+    return dict;
+  });
+}
+
+}  // namespace
+
+Manifest read_manifest(const fs::path& archive, ManifestRead how) {
   const fs::path file = archive / kManifestFile;
+  const bool defer = how == ManifestRead::kDeferDictionary;
   h5::Lock lock;
   return in_file(file, [&] {
     h5::File f = h5::open_file(file);
@@ -616,7 +643,7 @@ Manifest read_manifest(const fs::path& archive) {
     LazyGroup dg(f.id(), "dictionary"), docs(f.id(), "documents"), sg(f.id(), "shards");
     FrontCoded words;
     size_t suffix_lengths_i = 0, suffix_bytes_i = 0, prefix_i = 0;
-    if (dg.ok()) {
+    if (dg.ok() && !defer) {
       suffix_lengths_i = batch.add(dg.id(), "suffix_lengths", words.suffix_lengths);
       suffix_bytes_i = batch.add(dg.id(), "suffix_bytes", words.suffix_bytes);
       prefix_i = batch.add(dg.id(), "prefix_lengths", words.prefix_lengths);
@@ -659,9 +686,18 @@ Manifest read_manifest(const fs::path& archive) {
 
     dg.id();  // throws here if the group is missing
     bool dict_sorted_unique = true;
-    m.dict = read_dictionary(batch, suffix_lengths_i, suffix_bytes_i, prefix_i, words,
-                             dict_sorted_unique);
-    words = FrontCoded{};
+    if (defer) {
+      // Read on its own thread, the process-wide HDF5 lock held only to locate its chunks; its
+      // errors surface at the first access to the words.
+      const uint64_t size = need_uint_attr(f.id(), "vocabulary");
+      if (size >= kBoundaryBit) throw InputError("dictionary too large");
+      m.dict = Dictionary::deferred(static_cast<uint32_t>(size),
+                                    [file, size] { return read_dictionary_alone(file, size); });
+    } else {
+      m.dict = read_dictionary(batch, suffix_lengths_i, suffix_bytes_i, prefix_i, words,
+                               dict_sorted_unique);
+      words = FrontCoded{};
+    }
 
     docs.id();  // likewise
     std::vector<uint64_t> name_offsets = get_strings(batch, name_bytes_i, name_lengths_i,

@@ -105,9 +105,15 @@ void write_shard_file(const std::filesystem::path& file, uint64_t archive_id,
 void write_manifest_file(const std::filesystem::path& file, const Manifest& manifest,
                          const ArchiveOptions& options);
 
+/// How read_manifest reads the dictionary: with the rest, or on a thread of its own while the
+/// caller goes on (its words are then waited for at their first use, and its errors thrown
+/// there: a query reads its shards meanwhile, and needs the words only to print its rows).
+enum class ManifestRead { kWhole, kDeferDictionary };
+
 /// Reads and checks `<archive>/manifest.h5`. Throws InputError ("<path>: not a gtadoc archive",
 /// "...: unsupported format version N", "...: checksum mismatch (corrupted)", ...).
-Manifest read_manifest(const std::filesystem::path& archive);
+Manifest read_manifest(const std::filesystem::path& archive,
+                       ManifestRead how = ManifestRead::kWhole);
 /// Reads, checks and validates one shard's grammar, decoding and validating on `threads` threads
 /// (0: every usable CPU; a caller reading several shards side by side gives each a share).
 ShardGrammar read_shard_grammar(const std::filesystem::path& archive, const Manifest& manifest,

@@ -27,14 +27,50 @@ Dictionary::Dictionary(std::vector<char> bytes, std::vector<uint64_t> offsets)
       "dictionary offsets do not match its bytes");
 }
 
-Dictionary::Dictionary(Dictionary&& o) noexcept : s_(std::exchange(o.s_, empty_storage())) {}
+Dictionary::Dictionary(Dictionary&& o) noexcept
+    : s_(std::exchange(o.s_, empty_storage())), pending_(std::move(o.pending_)) {}
 
 Dictionary& Dictionary::operator=(Dictionary&& o) noexcept {
-  if (this != &o) s_ = std::exchange(o.s_, empty_storage());
+  if (this != &o) {
+    s_ = std::exchange(o.s_, empty_storage());
+    pending_ = std::move(o.pending_);
+  }
   return *this;
 }
 
+Dictionary Dictionary::deferred(uint32_t size, std::function<Dictionary()> read) {
+  Dictionary d;
+  d.pending_ = std::make_shared<Pending>();
+  d.pending_->size = size;
+  d.pending_->content = std::async(std::launch::async, [size, read = std::move(read)] {
+                          Dictionary words = read();
+                          GTADOC_EXPECTS(words.size() == size,
+                                         "deferred dictionary: the words read are not the "
+                                         "words announced");
+                          return std::shared_ptr<Storage>(words.storage_ptr());
+                        }).share();
+  return d;
+}
+
+std::shared_ptr<Dictionary::Storage> Dictionary::storage_ptr() {
+  if (pending_) {
+    pending_->get();
+    return pending_->resolved;
+  }
+  return s_;
+}
+
+const Dictionary::Storage& Dictionary::Pending::get() {
+  // An error leaves the flag unset: the next access gets it again from the shared future.
+  std::call_once(once, [this] { resolved = content.get(); });
+  return *resolved;
+}
+
 void Dictionary::push_back(std::string_view word) {
+  if (pending_) {
+    s_ = std::make_shared<Storage>(storage());
+    pending_.reset();
+  }
   if (s_.use_count() > 1) s_ = std::make_shared<Storage>(*s_);
   s_->bytes.insert(s_->bytes.end(), word.begin(), word.end());
   s_->offsets.push_back(s_->bytes.size());

@@ -5,7 +5,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <future>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -25,9 +28,17 @@ class Dictionary {
   Dictionary(Dictionary&& o) noexcept;
   Dictionary& operator=(Dictionary&& o) noexcept;
 
-  uint32_t size() const { return static_cast<uint32_t>(s_->offsets.size() - 1); }
+  /// A dictionary of `size` words that `read` delivers, run now on a thread of its own (a
+  /// manifest's dictionary read while shards load): size() answers at once, every other access
+  /// waits for the words and rethrows the error `read` threw. `read` must return `size` words
+  /// (InternalError otherwise).
+  static Dictionary deferred(uint32_t size, std::function<Dictionary()> read);
+
+  uint32_t size() const {
+    return pending_ ? pending_->size : static_cast<uint32_t>(s_->offsets.size() - 1);
+  }
   std::string_view operator[](WordId id) const {
-    const Storage& s = *s_;
+    const Storage& s = storage();
     return {s.bytes.data() + s.offsets[id], static_cast<size_t>(s.offsets[id + 1] - s.offsets[id])};
   }
   void push_back(std::string_view word);
@@ -35,16 +46,27 @@ class Dictionary {
   WordId find(std::string_view word) const;
   bool is_sorted_unique() const;
 
-  const std::vector<char>& bytes() const { return s_->bytes; }
-  const std::vector<uint64_t>& offsets() const { return s_->offsets; }
+  const std::vector<char>& bytes() const { return storage().bytes; }
+  const std::vector<uint64_t>& offsets() const { return storage().offsets; }
 
  private:
   struct Storage {
     std::vector<char> bytes;
     std::vector<uint64_t> offsets{0};
   };
+  /// Words still being read: resolved once, by the first access that needs them.
+  struct Pending {
+    uint32_t size = 0;
+    std::shared_future<std::shared_ptr<Storage>> content;
+    std::once_flag once;
+    std::shared_ptr<Storage> resolved;
+    const Storage& get();
+  };
+  const Storage& storage() const { return pending_ ? pending_->get() : *s_; }
+  std::shared_ptr<Storage> storage_ptr();
   static std::shared_ptr<Storage> empty_storage();
   std::shared_ptr<Storage> s_;  ///< never null; shared by copies, written only when not shared
+  std::shared_ptr<Pending> pending_;  ///< set while the words come from a deferred read
 };
 
 /// A dictionary as the archive stores it (docs/FORMAT.md, /dictionary): word i is the first

@@ -15,6 +15,8 @@ PKGS=(
   libgtest-dev libgmock-dev
   libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
   gzip zstd xz-utils time
+  # Test helpers written in Python (standard library only).
+  python3
   # Slurm test (tests/slurm, tests/cli/slurm_test.sh): one-node cluster; srun --mpi=pmix loads
   # libpmix.so from libpmix-dev.
   slurm-wlm munge libpmix-dev

@@ -5,9 +5,10 @@
 # compresses it with both builds, and times, every output compared with the new one-GPU output:
 # raw_wordcount on every core, the archive's `cat` floor (cold where drop_caches is writable, and
 # warm), `word-count --top 100` and `sequence-count --top 100` on 1 GPU and `--gpus 2` with both
-# builds, the new build on the old build's archive, the CPU engine (the old one limited to 60 s),
-# and `gtadoc serve` (ready, then uncached word-count and sequence-count queries). The GPU
-# machine gives a command 10 minutes: 16G fills them on 32 cores.
+# builds, the new build on the old build's archive and with host-built bags
+# (GTADOC_GPU_HOST_BAGS=1), the new load's profile (per-shard waits and GPU load phases), the CPU
+# engine (the old one limited to 60 s), and `gtadoc serve` (ready, then uncached word-count and
+# sequence-count queries). The GPU machine gives a command 10 minutes: 16G fills them on 32 cores.
 #
 #   OLD_SRC=../old SIZE=8G OUT=/tmp/out scripts/bench/scale-compare.sh
 #
@@ -50,6 +51,12 @@ for cfg in "gpu1:--engine gpu" "gpu2:--gpus 2"; do n=${cfg%%:*}; a=${cfg#*:}
   t new-seq-$n $N -v run $W/v2.gtd sequence-count --top 100 $a
 done
 t newv1-wc-gpu1 $N -v run $W/v1.gtd word-count --top 100 --engine gpu
+GTADOC_GPU_HOST_BAGS=1 t new-hostbags-wc-gpu1 $N -v run $W/v2.gtd word-count --top 100 --engine gpu
+# Where the new load's time goes: per shard, the wait for its read and the load onto the GPU,
+# and the load's phases (GTADOC_GPU_PHASES=1 synchronizes at each, so this run is slower).
+GTADOC_GPU_PHASES=1 t new-wc-gpu1-vv $N -vv run $W/v2.gtd word-count --top 100 --engine gpu
+awk '/waited .* for the read/ { for (i=1;i<=NF;i++) { if ($i=="waited") w+=$(i+1); if ($i=="in" && $(i-1)=="loaded") l+=$(i+1) } n++ } END { if (n) printf "1 gpu, %d shards: waited for reads %.3f s, loading %.3f s (%.2f ms each)\n", n, w, l, 1000*l/n }' $OUT/logs/err.new-wc-gpu1-vv | tee -a "$R"
+grep -h "gpu load phases" $OUT/logs/err.new-wc-gpu1-vv | grep -o '[a-z]*=[0-9.]*ms' | awk -F= '{ sub("ms","",$2); s[$1]+=$2; c[$1]++ } END { for (k in s) printf "%s=%.2fms ", k, s[k]/c[k]; print "(mean per shard)" }' | tee -a "$R"
 t new-wc-cpu $N -v run $W/v2.gtd word-count --top 100 --engine cpu
 t new-seq-cpu $N -v run $W/v2.gtd sequence-count --top 100 --engine cpu
 TMO=60 t old-wc-cpu $O -v run $W/v1.gtd word-count --top 100 --engine cpu
@@ -62,9 +69,9 @@ for cfg in "gpu1:--engine gpu" "gpu2:--gpus 2"; do n=${cfg%%:*}; a=${cfg#*:}
     $bin serve $arc --listen 127.0.0.1:$port $a > $OUT/logs/serve-$b-$n.log 2>&1 & sp=$!
     for i in $(seq 600); do curl -sf localhost:$port/healthz >/dev/null && break; sleep 0.05; done
     ready=$(awk -v a=$EPOCHREALTIME -v b=$s 'BEGIN{printf "%.2f", a-b}'); q=""
-    for k in 1 2 3 4 5 6; do s2=$EPOCHREALTIME; curl -sf localhost:$port/v1/query -H 'Cache-Control: no-cache' -d "{\"task\":\"word-count\",\"top\":100}" > $W/sv.$b.$n.$k; q="$q $(awk -v a=$EPOCHREALTIME -v b=$s2 'BEGIN{printf "%.1f", (a-b)*1000}')"; done
+    for k in 1 2 3 4 5 6; do s2=$EPOCHREALTIME; curl -sf localhost:$port/v1/query -H 'Cache-Control: no-cache' -d "{\"task\":\"word-count\",\"top\":100,\"format\":\"tsv\"}" > $W/sv.$b.$n.$k; q="$q $(awk -v a=$EPOCHREALTIME -v b=$s2 'BEGIN{printf "%.1f", (a-b)*1000}')"; done
     say "serve $b $n ready ${ready}s word-count --top 100 ms:$q"
-    q=""; for k in 1 2 3 4; do s2=$EPOCHREALTIME; curl -sf localhost:$port/v1/query -H 'Cache-Control: no-cache' -d "{\"task\":\"sequence-count\",\"top\":100}" > $W/sq.$b.$n.$k; q="$q $(awk -v a=$EPOCHREALTIME -v b=$s2 'BEGIN{printf "%.1f", (a-b)*1000}')"; done
+    q=""; for k in 1 2 3 4; do s2=$EPOCHREALTIME; curl -sf localhost:$port/v1/query -H 'Cache-Control: no-cache' -d "{\"task\":\"sequence-count\",\"top\":100,\"format\":\"tsv\"}" > $W/sq.$b.$n.$k; q="$q $(awk -v a=$EPOCHREALTIME -v b=$s2 'BEGIN{printf "%.1f", (a-b)*1000}')"; done
     say "serve $b $n sequence-count --top 100 ms:$q"
     cmp -s $W/sv.$b.$n.1 $W/out.new-wc-gpu1 || say "DIFF serve wc $b $n"
     kill $sp; wait $sp 2>/dev/null

@@ -35,6 +35,7 @@ struct Archive {
 void expect_same_layout(const plan::ShardLayout& a, const plan::ShardLayout& b) {
   EXPECT_EQ(a.num_inner, b.num_inner);
   EXPECT_EQ(a.num_docs, b.num_docs);
+  EXPECT_EQ(a.has_bags, b.has_bags);
   EXPECT_EQ(a.local_words, b.local_words);
   EXPECT_EQ(a.body, b.body);
   EXPECT_EQ(a.unit_begin, b.unit_begin);
@@ -68,8 +69,13 @@ TEST(ShardPrefetch, InOrderEqualToDirectReadsWithTheGpuLayout) {
         EXPECT_EQ(p.grammar.first_doc, g.first_doc);
         EXPECT_EQ(p.grammar.num_docs, g.num_docs);
         if (engine == "gpu") {
+          // The GPU engine's preparation: bodies, units and the level schedule; the bags are
+          // built on the device (or here too with GTADOC_GPU_HOST_BAGS=1).
           ASSERT_NE(p.layout, nullptr);
-          expect_same_layout(*p.layout, plan::build_shard_layout(g, plan::Exec{}));
+          expect_same_layout(*p.layout, plan::build_shard_layout(g, plan::Exec{}, nullptr,
+                                                                 plan::gpu_layout_parts()));
+          EXPECT_TRUE(p.layout->has_schedule);
+          EXPECT_EQ(p.layout->schedule.sched.size(), p.layout->num_inner);
         } else {
           EXPECT_EQ(p.layout, nullptr);
         }

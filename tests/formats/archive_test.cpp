@@ -558,6 +558,39 @@ TEST(ArchiveErrors, InconsistentManifestTables) {
   expect_input_error([&] { read_manifest(dir2.path()); }, {"shard 0 words"});
 }
 
+/// A manifest read with its dictionary deferred holds the same words, announces their number at
+/// once, and gives a dictionary's errors, with the eager read's message, at the first access to
+/// the words (every access after it too).
+TEST(ArchiveErrors, DeferredDictionaryReadsTheSameWordsAndErrors) {
+  TempDir dir;
+  Manifest m = manifest_for(7, 50, {random_grammar(50, 0, 2, 5, 20, 1)});
+  write_manifest_file(dir / kManifestFile, m, {});
+  const Manifest eager = read_manifest(dir.path());
+  const Manifest lazy = read_manifest(dir.path(), ManifestRead::kDeferDictionary);
+  EXPECT_EQ(lazy.dict.size(), 50u);
+  EXPECT_EQ(lazy.dict.bytes(), eager.dict.bytes());
+  EXPECT_EQ(lazy.dict.offsets(), eager.dict.offsets());
+  EXPECT_EQ(lazy.dict.find(eager.dict[7]), 7u);
+  Dictionary copy = lazy.dict;  // a copy shares the words; push_back makes them its own
+  copy.push_back("~~~");
+  EXPECT_EQ(copy.size(), 51u);
+  EXPECT_EQ(lazy.dict.size(), 50u);
+
+  TempDir bad;
+  Manifest u = manifest_for(7, 50, {random_grammar(50, 0, 2, 5, 20, 1)});
+  Dictionary unsorted;
+  for (uint32_t w = 0; w < u.dict.size(); ++w) unsorted.push_back(u.dict[u.dict.size() - 1 - w]);
+  u.dict = unsorted;
+  write_manifest_file(bad / kManifestFile, u, {});
+  expect_input_error([&] { read_manifest(bad.path()); },
+                     {(bad / kManifestFile).string() + ": ", "not sorted and unique"});
+  const Manifest deferred = read_manifest(bad.path(), ManifestRead::kDeferDictionary);
+  EXPECT_EQ(deferred.dict.size(), 50u);
+  for (int i = 0; i < 2; ++i)
+    expect_input_error([&] { (void)deferred.dict[0]; },
+                       {(bad / kManifestFile).string() + ": ", "not sorted and unique"});
+}
+
 TEST(ArchiveErrors, WritersNeverOverwrite) {
   TempDir dir;
   write_file(dir / kManifestFile, "keep me");

@@ -95,12 +95,15 @@ std::map<uint32_t, uint32_t> row_of(const Csr<uint32_t>& c, uint64_t r) {
 
 TEST(ShardLayoutTest, MatchesTheGrammarOnAnyThreadCount) {
   // Seeds 1-3: few units, short bodies. Seeds 4-5: more units than a parallel chunk and document
-  // segments long enough for the dense-counting path, with words and rules repeating in them.
-  for (uint64_t seed : {1u, 2u, 3u, 4u, 5u}) {
+  // segments long enough for the radix-sorted path, with words and rules repeating in them.
+  // Seed 6: ids above 2^11 in long bodies (radix sorts of two digits).
+  for (uint64_t seed : {1u, 2u, 3u, 4u, 5u, 6u}) {
     const ShardGrammar g =
-        seed <= 3
-            ? sample_grammar(seed)
-            : finalize_grammar(60, 7, 300, testutil::random_raw_grammar(60, 300, 700, 200, seed));
+        seed <= 3   ? sample_grammar(seed)
+        : seed <= 5 ? finalize_grammar(60, 7, 300,
+                                       testutil::random_raw_grammar(60, 300, 700, 200, seed))
+                    : finalize_grammar(3000, 7, 40,
+                                       testutil::random_raw_grammar(3000, 40, 5000, 3000, seed));
     // The grammar's words are numbered in the shard already: the layout keeps their ids.
     std::map<WordId, uint32_t> local;
     for (Symbol x : g.symbols)
@@ -133,6 +136,44 @@ TEST(ShardLayoutTest, MatchesTheGrammarOnAnyThreadCount) {
       for (uint32_t h = 0; h + 1 < g.num_levels(); ++h)
         for (uint32_t r = g.level_offsets[h]; r < g.level_offsets[h + 1]; ++r)
           EXPECT_EQ(s.level_of[r], h);
+
+      // The bodies-only layout (the GPU engine's preparation) is the same but for the bags.
+      ShardLayout b = build_shard_layout(g, Exec{threads > 1 ? &pool : nullptr, threads},
+                                         nullptr, LayoutParts::kBodies);
+      EXPECT_FALSE(b.has_bags);
+      EXPECT_TRUE(s.has_bags);
+      EXPECT_EQ(b.body, s.body);
+      EXPECT_EQ(b.unit_begin, s.unit_begin);
+      EXPECT_EQ(b.unit_end, s.unit_end);
+      EXPECT_EQ(b.local_words, s.local_words);
+      EXPECT_TRUE(b.children.item.empty() && b.terms.item.empty() && b.root_uses.empty());
+
+      // Its level schedule: every inner rule once, level by level; in each level the thread
+      // class (bodies up to kThreadMaxBody, by length), then warps, then blocks.
+      add_level_schedule(b, g);
+      ASSERT_TRUE(b.has_schedule);
+      ASSERT_EQ(b.schedule.levels.size(), g.num_levels() - 1);
+      ASSERT_EQ(b.schedule.sched.size(), b.num_inner);
+      for (uint32_t h = 0; h + 1 < g.num_levels(); ++h) {
+        const LevelSchedule& ls = b.schedule.levels[h];
+        const uint32_t lo = g.level_offsets[h], hi = g.level_offsets[h + 1];
+        EXPECT_EQ(ls.begin, lo);
+        EXPECT_EQ(ls.threads + ls.warps + ls.blocks, hi - lo);
+        std::vector<uint32_t> rules(b.schedule.sched.begin() + lo, b.schedule.sched.begin() + hi);
+        for (uint32_t i = 0; i < rules.size(); ++i) {
+          const uint64_t len = b.body_length(rules[i]);
+          if (i < ls.threads) {
+            EXPECT_LE(len, kThreadMaxBody);
+            if (i > 0) EXPECT_LE(b.body_length(rules[i - 1]), len);
+          } else if (i < ls.threads + ls.warps) {
+            EXPECT_TRUE(len > kThreadMaxBody && len <= kWarpMaxBody);
+          } else {
+            EXPECT_GT(len, kWarpMaxBody);
+          }
+        }
+        std::sort(rules.begin(), rules.end());
+        for (uint32_t i = 0; i < rules.size(); ++i) EXPECT_EQ(rules[i], lo + i);
+      }
     }
   }
 }
