@@ -310,6 +310,12 @@ int cli_main(int argc, char** argv) {
     sv->add_option("--max-body", max_body, "Largest request body (default 1M)");
     sv->add_option("--read-timeout", sopt.read_timeout_s,
                    "Seconds a request may take to arrive (default 10)");
+    sv->add_option("--header-timeout", sopt.header_timeout_s,
+                   "Seconds a new or idle connection may take to send a request's headers "
+                   "(default 5)");
+    sv->add_option("--write-timeout", sopt.write_timeout_s,
+                   "Seconds a client may accept no byte of its response before it is cut "
+                   "(default 10)");
     sv->add_option("--query-timeout", sopt.query_timeout_s,
                    "Seconds from a request's arrival to its last response byte (default 60)");
     sv->add_option("--max-connections", sopt.max_connections,

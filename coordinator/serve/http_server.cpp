@@ -1,6 +1,7 @@
 #include "coordinator/serve/http_server.h"
 
 #include <spdlog/spdlog.h>
+#include <array>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
@@ -15,6 +16,10 @@
 
 #include "common/error.h"
 #include "coordinator/pipeline/query_pipeline.h"
+#include "coordinator/serve/http_checks.h"
+#include "coordinator/serve/json_budget.h"
+#include "coordinator/serve/response_pipe.h"
+#include "coordinator/serve/response_writer.h"
 
 namespace gtadoc {
 
@@ -25,22 +30,8 @@ using tcp = asio::ip::tcp;
 
 namespace {
 
-using Headers = std::vector<std::pair<http::field, std::string>>;
-
 std::string_view sv(beast::string_view s) {
   return {s.data(), s.size()};
-}
-
-/// Compares in time that depends only on the lengths, not on where the strings differ.
-bool constant_time_equal(std::string_view a, std::string_view b) {
-  unsigned char diff = a.size() == b.size() ? 0 : 1;
-  const size_t n = std::max(a.size(), b.size());
-  for (size_t i = 0; i < n; ++i) {
-    const unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
-    const unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
-    diff |= static_cast<unsigned char>(x ^ y);
-  }
-  return diff == 0;
 }
 
 /// The format a query asks for in its body, else the one its Accept header prefers (JSON).
@@ -62,70 +53,177 @@ std::string endpoint_label(std::string_view target) {
   return "other";
 }
 
-/// Wakes a session waiting for the executor (posted to the session's strand).
+/// Wakes a session waiting for its response's next bytes (set and cancelled on the session's
+/// strand).
 struct Waiter {
   explicit Waiter(const asio::any_io_executor& ex) : timer(ex) {
     timer.expires_at(asio::steady_timer::time_point::max());
   }
+  void wake() {
+    woken = true;
+    timer.cancel();
+  }
   asio::steady_timer timer;
-  std::atomic<bool> finished{false};
-  bool reusable = false;
+  bool woken = false;
 };
 
-class Session {
+/// Counts a response being written for as long as it lives (the drain at shutdown waits for 0).
+struct Writing {
+  explicit Writing(ServiceState& s) : state(s) { ++state.responses_writing; }
+  ~Writing() { --state.responses_writing; }
+  ServiceState& state;
+};
+
+/// Bytes read and dropped after an error response before the connection closes, at most.
+constexpr size_t kLingerBytes = 64 * 1024;
+constexpr auto kLingerTime = std::chrono::seconds(1);
+
+class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(ServiceState& state, tcp::socket socket)
       : state_(state), socket_(std::move(socket)), watchdog_(socket_.get_executor()) {}
+
+  void set_id(uint64_t id) { id_ = id; }
+
+  /// Closes the connection to make room for another (on the session's strand): pending and
+  /// later I/O fails, a wait for the response's bytes ends.
+  void cut() {
+    if (cut_) return;
+    cut_ = true;
+    state_.metrics.connection_evicted();
+    beast::error_code ec;
+    socket_.close(ec);
+    disarm();
+    if (waiter_) waiter_->wake();
+  }
 
   asio::awaitable<void> run() {
     ++state_.connections;
     struct Leave {
       ServiceState& s;
-      ~Leave() { --s.connections; }
-    } leave{state_};
-    if (state_.connections > state_.max_connections) co_return;  // refused: over the limit
+      uint64_t id;
+      ~Leave() {
+        s.connection_table.leave(id);
+        --s.connections;
+      }
+    } leave{state_, id_};
     beast::error_code ec;  // responses are written whole; never wait for more bytes
     socket_.set_option(tcp::no_delay(true), ec);
-    for (bool open = true; open;) open = co_await serve_one();
+    for (bool open = true; open && !cut_;) open = co_await serve_one();
+    if (cut_) co_return;
     socket_.shutdown(tcp::socket::shutdown_send, ec);
+    if (linger_) co_await linger();
   }
 
  private:
   /// Arms the watchdog: when `limit` passes before disarm(), pending I/O on the socket is
   /// cancelled (not closed, so a 408 can still be written).
-  void arm(std::chrono::milliseconds limit) {
+  void arm(Clock::duration limit) {
+    const uint64_t generation = ++watch_generation_;
     timed_out_ = false;
     watchdog_.expires_after(limit);
-    watchdog_.async_wait([this](const beast::error_code& ec) {
-      if (ec) return;  // disarmed
+    watchdog_.async_wait([this, generation](const beast::error_code& ec) {
+      if (ec || generation != watch_generation_) return;  // disarmed
       timed_out_ = true;
       beast::error_code ignored;
       socket_.cancel(ignored);
     });
   }
-  void disarm() { watchdog_.cancel(); }
+  void disarm() {
+    ++watch_generation_;
+    watchdog_.cancel();
+  }
+
+  /// After an error response: the client's unread bytes are read and dropped (at most
+  /// kLingerBytes, for at most kLingerTime) so that closing does not reset the connection
+  /// before the client has read the response.
+  asio::awaitable<void> linger() {
+    char sink[4096];
+    size_t dropped = 0;
+    arm(kLingerTime);
+    while (dropped < kLingerBytes && !timed_out_) {
+      beast::error_code ec;
+      const size_t n = co_await socket_.async_read_some(
+          asio::buffer(sink), asio::redirect_error(asio::use_awaitable, ec));
+      if (ec) break;
+      dropped += n;
+    }
+    disarm();
+  }
+
+  /// Writes `head` then `body` (gathered: a client sees them in one piece where the socket
+  /// takes it); false (the connection must close) when the client does not accept a byte for
+  /// --write-timeout, the deadline passes, or the connection fails.
+  asio::awaitable<bool> send(std::string_view head, Clock::time_point deadline,
+                             std::string_view body = {}) {
+    while (!head.empty() || !body.empty()) {
+      if (cut_) co_return false;
+      const Clock::duration left = deadline - Clock::now();
+      if (left <= Clock::duration::zero()) co_return false;
+      arm(std::min<Clock::duration>(state_.write_timeout, left));
+      beast::error_code ec;
+      const std::array<asio::const_buffer, 2> buffers = {asio::buffer(head.data(), head.size()),
+                                                         asio::buffer(body.data(), body.size())};
+      size_t n =
+          co_await socket_.async_write_some(buffers, asio::redirect_error(asio::use_awaitable, ec));
+      disarm();
+      if (ec) co_return false;
+      const size_t from_head = std::min(n, head.size());
+      head.remove_prefix(from_head);
+      body.remove_prefix(n - from_head);
+    }
+    co_return true;
+  }
 
   /// Reads and answers one request; false when the connection must close.
   asio::awaitable<bool> serve_one() {
     http::request_parser<http::string_body> parser;
     parser.header_limit(16 * 1024);
     parser.body_limit(state_.max_body);
+    state_.connection_table.set_phase(id_, ConnectionTable::Phase::kReading);
+    const Clock::time_point start = Clock::now();
     beast::error_code ec;
-    arm(state_.read_timeout);
-    co_await http::async_read(socket_, buffer_, parser,
-                              asio::redirect_error(asio::use_awaitable, ec));
+    // The headers (of a new or idle keep-alive connection) within the header timeout, the
+    // whole request within the read timeout.
+    arm(std::min(state_.header_timeout, state_.read_timeout));
+    co_await http::async_read_header(socket_, buffer_, parser,
+                                     asio::redirect_error(asio::use_awaitable, ec));
     disarm();
+    if (!ec) {
+      const std::string bad = framing_error(parser.get(), parser.get().version());
+      if (!bad.empty()) {
+        linger_ = true;
+        co_await reply_error(400, "malformed HTTP request (" + bad + ")", false, "other");
+        co_return false;
+      }
+    }
+    if (!ec && !parser.is_done()) {
+      const Clock::duration left = start + state_.read_timeout - Clock::now();
+      if (left > Clock::duration::zero()) {
+        arm(left);
+        co_await http::async_read(socket_, buffer_, parser,
+                                  asio::redirect_error(asio::use_awaitable, ec));
+        disarm();
+      } else {
+        timed_out_ = true;
+        ec = asio::error::timed_out;
+      }
+    }
+    if (cut_) co_return false;
     if (ec) {
       if (timed_out_) {
         // Idle keep-alive connections just close; a request left half-sent gets a 408.
-        if (parser.got_some())
+        if (parser.got_some()) {
+          linger_ = true;
           co_await reply_error(408, "the request did not arrive within the time limit", false,
                                "other");
+        }
         co_return false;
       }
       if (ec == http::error::end_of_stream || ec == asio::error::connection_reset ||
           ec == asio::error::eof || ec == asio::error::operation_aborted)
         co_return false;
+      linger_ = true;
       if (ec == http::error::body_limit)
         co_await reply_error(
             413, "request body larger than " + std::to_string(state_.max_body) + " bytes", false,
@@ -141,17 +239,12 @@ class Session {
     const bool keep = req.keep_alive() && !state_.draining;
     const std::string target(sv(req.target()));
     const std::string label = endpoint_label(target);
-    if (target != "/healthz" && !state_.token.empty()) {
-      const std::string_view auth = sv(req[http::field::authorization]);
-      const std::string_view prefix = "Bearer ";
-      const bool ok = auth.size() > prefix.size() && auth.substr(0, prefix.size()) == prefix &&
-                      constant_time_equal(auth.substr(prefix.size()), state_.token);
-      if (!ok) {
-        Headers h;
-        h.emplace_back(http::field::www_authenticate, "Bearer realm=\"gtadoc\"");
-        co_return co_await reply(401, error_body(401, "missing or wrong bearer token"),
-                                 "application/json", keep, label, std::move(h));
-      }
+    if (target != "/healthz" && !state_.token.empty() &&
+        !bearer_matches(sv(req[http::field::authorization]), state_.token)) {
+      HeaderList h;
+      h.emplace_back("WWW-Authenticate", "Bearer realm=\"gtadoc\"");
+      co_return co_await reply(401, error_body(401, "missing or wrong bearer token"),
+                               "application/json", keep, label, std::move(h));
     }
     if (target == "/healthz") {
       if (req.method() != http::verb::get)
@@ -183,12 +276,15 @@ class Session {
   asio::awaitable<bool> query(const http::request<http::string_body>& req, bool keep) {
     const Clock::time_point received = Clock::now();
     auto job = std::make_shared<QueryJob>();
-    std::string invalid;
-    try {
-      job->spec = query_from_json(req.body());
-      if (state_.manifest != nullptr) check_filter_docs(job->spec, *state_.manifest);
-    } catch (const Error& e) {
-      invalid = e.what();
+    // Parsing costs at most a fixed multiple of --max-body (json_budget.h).
+    std::string invalid = json_over_budget(req.body(), max_json_values(state_.max_body));
+    if (invalid.empty()) {
+      try {
+        job->spec = query_from_json(req.body());
+        if (state_.manifest != nullptr) check_filter_docs(job->spec, *state_.manifest);
+      } catch (const Error& e) {
+        invalid = e.what();
+      }
     }
     if (!invalid.empty()) {
       state_.metrics.query("invalid", 400, 0, false);
@@ -200,9 +296,9 @@ class Session {
     job->key = query_key(job->spec);
     job->etag = query_etag(state_, job->key);
     const std::string task = task_name(job->spec.q.task);
-    Headers cache_headers;
-    cache_headers.emplace_back(http::field::etag, job->etag);
-    cache_headers.emplace_back(http::field::cache_control, "no-cache");
+    HeaderList cache_headers;
+    cache_headers.emplace_back("ETag", job->etag);
+    cache_headers.emplace_back("Cache-Control", "no-cache");
     if (req[http::field::if_none_match] == job->etag) {
       state_.metrics.query(task, 304, 0, false);
       co_return co_await reply(304, "", "", keep, "/v1/query", cache_headers);
@@ -211,7 +307,7 @@ class Session {
     const bool fresh =
         sv(req[http::field::cache_control]).find("no-cache") != std::string_view::npos;
     if (auto cached = fresh ? nullptr : state_.cache.get(job->key)) {
-      cache_headers.emplace_back(http::field::unknown, std::to_string(cached->rows));
+      cache_headers.emplace_back("X-Gtadoc-Rows", std::to_string(cached->rows));
       const bool open = co_await reply(200, cached->view(), content_type(job->spec.format), keep,
                                        "/v1/query", cache_headers);
       state_.metrics.query(task, 200,
@@ -224,27 +320,23 @@ class Session {
       co_return co_await reply_error(503, "the service is shutting down", false, "/v1/query");
     }
     auto waiter = std::make_shared<Waiter>(socket_.get_executor());
-    job->fd = socket_.native_handle();
+    job->pipe = std::make_shared<ResponsePipe>(state_.response_memory_shared,
+                                               state_.response_memory, state_.spill_dir);
     job->keep_alive = keep;
     job->http10 = http10_;
     job->fresh = fresh;
     job->received = received;
     job->deadline = received + state_.query_timeout;
     asio::any_io_executor ex = socket_.get_executor();
-    job->done = [waiter, ex](bool reusable) {
-      asio::post(ex, [waiter, reusable] {
-        waiter->reusable = reusable;
-        waiter->finished = true;
-        waiter->timer.cancel();
-      });
-    };
+    job->pipe->set_wake([waiter, ex] { asio::post(ex, [waiter] { waiter->wake(); }); });
+    Writing writing(state_);  // from now on the executor may answer: count it for the drain
     switch (state_.queue.push(job)) {
       case JobQueue::Push::kOk:
         break;
       case JobQueue::Push::kFull: {
         state_.metrics.query(task, 503, 0, false);
-        Headers retry;
-        retry.emplace_back(http::field::retry_after, "1");
+        HeaderList retry;
+        retry.emplace_back("Retry-After", "1");
         co_return co_await reply_error(503, "too many queries waiting; retry shortly", keep,
                                        "/v1/query", std::move(retry));
       }
@@ -253,57 +345,98 @@ class Session {
         co_return co_await reply_error(503, "the service is shutting down", false, "/v1/query");
     }
     state_.metrics.set_queue_depth(static_cast<int64_t>(state_.queue.depth()));
-    while (!waiter->finished) {
-      beast::error_code ec;
-      co_await waiter->timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    state_.connection_table.set_phase(id_, ConnectionTable::Phase::kQuery);
+    waiter_ = waiter;
+    const bool open = co_await drain(*job->pipe, *waiter, job->deadline);
+    waiter_.reset();
+    co_return open;
+  }
+
+  /// Writes the executor's response from `pipe` as its bytes come; false when the connection
+  /// must close (the response was cut, or it asks for a close).
+  asio::awaitable<bool> drain(ResponsePipe& pipe, Waiter& waiter, Clock::time_point deadline) {
+    bool writing = false;
+    for (;;) {
+      if (cut_) {
+        pipe.abandon();
+        co_return false;
+      }
+      ResponsePipe::Piece piece = pipe.take();
+      switch (piece.state) {
+        case ResponsePipe::State::kData:
+          if (!writing) {
+            writing = true;
+            state_.connection_table.set_phase(id_, ConnectionTable::Phase::kWriting);
+          }
+          if (!co_await send(piece.bytes, deadline)) {
+            pipe.abandon();
+            if (!cut_) {
+              state_.metrics.response_cut();
+              spdlog::info(
+                  "serve: a client did not read its response within the time limits: "
+                  "the response was cut and its connection closed");
+            }
+            co_return false;
+          }
+          break;
+        case ResponsePipe::State::kEnd:
+          co_return piece.keep_alive;
+        case ResponsePipe::State::kFailed:
+          state_.metrics.response_cut();
+          co_return false;
+        case ResponsePipe::State::kWait:
+          while (!waiter.woken && !cut_) {
+            beast::error_code ec;
+            co_await waiter.timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+          }
+          waiter.woken = false;
+          break;
+      }
     }
-    co_return waiter->reusable;
   }
 
   asio::awaitable<bool> method_not_allowed(const char* allow, bool keep, const std::string& label) {
-    Headers h;
-    h.emplace_back(http::field::allow, allow);
+    HeaderList h;
+    h.emplace_back("Allow", allow);
     co_return co_await reply(405,
                              error_body(405, std::string("method not allowed (use ") + allow + ")"),
                              "application/json", keep, label, std::move(h));
   }
 
   asio::awaitable<bool> reply_error(int status, const std::string& message, bool keep,
-                                    const std::string& label, Headers extra = {}) {
+                                    const std::string& label, HeaderList extra = {}) {
     co_return co_await reply(status, error_body(status, message), "application/json", keep, label,
                              std::move(extra));
   }
 
-  /// Writes a complete response; false when the connection must close.
+  /// Writes a complete response (within --write-timeout per byte accepted and --query-timeout
+  /// in all); false when the connection must close.
   asio::awaitable<bool> reply(int status, std::string_view body, std::string_view type, bool keep,
-                              const std::string& label, Headers extra = {}) {
+                              const std::string& label, HeaderList extra = {}) {
     state_.metrics.request(label, status);
-    http::response<http::span_body<const char>> res{static_cast<http::status>(status), 11};
-    res.set(http::field::server, "gtadoc");
-    if (!type.empty())
-      res.set(http::field::content_type, beast::string_view(type.data(), type.size()));
-    for (auto& [k, v] : extra) {
-      if (k == http::field::unknown)  // the one custom header: the rows of a cached answer
-        res.set("X-Gtadoc-Rows", v);
-      else
-        res.set(k, v);
-    }
-    res.body() = http::span_body<const char>::value_type(body.data(), body.size());
+    Writing writing(state_);
+    state_.connection_table.set_phase(id_, ConnectionTable::Phase::kWriting);
+    HeaderList headers;
+    if (!type.empty()) headers.emplace_back("Content-Type", std::string(type));
+    for (auto& field : extra) headers.push_back(std::move(field));
     keep = keep && !http10_;
-    res.keep_alive(keep);
-    res.prepare_payload();
-    beast::error_code ec;
-    arm(state_.query_timeout);
-    co_await http::async_write(socket_, res, asio::redirect_error(asio::use_awaitable, ec));
-    disarm();
-    co_return !ec && keep;
+    const std::string head =
+        response_head(status, headers, static_cast<long long>(body.size()), true, &keep);
+    const bool ok = co_await send(head, Clock::now() + state_.query_timeout, body);
+    const bool open = ok && keep;
+    co_return open;
   }
 
   ServiceState& state_;
   tcp::socket socket_;
   asio::steady_timer watchdog_;
+  uint64_t watch_generation_ = 0;
+  uint64_t id_ = 0;
+  std::shared_ptr<Waiter> waiter_;  ///< while waiting for the executor's response
   bool timed_out_ = false;
   bool http10_ = false;
+  bool cut_ = false;
+  bool linger_ = false;  ///< an error response: drain the client's bytes before closing
   beast::flat_buffer buffer_;
 };
 
@@ -317,7 +450,17 @@ asio::awaitable<void> accept_loop(ServiceState& state, tcp::acceptor& acceptor) 
       if (!acceptor.is_open()) co_return;
       continue;  // e.g. too many open files: keep serving the open connections
     }
+    const tcp::endpoint peer = socket.remote_endpoint(ec);
+    const std::string address = ec ? std::string("unknown") : peer.address().to_string();
     auto session = std::make_shared<Session>(state, std::move(socket));
+    std::weak_ptr<Session> weak = session;
+    const uint64_t id = state.connection_table.admit(address, [weak, strand] {
+      asio::post(strand, [weak] {
+        if (auto s = weak.lock()) s->cut();
+      });
+    });
+    if (id == 0) continue;  // full of connections waiting for queries: refused (closed here)
+    session->set_id(id);
     asio::co_spawn(
         strand, [session]() -> asio::awaitable<void> { co_await session->run(); }, asio::detached);
   }

@@ -1,9 +1,13 @@
 // The HTTP/1.1 front of `gtadoc serve` (Boost.Beast on Boost.Asio, C++20 coroutines), on rank 0
-// only: accepts connections, reads requests within the limits (read timeout for the whole
-// request, header and body size), authenticates (bearer token, constant-time compare), answers
-// /healthz, /metrics, /v1/archive and cached or conditional (If-None-Match) queries itself, and
-// queues the other queries for the executor (full queue -> 503 with Retry-After). Every bad
-// request gets a 4xx with a JSON error body; nothing a request does touches the resident data.
+// only: accepts connections (at --max-connections a new one takes the place of an idle or slow
+// one: connection_table.h), reads requests within the limits (header timeout, read timeout for
+// the whole request, header and body size, strict framing: http_checks.h), authenticates
+// (bearer token, constant-time compare), answers /healthz, /metrics, /v1/archive and cached or
+// conditional (If-None-Match) queries itself, and queues the other queries for the executor
+// (full queue -> 503 with Retry-After), then writes the executor's response from its pipe
+// (response_pipe.h) at the client's pace. Every write must make progress within the write
+// timeout and end within the query timeout, else the connection is cut. Every bad request gets
+// a 4xx with a JSON error body; nothing a request does touches the resident data.
 #pragma once
 
 #include <boost/asio/io_context.hpp>

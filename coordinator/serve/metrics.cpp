@@ -66,7 +66,8 @@ std::string Metrics::render(const ResultCache& cache) const {
     }
   };
   histogram("gtadoc_query_duration_seconds",
-            "Latency of successful queries, from the request to the last byte, cached or not.",
+            "Latency of successful queries, from the request to the last byte rendered, cached or "
+            "not.",
             latency_);
   histogram("gtadoc_cached_query_duration_seconds",
             "Latency of successful queries answered from the result cache.", cached_latency_);
@@ -86,6 +87,15 @@ std::string Metrics::render(const ResultCache& cache) const {
   out += fmt::format("gtadoc_cache_entries {}\n", cache.entries());
   header(out, "gtadoc_cache_capacity_bytes", "gauge", "Bound of the result cache.");
   out += fmt::format("gtadoc_cache_capacity_bytes {}\n", cache.capacity());
+  header(out, "gtadoc_http_responses_cut_total", "counter",
+         "Responses cut because the client did not read them in time or went away.");
+  out += fmt::format("gtadoc_http_responses_cut_total {}\n", responses_cut_.load());
+  header(out, "gtadoc_http_connections_evicted_total", "counter",
+         "Idle or slow connections closed to make room for new ones at --max-connections.");
+  out += fmt::format("gtadoc_http_connections_evicted_total {}\n", connections_evicted_.load());
+  header(out, "gtadoc_response_spilled_bytes_total", "counter",
+         "Response bytes kept in temporary files while their clients read them.");
+  out += fmt::format("gtadoc_response_spilled_bytes_total {}\n", bytes_spilled_.load());
   header(out, "gtadoc_resident_bytes", "gauge", "Grammar bytes resident per rank.");
   for (size_t r = 0; r < resident_.size(); ++r)
     out += fmt::format("gtadoc_resident_bytes{{rank=\"{}\"}} {}\n", r, resident_[r]);

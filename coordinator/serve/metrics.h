@@ -1,6 +1,8 @@
 // The service's metrics in the Prometheus text exposition format (GET /metrics): requests by
 // endpoint and status code, queries by task and status, query latency histograms by task,
-// queue depth, cache hits / misses / bytes, bytes resident and GPU memory per rank.
+// queue depth, cache hits / misses / bytes, responses cut for clients that did not read them,
+// connections cut to make room for new ones, response bytes spilled to temporary files, bytes
+// resident and GPU memory per rank.
 // Thread-safe: counters are updated by the HTTP threads and the query executor.
 #pragma once
 
@@ -30,6 +32,12 @@ class Metrics {
   void set_queue_depth(int64_t depth) { queue_depth_ = depth; }
   void set_queue_capacity(int64_t n) { queue_capacity_ = n; }
   void set_in_flight(int64_t n) { in_flight_ = n; }
+  /// A response was cut: its client did not read it in time or went away.
+  void response_cut() { responses_cut_++; }
+  /// A connection was cut to make room for a new one (connection_table.h).
+  void connection_evicted() { connections_evicted_++; }
+  /// Bytes of a response that went to its temporary file (response_pipe.h).
+  void response_spilled(uint64_t bytes) { bytes_spilled_ += bytes; }
   /// Per rank: grammar bytes resident and GPU memory (used, total; zeros without a GPU).
   void set_rank_memory(std::vector<uint64_t> resident, std::vector<uint64_t> gpu_used,
                        std::vector<uint64_t> gpu_total);
@@ -49,6 +57,7 @@ class Metrics {
   std::map<std::string, Histogram> latency_;  ///< by task (uncached and cached together)
   std::map<std::string, Histogram> cached_latency_;
   std::atomic<uint64_t> cache_hits_{0}, cache_misses_{0};
+  std::atomic<uint64_t> responses_cut_{0}, connections_evicted_{0}, bytes_spilled_{0};
   std::atomic<int64_t> queue_depth_{0}, queue_capacity_{0}, in_flight_{0};
   std::vector<uint64_t> resident_, gpu_used_, gpu_total_;
 };

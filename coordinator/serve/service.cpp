@@ -6,6 +6,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -16,13 +17,15 @@
 #include "common/big_alloc.h"
 #include "common/error.h"
 #include "common/timer.h"
+#include "common/units.h"
 #include "coordinator/crash_report.h"
 #include "coordinator/info.h"
 #include "coordinator/pipeline/archive_session.h"
 #include "coordinator/pipeline/query_pipeline.h"
 #include "coordinator/serve/http_server.h"
+#include "coordinator/serve/response_pipe.h"
+#include "coordinator/serve/response_writer.h"
 #include "coordinator/serve/service_state.h"
-#include "coordinator/serve/socket_writer.h"
 
 namespace gtadoc {
 
@@ -31,6 +34,11 @@ namespace asio = boost::asio;
 namespace {
 
 constexpr uint64_t kStreamChunk = uint64_t{4} << 20;
+/// What one response may hold in memory while its client reads it (four times this over all
+/// responses); the rest waits in a temporary file. GTADOC_SERVE_RESPONSE_MEMORY overrides it.
+constexpr uint64_t kResponseMemory = uint64_t{64} << 20;
+/// The longest timeout an option may set (a day): larger values are typing errors.
+constexpr double kMaxTimeoutSeconds = 86400;
 
 struct Listen {
   asio::ip::address address;
@@ -134,17 +142,16 @@ int status_of(const Error& e) {
 }
 
 void reply_error(QueryJob& job, ServiceState& state, int status, const std::string& message,
-                 std::vector<std::pair<std::string, std::string>> headers = {}) {
+                 HeaderList headers = {}) {
   const std::string body = error_body(status, message);
-  SocketWriter w(job.fd, job.deadline, !job.http10);
+  ResponseWriter w(*job.pipe, !job.http10);
   headers.emplace_back("Content-Type", "application/json");
   w.head(status, headers, static_cast<long long>(body.size()), job.keep_alive);
   w.raw(body.data(), body.size());
-  w.flush();
+  w.end();
   state.metrics.request("/v1/query", status);
   state.metrics.query(task_name(job.spec.q.task), status,
                       std::chrono::duration<double>(Clock::now() - job.received).count(), false);
-  job.done(w.ok() && job.keep_alive);
 }
 
 /// Every rank: runs one broadcast query; rank 0 (with `job`) answers it.
@@ -164,13 +171,12 @@ void execute(Comm& comm, ArchiveSession& session, const std::vector<uint8_t>& ms
         comm, *result, kStreamChunk, [](const char*, size_t) { return true; }, session.threads());
     return;
   }
-  SocketWriter w(job->fd, job->deadline, !job->http10);
-  std::vector<std::pair<std::string, std::string>> headers = {
-      {"Content-Type", content_type(spec.format)},
-      {"ETag", job->etag},
-      {"Cache-Control", "no-cache"},
-      {"X-Gtadoc-Rows", std::to_string(result->rows.total_rows)},
-      {"Server-Timing", server_timing(t)}};
+  ResponseWriter w(*job->pipe, !job->http10);
+  HeaderList headers = {{"Content-Type", content_type(spec.format)},
+                        {"ETag", job->etag},
+                        {"Cache-Control", "no-cache"},
+                        {"X-Gtadoc-Rows", std::to_string(result->rows.total_rows)},
+                        {"Server-Timing", server_timing(t)}};
   if (!job->http10) headers.emplace_back("Trailer", "Server-Timing");
   w.head(200, headers, -1, job->keep_alive && !job->http10);
   Timer render_timer;
@@ -186,7 +192,9 @@ void execute(Comm& comm, ArchiveSession& session, const std::vector<uint8_t>& ms
           std::memcpy(copy->body.data() + copied, data, size);
           copied += size;
         }
-        return w.chunk(data, size);
+        // The cache's copy is completed even when the client is gone.
+        const bool sent = w.chunk(data, size);
+        return sent || keep_copy;
       },
       session.threads(),
       [&](uint64_t total) {  // the cache's copy, allocated once
@@ -197,14 +205,15 @@ void execute(Comm& comm, ArchiveSession& session, const std::vector<uint8_t>& ms
   char render[64];
   std::snprintf(render, sizeof render, "render;dur=%.3f", render_timer.seconds() * 1e3);
   w.finish({{"Server-Timing", render}});
+  const bool rendered = w.end();
   const double seconds = std::chrono::duration<double>(Clock::now() - job->received).count();
-  if (w.ok() && keep_copy) state->cache.put(job->key, std::move(copy));
+  if (keep_copy) state->cache.put(job->key, std::move(copy));
   state->metrics.request("/v1/query", 200);
   state->metrics.query(task_name(spec.q.task), 200, seconds, false);
+  state->metrics.response_spilled(job->pipe->spilled());
   spdlog::info("query {}: {} rows in {:.3f}s (traversal {:.3f}s){}", job->key,
                result->rows.total_rows, seconds, t.traversal,
-               w.ok() ? "" : " - the client went away or was too slow");
-  job->done(w.ok() && job->keep_alive && !job->http10);
+               rendered ? "" : " - the client went away or was too slow");
 }
 
 }  // namespace
@@ -216,11 +225,23 @@ void serve(Comm& comm, const ServeOptions& o) {
   big_block::set_capacity(big_block::resident_capacity());
   Listen listen;
   std::string token;
+  uint64_t response_memory = kResponseMemory;
+  std::string spill_dir;
   run_collectively(comm, [&] {
     if (o.queue == 0) throw UsageError("--queue must be at least 1");
-    if (!(o.read_timeout_s > 0) || !(o.query_timeout_s > 0))
-      throw UsageError("--read-timeout and --query-timeout must be positive");
+    if (!(o.read_timeout_s > 0) || !(o.query_timeout_s > 0) || !(o.header_timeout_s > 0) ||
+        !(o.write_timeout_s > 0))
+      throw UsageError(
+          "--read-timeout, --header-timeout, --write-timeout and --query-timeout must be positive");
+    for (double s : {o.read_timeout_s, o.query_timeout_s, o.header_timeout_s, o.write_timeout_s})
+      if (s > kMaxTimeoutSeconds)
+        throw UsageError("timeouts may be at most " + std::to_string(kMaxTimeoutSeconds) +
+                         " seconds");
     if (comm.rank() != 0) return;
+    if (const char* v = std::getenv("GTADOC_SERVE_RESPONSE_MEMORY"); v != nullptr && *v != '\0')
+      response_memory = parse_size(v, "GTADOC_SERVE_RESPONSE_MEMORY");
+    const char* tmp = std::getenv("TMPDIR");
+    spill_dir = tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
     listen = parse_listen(o.listen);
     if (!o.token_file.empty()) token = read_token(o.token_file);
     if (!listen.address.is_loopback() && token.empty())
@@ -246,14 +267,19 @@ void serve(Comm& comm, const ServeOptions& o) {
   std::unique_ptr<HttpServer> server;
   run_collectively(comm, [&] {
     if (comm.rank() != 0) return;
-    state = std::make_unique<ServiceState>(o.queue, o.cache_bytes);
+    state =
+        std::make_unique<ServiceState>(o.queue, o.cache_bytes, o.max_connections, response_memory);
+    state->spill_dir = spill_dir;
     state->token = token;
     state->manifest = &session->manifest();
     state->max_body = o.max_body;
     state->read_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.read_timeout_s * 1000));
     state->query_timeout =
         std::chrono::milliseconds(static_cast<int64_t>(o.query_timeout_s * 1000));
-    state->max_connections = o.max_connections;
+    state->header_timeout =
+        std::chrono::milliseconds(static_cast<int64_t>(o.header_timeout_s * 1000));
+    state->write_timeout =
+        std::chrono::milliseconds(static_cast<int64_t>(o.write_timeout_s * 1000));
     state->archive_json = archive_info(o.archive, true);
     char id[24];
     std::snprintf(id, sizeof id, "%016llx",
@@ -305,20 +331,20 @@ void serve(Comm& comm, const ServeOptions& o) {
     // Identical queries queued behind one that just ran: the cache has their answer now.
     if (!job->fresh) {
       if (auto cached = state->cache.get(job->key)) {
-        SocketWriter w(job->fd, job->deadline, !job->http10);
+        ResponseWriter w(*job->pipe, !job->http10);
         w.head(200,
                {{"Content-Type", content_type(job->spec.format)},
                 {"ETag", job->etag},
                 {"Cache-Control", "no-cache"},
                 {"X-Gtadoc-Rows", std::to_string(cached->rows)}},
-               static_cast<long long>(cached->body.size()), job->keep_alive);
+               static_cast<long long>(cached->body.size()), job->keep_alive && !job->http10);
         w.raw(cached->body.data(), cached->body.size());
-        w.flush();
+        w.end();
         state->metrics.request("/v1/query", 200);
         state->metrics.query(task_name(job->spec.q.task), 200,
                              std::chrono::duration<double>(Clock::now() - job->received).count(),
                              true);
-        job->done(w.ok() && job->keep_alive && !job->http10);
+        state->metrics.response_spilled(job->pipe->spilled());
         continue;
       }
     }
@@ -331,7 +357,11 @@ void serve(Comm& comm, const ServeOptions& o) {
   }
   std::vector<uint8_t> stop;
   comm.broadcast_idle(stop);
-  // Responses of the executor are complete; give sessions writing cached answers a moment.
+  // Every response is rendered; the sessions still write them to their clients, each within
+  // its deadline (--query-timeout) or cut sooner by --write-timeout.
+  const Clock::time_point limit = Clock::now() + state->query_timeout + std::chrono::seconds(1);
+  while (state->responses_writing > 0 && Clock::now() < limit)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   for (int i = 0; i < 50 && state->connections > 0; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   server->stop();

@@ -2,10 +2,12 @@
 // (its shards loaded once into its engine: GPU memory with the GPU engine). Rank 0 runs the HTTP
 // front (http_server.h) and the executor: it takes queued queries one at a time, broadcasts
 // each to every rank, and all ranks run it through the same pipeline as `gtadoc run`
-// (coordinator/pipeline); rank 0 streams the rows to the client as they are rendered, its own
-// slice first, then each other rank's (sent piece by piece). A query that fails on any rank gets
-// a 4xx/5xx and the service goes on. SIGTERM/SIGINT: stop accepting, answer what is queued,
-// stop every rank, exit 0.
+// (coordinator/pipeline); rank 0 renders the rows into the response as they come, its own slice
+// first, then each other rank's (sent piece by piece). The response waits for its client in
+// memory (in a temporary file beyond a bound; response_pipe.h) and the executor goes on with the
+// next query: the client's connection writes it at the client's pace, so no client holds the
+// cluster. A query that fails on any rank gets a 4xx/5xx and the service goes on. SIGTERM/SIGINT:
+// stop accepting, answer what is queued, stop every rank, exit 0.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +28,8 @@ struct ServeOptions {
   uint64_t cache_bytes = 256ull << 20;  ///< result cache bound (0 = off)
   uint64_t max_body = 1ull << 20;       ///< request body limit (413 above)
   double read_timeout_s = 10;           ///< a whole request must arrive within this (408)
+  double header_timeout_s = 5;          ///< a new or idle connection's request headers, too
+  double write_timeout_s = 10;          ///< a client accepting no response byte this long is cut
   double query_timeout_s = 60;          ///< from arrival to the last byte of the response
   size_t max_connections = 1024;
 };

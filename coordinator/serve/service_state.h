@@ -1,8 +1,9 @@
 // What the HTTP front (http_server.h) and the query executor (service.cpp) of `gtadoc serve`
-// share: limits, the token, the result cache, the metrics, and the bounded queue of queries
-// waiting for the cluster. One query runs on the cluster at a time; the executor takes jobs in
-// order and writes each response itself, on the job's socket, while the connection's session
-// waits for `done`.
+// share: limits, the token, the result cache, the metrics, the open connections, the memory of
+// responses waiting for their clients, and the bounded queue of queries waiting for the
+// cluster. One query runs on the cluster at a time; the executor takes jobs in order and
+// renders each response into the job's pipe (response_pipe.h), never touching a socket, while
+// the connection's session writes the pipe's bytes to its client.
 #pragma once
 
 #include <atomic>
@@ -16,7 +17,9 @@
 #include <string>
 
 #include "coordinator/pipeline/query_spec.h"
+#include "coordinator/serve/connection_table.h"
 #include "coordinator/serve/metrics.h"
+#include "coordinator/serve/response_pipe.h"
 #include "coordinator/serve/result_cache.h"
 #include "formats/archive.h"
 
@@ -29,14 +32,13 @@ struct QueryJob {
   std::string body;  ///< the request body (every rank parses the same text)
   std::string key;   ///< query_key(spec)
   std::string etag;
-  int fd = -1;  ///< the connection; the executor writes the whole response on it
+  /// Where the executor renders the whole response (and closes it); the connection's session
+  /// writes it to the client.
+  std::shared_ptr<ResponsePipe> pipe;
   bool keep_alive = true;
   bool http10 = false;  ///< an HTTP/1.0 client: no chunked encoding, close after the response
   bool fresh = false;   ///< Cache-Control: no-cache: run it even when the cache has the answer
   Clock::time_point received, deadline;
-  /// Called by the executor once the response is written (`reusable`: the connection may serve
-  /// another request). Must not block.
-  std::function<void(bool reusable)> done;
 };
 
 /// A bounded FIFO of jobs. push() fails when full or closed; pop() waits for a job and returns
@@ -81,20 +83,31 @@ class JobQueue {
 };
 
 struct ServiceState {
-  ServiceState(size_t queue_capacity, uint64_t cache_bytes)
-      : queue(queue_capacity), cache(cache_bytes, std::max<uint64_t>(cache_bytes / 4, 1)) {}
+  ServiceState(size_t queue_capacity, uint64_t cache_bytes, size_t max_connections,
+               uint64_t response_memory)
+      : queue(queue_capacity),
+        cache(cache_bytes, std::max<uint64_t>(cache_bytes / 4, 1)),
+        connection_table(max_connections),
+        response_memory_shared(4 * response_memory),
+        response_memory(response_memory) {}
 
   JobQueue queue;
   ResultCache cache;
   Metrics metrics;
-  const Manifest* manifest = nullptr;  ///< of the resident archive (immutable while serving)
-  std::string token;                   ///< empty = no authentication (loopback only)
-  std::string archive_json;            ///< GET /v1/archive
-  std::string etag_prefix;             ///< the archive's id
+  ConnectionTable connection_table;
+  ResponseMemory response_memory_shared;  ///< all responses waiting for their clients
+  uint64_t response_memory;               ///< one response's bytes in memory; the rest spills
+  std::string spill_dir;                  ///< where responses spill ($TMPDIR, else /tmp)
+  const Manifest* manifest = nullptr;     ///< of the resident archive (immutable while serving)
+  std::string token;                      ///< empty = no authentication (loopback only)
+  std::string archive_json;               ///< GET /v1/archive
+  std::string etag_prefix;                ///< the archive's id
   uint64_t max_body = 1 << 20;
   std::chrono::milliseconds read_timeout{10000}, query_timeout{60000};
-  size_t max_connections = 1024;
-  std::atomic<size_t> connections{0};
+  std::chrono::milliseconds header_timeout{5000}, write_timeout{10000};
+  std::atomic<size_t> connections{0};  ///< open connections (sessions still running)
+  /// Responses being written or waiting for the executor (the drain at shutdown waits for 0).
+  std::atomic<size_t> responses_writing{0};
   std::atomic<bool> draining{false};
 };
 

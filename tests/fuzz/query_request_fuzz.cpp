@@ -1,10 +1,13 @@
 // libFuzzer target for what `gtadoc serve` does with untrusted bytes before anything runs:
-//  - the input as a request body: query_from_json (a spec or a UsageError, nothing else), and
-//    for an accepted spec query_key plus the invariants validate_query promises;
+//  - the input as a request body: the JSON budget of coordinator/serve/json_budget.h (a refusal
+//    is one line), then for a body within it query_from_json (a spec or a UsageError, nothing
+//    else), and for an accepted spec query_key plus the invariants validate_query promises;
 //  - the input as raw HTTP: Beast's request_parser with the limits of
 //    coordinator/serve/http_server.cpp (16 KiB of headers, a body limit), fed in two pieces
-//    (split where the first input byte says), then the body of a complete request through the
-//    same query parsing.
+//    (split where the first input byte says); the framing rules and the bearer check of
+//    coordinator/serve/http_checks.h on its header (a request they accept has at most one
+//    Content-Length and no Transfer-Encoding but chunked, never both), then the body of a
+//    complete request through the same query parsing.
 // Built with clang++ -fsanitize=fuzzer,address,undefined (tests/CMakeLists.txt, only when clang
 // can); ctest fuzz.query_request runs it for a bounded time on tests/fuzz/corpus/.
 #include <algorithm>
@@ -19,6 +22,8 @@
 
 #include "common/error.h"
 #include "coordinator/pipeline/query_spec.h"
+#include "coordinator/serve/http_checks.h"
+#include "coordinator/serve/json_budget.h"
 
 namespace {
 
@@ -29,6 +34,11 @@ void check(bool ok) {
 }
 
 void fuzz_body(std::string_view body) {
+  const std::string over = gtadoc::json_over_budget(body, gtadoc::max_json_values(64 * 1024));
+  if (!over.empty()) {
+    check(over.find('\n') == std::string::npos);
+    return;  // the service answers 400 without parsing
+  }
   gtadoc::QuerySpec spec;
   try {
     spec = gtadoc::query_from_json(body);
@@ -74,6 +84,19 @@ void fuzz_http(const uint8_t* data, size_t size) {
       if (k == 0) break;
     }
     if (ec) return;
+  }
+  if (parser.is_header_done()) {
+    const std::string framing = gtadoc::framing_error(parser.get(), parser.get().version());
+    if (!framing.empty()) return;  // a 400, and the connection closes
+    size_t lengths = 0, encodings = 0;
+    for (const auto& f : parser.get()) {
+      lengths += f.name() == http::field::content_length;
+      encodings += f.name() == http::field::transfer_encoding;
+    }
+    check(lengths <= 1 && encodings <= 1 && lengths + encodings <= 1);
+    check(encodings == 0 || parser.chunked());
+    const auto auth = parser.get()[http::field::authorization];
+    (void)gtadoc::bearer_matches(std::string_view(auth.data(), auth.size()), "token");
   }
   if (!parser.is_done()) {
     if (!parser.got_some()) return;  // nothing parsed yet (async_read reports end_of_stream)
