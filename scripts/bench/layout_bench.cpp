@@ -1,11 +1,13 @@
 // gtadoc_layout_bench: the load-time shard layout both engines build (worker/plan/shard_layout.h),
-// timed step by step on every shard of an archive, for each thread count given.
+// timed step by step on every shard of an archive, for each thread count given; then every
+// shard's vocabulary under --lowercase (worker/plan/vocab.h, one thread).
 //
 //   gtadoc_layout_bench ARCHIVE [THREADS...]      (default: 1 and every core)
 //
 // Shards are read once (not timed); then for each thread count every shard's layout is built
 // REPS times (GTADOC_LAYOUT_REPS, default 3) and the fastest build of each shard is kept. Prints
-// one line per thread count: total seconds over the shards, ns per symbol, and each step's share.
+// one line per thread count: total seconds over the shards, ns per symbol, and each step's share;
+// then one line for the vocabularies (the dictionary's normalization itself is not timed).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +21,8 @@
 #include "formats/archive.h"
 #include "worker/plan/shard_layout.h"
 #include "worker/plan/thread_pool.h"
+#include "worker/plan/vocab.h"
+#include "worker/query.h"
 
 int main(int argc, char** argv) {
   using namespace gtadoc;
@@ -75,6 +79,23 @@ int main(int argc, char** argv) {
         std::printf(" %s %.1f%%", name.c_str(), 100.0 * by_step[name] / std::max(total, 1e-12));
       std::printf("\n");
     }
+    const Normalization lower = normalize_dictionary(manifest.dict, true, false);
+    double vocab_s = 0;
+    uint64_t local = 0;
+    for (const ShardGrammar& g : shards) {
+      double best = 1e300;
+      for (int r = 0; r < reps; ++r) {
+        Timer t;
+        const plan::Vocab v = plan::build_vocab(g.local_words, lower);
+        best = std::min(best, t.seconds());
+        if (v.lnorm.size() != g.local_words.size()) throw InternalError("vocab: wrong size");
+      }
+      vocab_s += best;
+      local += g.local_words.size();
+    }
+    std::printf("vocab --lowercase: %.4f s, %.1f ns per local word (%llu local words)\n", vocab_s,
+                vocab_s * 1e9 / static_cast<double>(std::max<uint64_t>(local, 1)),
+                static_cast<unsigned long long>(local));
   } catch (const Error& e) {
     std::fprintf(stderr, "gtadoc_layout_bench: %s\n", e.what());
     return 1;

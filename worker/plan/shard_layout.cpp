@@ -9,6 +9,7 @@
 #include "common/big_alloc.h"
 #include "common/error.h"
 #include "common/timer.h"
+#include "worker/plan/radix_sort.h"
 
 namespace gtadoc::plan {
 namespace {
@@ -44,36 +45,17 @@ void emit_sorted_runs(std::vector<uint32_t>& v, const CsrSink<uint32_t>& out) {
   emit_runs(v, out);
 }
 
-/// Sorts `v` ascending: least-significant-digit radix sort (11-bit digits, as many as the
-/// largest value needs) from a few hundred values on, std::sort below.
+/// Sorts `v` ascending: radix sort from a hundred values on (cheaper there, measured with
+/// gtadoc_layout_bench), std::sort below.
 void sort_ids(std::vector<uint32_t>& v, std::vector<uint32_t>& tmp) {
   constexpr size_t kRadixFrom = 96;
-  constexpr unsigned kDigitBits = 11;
-  constexpr uint32_t kDigits = 1u << kDigitBits;
   if (v.size() < kRadixFrom) {
     std::sort(v.begin(), v.end());
     return;
   }
   uint32_t max = 0;
   for (uint32_t x : v) max = std::max(max, x);
-  const unsigned bits = max == 0 ? 1 : 32 - static_cast<unsigned>(__builtin_clz(max));
-  tmp.resize(v.size());
-  uint32_t* src = v.data();
-  uint32_t* dst = tmp.data();
-  const size_t n = v.size();
-  for (unsigned shift = 0; shift < bits; shift += kDigitBits) {
-    uint32_t count[kDigits] = {};
-    for (size_t i = 0; i < n; ++i) ++count[(src[i] >> shift) & (kDigits - 1)];
-    uint32_t sum = 0;
-    for (uint32_t d = 0; d < kDigits; ++d) {
-      const uint32_t c = count[d];
-      count[d] = sum;
-      sum += c;
-    }
-    for (size_t i = 0; i < n; ++i) dst[count[(src[i] >> shift) & (kDigits - 1)]++] = src[i];
-    std::swap(src, dst);
-  }
-  if (src != v.data()) std::copy_n(src, n, v.data());
+  radix_sort_bits(v, tmp, 0, bits_of(max));
 }
 
 }  // namespace

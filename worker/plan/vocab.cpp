@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "common/error.h"
+#include "worker/plan/radix_sort.h"
 #include "worker/plan/shard_layout.h"
 
 namespace gtadoc::plan {
@@ -22,22 +23,25 @@ Vocab build_vocab(const std::vector<WordId>& local_words, const Normalization& n
   GTADOC_EXPECTS(local_words.empty() || local_words.back() < norm.remap.size(),
                  "normalization remap does not cover the shard's vocabulary");
   v.identity = false;
-  // The normalized ids of the shard's words, sorted and made unique: work in the shard's
-  // vocabulary, never in the dictionary's.
-  std::vector<WordId> normalized(nl);
-  for (size_t i = 0; i < nl; ++i) normalized[i] = norm.remap[local_words[i]];
+  // The normalized ids of the shard's words, sorted with their local indices (one radix sort of
+  // (id, index) pairs) and numbered as items in that order: work in the shard's vocabulary,
+  // never in the dictionary's.
+  v.lnorm.assign(nl, kNoItem);
+  std::vector<uint64_t> pairs, tmp;
+  pairs.reserve(nl);
   v.item_word.reserve(nl);
-  for (WordId r : normalized)
-    if (r != kDroppedWord) v.item_word.push_back(r);
-  std::sort(v.item_word.begin(), v.item_word.end());
-  v.item_word.erase(std::unique(v.item_word.begin(), v.item_word.end()), v.item_word.end());
-  v.lnorm.resize(nl);
+  WordId max = 0;
   for (size_t i = 0; i < nl; ++i) {
-    const WordId r = normalized[i];
-    v.lnorm[i] = r == kDroppedWord ? kNoItem
-                                   : static_cast<uint32_t>(std::lower_bound(v.item_word.begin(),
-                                                                            v.item_word.end(), r) -
-                                                           v.item_word.begin());
+    const WordId r = norm.remap[local_words[i]];
+    if (r == kDroppedWord) continue;
+    pairs.push_back(uint64_t{r} << 32 | i);
+    max = std::max(max, r);
+  }
+  radix_sort_bits(pairs, tmp, 32, bits_of(max));
+  for (const uint64_t p : pairs) {
+    const WordId r = static_cast<WordId>(p >> 32);
+    if (v.item_word.empty() || v.item_word.back() != r) v.item_word.push_back(r);
+    v.lnorm[static_cast<uint32_t>(p)] = static_cast<uint32_t>(v.item_word.size() - 1);
   }
   return v;
 }
