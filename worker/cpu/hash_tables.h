@@ -1,8 +1,11 @@
 // Compact open-addressing tables for the CPU engine's hot paths: an n-gram table (fixed-width
-// u32 keys -> dense ids in insertion order, optional u64 sums) and per-thread u32 -> u64
-// accumulators (dense array or hash) drained and reset between documents. Single-threaded.
+// u32 keys -> dense ids in insertion order, optional u64 sums), a process-wide stock that keeps
+// n-gram tables' memory from one shard's pass to the next, and per-thread u32 -> u64
+// accumulators (dense array or hash) drained and reset between documents. Each table is
+// single-threaded; the stock is thread-safe.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -39,6 +42,19 @@ class NgramTable {
   uint32_t width() const { return width_; }
   uint32_t size() const { return size_; }
   size_t memory_bytes() const { return slots_.capacity() * 4; }
+
+  /// Empties the table for keys of `width` (counted or not), keeping its memory: as many slots
+  /// as that memory holds (a power of two, at least 64), zeroed without a fresh allocation.
+  void reset(uint32_t width, bool counted) {
+    width_ = width;
+    counted_ = counted;
+    stride_ = 2 + width + (counted ? 2 : 0);
+    uint64_t cap = 64;
+    while (cap * 2 * stride_ <= slots_.capacity()) cap *= 2;
+    slots_.assign(cap * stride_, 0);  // within the capacity: no reallocation
+    mask_ = cap - 1;
+    size_ = 0;
+  }
 
   /// Id of `key` (whose hash_key is `hash`), inserting it when absent.
   uint32_t insert(const uint32_t* key, uint32_t hash) { return find_or_insert(key, hash)[1] - 1; }
@@ -105,6 +121,38 @@ class NgramTable {
   uint32_t size_ = 0;
   uint64_t mask_ = 0;
   std::vector<uint32_t> slots_;
+};
+
+/// NgramTables kept between the queries of a process (a batch's shards, one after another), so
+/// shard after shard
+/// does not grow a table from 64 slots again, zero-filling and faulting in fresh memory at each
+/// doubling: take() hands out the largest table kept, emptied with its memory kept, or a new
+/// one. give() keeps tables while they hold at most kKeepBytes in all; the rest are freed.
+/// Thread-safe.
+class NgramTableStock {
+ public:
+  static constexpr uint64_t kKeepBytes = uint64_t{512} << 20;
+  static NgramTable take(uint32_t width, bool counted);
+  static void give(NgramTable&& table) noexcept;
+};
+
+/// Tables taken from the stock for one pass, given back when it ends (also on an exception).
+class StockTables {
+ public:
+  StockTables(size_t count, uint32_t width, bool counted) {
+    tables_.reserve(count);
+    for (size_t i = 0; i < count; ++i) tables_.push_back(NgramTableStock::take(width, counted));
+  }
+  ~StockTables() {
+    for (NgramTable& t : tables_) NgramTableStock::give(std::move(t));
+  }
+  StockTables(const StockTables&) = delete;
+  StockTables& operator=(const StockTables&) = delete;
+  NgramTable& operator[](size_t i) { return tables_[i]; }
+  const NgramTable& operator[](size_t i) const { return tables_[i]; }
+
+ private:
+  std::vector<NgramTable> tables_;
 };
 
 /// Sums counts per item in a dense array over [0, size); remembers touched items so a drain

@@ -189,7 +189,7 @@ RecordBatch sequence_count_topdown(Query& Q, const std::vector<uint64_t>& weight
   const unsigned T = Q.ex.threads;
   const uint32_t n = Q.seq.n;
   const std::vector<WorkItem> work = work_items(Q, &weights);
-  std::vector<NgramTable> tables(T, NgramTable(n, true));
+  StockTables tables(T, n, true);
   std::vector<std::unique_ptr<WindowScanner>> scanners(T);
   Q.ex.parallel_for(0, work.size(), 16, [&](unsigned tid, uint64_t lo, uint64_t hi) {
     if (!scanners[tid]) scanners[tid] = std::make_unique<WindowScanner>(Q);
@@ -216,12 +216,12 @@ RecordBatch sequence_count_topdown(Query& Q, const std::vector<uint64_t>& weight
     tables[0].for_each(emitter(out[0]));
   } else {
     Q.ex.on_all([&](unsigned p) {
-      NgramTable part(n, true);
+      StockTables part(1, n, true);
       for (unsigned t = 0; t < T; ++t)
         tables[t].for_each([&](uint32_t, uint32_t h, const uint32_t* key, uint64_t c) {
-          if (hash_partition(h, T) == p) part.add(key, h, c);
+          if (hash_partition(h, T) == p) part[0].add(key, h, c);
         });
-      part.for_each(emitter(out[p]));
+      part[0].for_each(emitter(out[p]));
     });
   }
   return concat_batches(out, n);
@@ -239,7 +239,7 @@ void intern_windows(Query& Q) {
     std::vector<uint32_t> ids, cnts;
     std::vector<uint32_t> tmp;
   };
-  std::vector<NgramTable> index(T, NgramTable(n, false));
+  StockTables index(T, n, false);
   std::vector<ThreadOut> tout(T);
   std::vector<uint32_t> wi_thread(work.size());
   std::vector<uint64_t> wi_start(work.size() + 1), wi_len(work.size());
@@ -279,7 +279,7 @@ void intern_windows(Query& Q) {
       std::copy_n(key, n, items.keys.begin() + static_cast<size_t>(id) * n);
     });
   } else {
-    std::vector<NgramTable> part(T, NgramTable(n, false));
+    StockTables part(T, n, false);
     for (unsigned t = 0; t < T; ++t) trans[t].resize(index[t].size());
     Q.ex.on_all([&](unsigned p) {
       for (unsigned t = 0; t < T; ++t)
