@@ -312,7 +312,8 @@ CompressStats compress(const std::vector<std::string>& inputs, const fs::path& o
     plan = plan_shards(docs, options.shard_size, options.shards);
     if (!root) return;
     announce_skipped(skipped);
-    AtomicOutput::Replace replace{"manifest.h5", {inputs.begin(), inputs.end()}};
+    AtomicOutput::Replace replace{
+        "manifest.h5", {inputs.begin(), inputs.end()}, archive_directory_problem};
     output =
         std::make_unique<AtomicOutput>(out, AtomicOutput::Kind::kDirectory, options.force, replace);
     std::random_device rd;

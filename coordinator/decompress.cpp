@@ -86,7 +86,7 @@ uint64_t decompress(const fs::path& archive, const fs::path& out_dir,
     }
   }
   AtomicOutput output(out_dir, AtomicOutput::Kind::kDirectory, options.force,
-                      AtomicOutput::Replace{"", {archive}});
+                      AtomicOutput::Replace{"", {archive}, {}});
   std::mutex h5_mutex, fs_mutex;
   std::unordered_set<std::string> made;  // folders below the temporary root created so far
   Progress progress("decompressing", count, "documents", options.progress);
@@ -107,6 +107,9 @@ uint64_t decompress(const fs::path& archive, const fs::path& out_dir,
       g = read_shard_grammar(archive, m, static_cast<uint32_t>(s));
       layout = read_shard_layout(archive, m, static_cast<uint32_t>(s));
     }
+    // Every document's words and bytes as the grammar and layout give them, before any text is
+    // sized by the manifest's numbers.
+    check_shard_documents(archive, m, static_cast<uint32_t>(s), g, layout);
     // Where each document's whitespace gaps start (a document of n words has n + 1).
     std::vector<uint64_t> gap_at(e.num_docs + 1, 0);
     for (uint32_t i = 0; i < e.num_docs; ++i)

@@ -19,6 +19,34 @@ namespace fs = std::filesystem;
 
 namespace {
 
+/// With --partitioned --force, an existing `dir` is replaced only when it is a partitioned
+/// result as gtadoc writes one: a directory holding a regular file _SUCCESS and otherwise only
+/// regular files part-NNNNN.tsv or part-NNNNN.json. UsageError (nothing deleted) otherwise; the
+/// cases AtomicOutput refuses itself (not a directory, the archive) are left to it.
+void check_partitioned_output(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(fs::symlink_status(dir, ec))) return;
+  auto refuse = [&](const std::string& why) {
+    throw UsageError(dir + ": not a previous output (" + why + "); --force replaces only those");
+  };
+  if (!fs::is_regular_file(fs::symlink_status(fs::path(dir) / "_SUCCESS", ec)))
+    refuse("no _SUCCESS");
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    std::error_code st_ec;
+    const bool regular = fs::is_regular_file(it->symlink_status(st_ec));
+    if (name == "_SUCCESS" && regular) continue;
+    const size_t dot = name.rfind('.');
+    const std::string number =
+        dot == std::string::npos || name.rfind("part-", 0) != 0 ? "" : name.substr(5, dot - 5);
+    const std::string ext = dot == std::string::npos ? "" : name.substr(dot);
+    const bool part = number.size() >= 5 && (ext == ".tsv" || ext == ".json") &&
+                      number.find_first_not_of("0123456789") == std::string::npos;
+    if (!part || !regular) refuse(name + " is not a part file of a gtadoc result");
+  }
+  if (ec) refuse("cannot list: " + ec.message());
+}
+
 void validate(RunCommand& c) {
   auto given = [](CLI::Option* o) { return o != nullptr && o->count() > 0; };
   c.spec.n_given = given(c.n);
@@ -39,6 +67,7 @@ void validate(RunCommand& c) {
     if (fs::exists(fs::symlink_status(c.output, ec)))
       throw InputError(c.output + ": output exists (use --force to replace it)");
   }
+  if (c.partitioned && c.force) check_partitioned_output(c.output);
 }
 
 /// Where --stats goes, checked before the run so that a bad path fails before any result is
@@ -57,7 +86,7 @@ class StatsTarget {
       return;
     if (fs::is_directory(st)) throw UsageError("--stats " + file + ": is a directory");
     out_ = std::make_unique<AtomicOutput>(file, AtomicOutput::Kind::kFile, /*force=*/true,
-                                          AtomicOutput::Replace{"", {fs::path(archive)}});
+                                          AtomicOutput::Replace{"", {fs::path(archive)}, {}});
   }
   void write(const std::string& text) {
     try {

@@ -1,9 +1,14 @@
 #include "coordinator/verify.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -17,22 +22,36 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Per-document word counts of a shard as its grammar expands them (root segments: words count
-// 1, rules their rule_length), compared with the manifest's document table.
-std::string check_document_words(const ShardGrammar& g, const Manifest& m) {
-  for (uint32_t d = 0; d < g.num_docs; ++d) {
-    auto [begin, end] = g.doc_segment(d);
-    uint64_t words = 0;
-    for (uint64_t i = begin; i < end; ++i) {
-      const Symbol s = g.symbols[i];
-      words += is_word(s, g.num_words) ? 1 : g.rule_length[rule_of(s, g.num_words)];
-    }
-    const DocEntry& doc = m.docs[g.first_doc + d];
-    if (words != doc.words)
-      return fmt::format("document {} ({}) expands to {} words, the manifest says {}",
-                         g.first_doc + d, doc.name, words, doc.words);
+// SHA-256 of `file`, which must be a regular file (a symlink to one is followed): checked before
+// it is opened, opened without blocking (a FIFO swapped in meanwhile cannot block the open) and
+// checked again, and read up to the size it had then (a file that grows, or a device, is never
+// read without end). Sets `size` to the bytes read.
+Sha256 hash_regular_file(const fs::path& file, uint64_t& size) {
+  struct stat st {};
+  if (::stat(file.c_str(), &st) != 0)
+    throw InputError(file.string() + ": cannot open: " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) throw InputError(file.string() + ": cannot open: not a regular file");
+  const int fd = ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) throw InputError(file.string() + ": cannot open: " + std::strerror(errno));
+  struct Close {
+    int fd;
+    ~Close() { ::close(fd); }
+  } close_fd{fd};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+    throw InputError(file.string() + ": cannot open: not a regular file");
+  Sha256Hasher h;
+  std::vector<uint8_t> buf(4 << 20);
+  const uint64_t total = static_cast<uint64_t>(st.st_size);
+  size = 0;
+  while (size < total) {
+    const ssize_t n = ::read(fd, buf.data(), std::min<uint64_t>(buf.size(), total - size));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw InputError(file.string() + ": read error: " + std::strerror(errno));
+    if (n == 0) throw InputError(file.string() + ": read error: the file shrank while read");
+    h.update({buf.data(), static_cast<size_t>(n)});
+    size += static_cast<uint64_t>(n);
   }
-  return "";
+  return h.finish();
 }
 
 VerifyCheck verify_shard(const fs::path& archive, const Manifest& m, uint32_t s,
@@ -47,7 +66,7 @@ VerifyCheck verify_shard(const fs::path& archive, const Manifest& m, uint32_t s,
   try {
     ShardGrammar g = read_shard_grammar(archive, m, s);  // every grammar dataset, validated
     ShardLayout layout = read_shard_layout(archive, m, s);
-    if (std::string bad = check_document_words(g, m); !bad.empty()) return fail(bad);
+    check_shard_documents(archive, m, s, g, layout);  // words and bytes against the document table
   } catch (const InputError& err) {
     return fail(err.what());
   }
@@ -125,9 +144,9 @@ VerifyReport verify_archive(const fs::path& archive, unsigned threads) {
   parallel_for(m.shards.size(), threads, [&](size_t s) {
     const fs::path file = archive / shard_file_name(static_cast<uint32_t>(s));
     try {
-      digests[s] = sha256_file(file);
-      std::error_code size_ec;
-      hashed += fs::file_size(file, size_ec);
+      uint64_t size = 0;
+      digests[s] = hash_regular_file(file, size);
+      hashed += size;
     } catch (const InputError& err) {
       read_errors[s] = err.what();
     }

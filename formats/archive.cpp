@@ -53,6 +53,22 @@ class RemoveOnFailure {
   bool armed_ = false;
 };
 
+// `name` for a message: printable ASCII as it is, other bytes and the backslash escaped.
+std::string printable(std::string_view name) {
+  std::string out;
+  for (char ch : name) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c >= 0x20 && c < 0x7F && c != '\\') {
+      out += ch;
+    } else {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, c == '\\' ? "\\\\" : "\\x%02x", c);
+      out += hex;
+    }
+  }
+  return out;
+}
+
 h5::WriteOptions write_options(const ArchiveOptions& o) {
   GTADOC_EXPECTS(o.deflate_level >= 0 && o.deflate_level <= 9, "deflate level must be 0..9");
   h5::WriteOptions w;
@@ -223,6 +239,42 @@ uint64_t shard_file_bytes(const std::filesystem::path& archive) {
     }
   }
   return bytes;
+}
+
+std::string archive_directory_problem(const fs::path& dir) {
+  const fs::path manifest = dir / kManifestFile;
+  std::error_code ec;
+  if (!fs::is_regular_file(fs::symlink_status(manifest, ec)))
+    return std::string(kManifestFile) + " is not a regular file";
+  h5::Lock lock;
+  uint64_t archive_id = 0, shards = 0;
+  try {
+    h5::File f = h5::open_file(manifest);
+    archive_id = check_header(f.id(), kManifestContent).archive_id;
+    shards = need_uint_attr(f.id(), "shards");
+  } catch (const InputError& e) {
+    return std::string(kManifestFile) + ": " + e.what();
+  }
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name == kManifestFile) continue;
+    unsigned shard = 0;
+    char tail = 0;
+    const bool named = std::sscanf(name.c_str(), "shard-%u.h%c", &shard, &tail) == 2 &&
+                       tail == '5' && shard < shards && name == shard_file_name(shard);
+    std::error_code st_ec;
+    if (!named || !fs::is_regular_file(it->symlink_status(st_ec)))
+      return name + " is not part of a gtadoc archive";
+    try {
+      h5::File f = h5::open_file(it->path());
+      if (check_header(f.id(), kShardContent).archive_id != archive_id)
+        return name + " belongs to another archive";
+    } catch (const InputError& e) {
+      return name + ": " + e.what();
+    }
+  }
+  if (ec) return "cannot list: " + ec.message();
+  return "";
 }
 
 // ------------------------------------------------------------------------------------ shards
@@ -439,6 +491,63 @@ ShardLayout read_shard_layout(const fs::path& archive, const Manifest& manifest,
   });
 }
 
+void check_shard_documents(const fs::path& archive, const Manifest& m, uint32_t shard,
+                           const ShardGrammar& g, const ShardLayout& layout) {
+  in_file(shard_path(archive, m, shard), [&] {
+    const ShardEntry& entry = m.shards.at(shard);
+    const std::vector<uint64_t>& dict_offsets = m.dict.offsets();
+    auto add = [](uint64_t a, uint64_t b) {  // saturating: a sum past 2^64 matches no table
+      uint64_t sum;
+      return __builtin_add_overflow(a, b, &sum) ? ~uint64_t{0} : sum;
+    };
+    auto word_bytes = [&](Symbol s) {
+      const WordId w = g.local_words.at(s);
+      return dict_offsets.at(w + 1ull) - dict_offsets.at(w);
+    };
+    // Bytes each rule expands to (a rule references only rules with smaller ids).
+    const uint32_t rules = g.num_rules();
+    std::vector<uint64_t> rule_bytes(rules, 0);
+    for (RuleId r = 0; r + 1 < rules; ++r) {
+      uint64_t bytes = 0;
+      for (uint64_t i = g.body_begin(r); i < g.body_end(r); ++i) {
+        const Symbol s = g.symbols[i];
+        bytes = add(bytes, is_word(s, g.num_words) ? word_bytes(s)
+                                                   : rule_bytes.at(rule_of(s, g.num_words)));
+      }
+      rule_bytes[r] = bytes;
+    }
+    uint64_t gap = 0;
+    for (uint32_t d = 0; d < g.num_docs; ++d) {
+      const DocId id = entry.first_doc + d;
+      const DocEntry& doc = m.docs.at(id);
+      auto [begin, end] = g.doc_segment(d);
+      uint64_t words = 0, bytes = 0;
+      for (uint64_t i = begin; i < end; ++i) {
+        const Symbol s = g.symbols[i];
+        if (is_word(s, g.num_words)) {
+          words = add(words, 1);
+          bytes = add(bytes, word_bytes(s));
+        } else {
+          words = add(words, g.rule_length.at(rule_of(s, g.num_words)));
+          bytes = add(bytes, rule_bytes.at(rule_of(s, g.num_words)));
+        }
+      }
+      const std::string what = "document " + std::to_string(id) + " (" + printable(doc.name) + ")";
+      if (words != doc.words)
+        throw InputError(what + " expands to " + std::to_string(words) +
+                         " words, the manifest says " + std::to_string(doc.words));
+      if (words >= layout.gaps.size() - gap)
+        throw InputError(what + ": the layout has too few gaps for its words");
+      for (uint64_t k = 0; k <= words; ++k)
+        bytes = add(bytes, layout.ws_dict.at(layout.gaps[gap + k]).size());
+      gap += words + 1;
+      if (bytes != doc.bytes)
+        throw InputError(what + " expands to " + std::to_string(bytes) +
+                         " bytes, the manifest says " + std::to_string(doc.bytes));
+    }
+  });
+}
+
 // ------------------------------------------------------------------------------------ manifest
 
 namespace {
@@ -489,7 +598,33 @@ Dictionary read_dictionary(h5::BatchRead& batch, size_t lengths_i, size_t bytes_
   if (n >= kBoundaryBit) throw InputError("dictionary too large");
   batch.finish(prefix_i);
   expect_equal(f.prefix_lengths.size(), n, "size of /dictionary/prefix_lengths");
-  return decode_front_coded(f.prefix_lengths, f.suffix_bytes, f.suffix_lengths, &sorted_unique);
+  Dictionary dict =
+      decode_front_coded(f.prefix_lengths, f.suffix_bytes, f.suffix_lengths, &sorted_unique);
+  check_dictionary_words(dict);  // a word with whitespace would split rows of the output
+  return dict;
+}
+
+// Checks document `d`'s entry on its own: its name is a safe relative path (decompress writes
+// the document there) and its size can hold its words (each at least one byte, with a gap of at
+// least one byte between two words).
+void check_document(const DocEntry& doc, size_t d) {
+  const std::string_view name = doc.name;
+  bool safe = !name.empty() && name.front() != '/' && name.find('\0') == std::string_view::npos;
+  for (size_t begin = 0; safe && begin <= name.size();) {
+    size_t end = name.find('/', begin);
+    if (end == std::string_view::npos) end = name.size();
+    const std::string_view part = name.substr(begin, end - begin);
+    safe = !part.empty() && part != "." && part != "..";
+    begin = end + 1;
+  }
+  if (!safe)
+    throw InputError("document " + std::to_string(d) + ": name \"" + printable(name) +
+                     "\" is not a safe relative path (empty, absolute, a '.', '..' or empty "
+                     "component, or a NUL byte)");
+  if (doc.words > 0 && (doc.words > doc.bytes || doc.bytes - doc.words < doc.words - 1))
+    throw InputError("document " + std::to_string(d) + " (" + printable(name) + ") has " +
+                     std::to_string(doc.words) + " words in " + std::to_string(doc.bytes) +
+                     " bytes (too few bytes for its words)");
 }
 
 // Checks the relations between the tables of a manifest that was just read.
@@ -686,13 +821,14 @@ Manifest read_manifest(const fs::path& archive, ManifestRead how) {
 
     dg.id();  // throws here if the group is missing
     bool dict_sorted_unique = true;
+    uint64_t deferred_size = 0;
     if (defer) {
-      // Read on its own thread, the process-wide HDF5 lock held only to locate its chunks; its
-      // errors surface at the first access to the words.
-      const uint64_t size = need_uint_attr(f.id(), "vocabulary");
-      if (size >= kBoundaryBit) throw InputError("dictionary too large");
-      m.dict = Dictionary::deferred(static_cast<uint32_t>(size),
-                                    [file, size] { return read_dictionary_alone(file, size); });
+      // Read on its own thread once every other check has passed (started earlier, it would wait
+      // for the HDF5 lock this read holds, and an error thrown here would wait for it), the
+      // process-wide lock held only to locate its chunks; its errors surface at the first access
+      // to the words.
+      deferred_size = need_uint_attr(f.id(), "vocabulary");
+      if (deferred_size >= kBoundaryBit) throw InputError("dictionary too large");
     } else {
       m.dict = read_dictionary(batch, suffix_lengths_i, suffix_bytes_i, prefix_i, words,
                                dict_sorted_unique);
@@ -716,6 +852,7 @@ Manifest read_manifest(const fs::path& archive, ManifestRead how) {
       e.bytes = bytes[d];
       e.words = doc_words[d];
       e.shard = shard[d];
+      check_document(e, d);
     }
 
     sg.id();  // likewise
@@ -744,7 +881,8 @@ Manifest read_manifest(const fs::path& archive, ManifestRead how) {
 
     const Totals t = totals_of(m);
     expect_equal(need_uint_attr(f.id(), "documents"), m.docs.size(), "attribute documents");
-    expect_equal(need_uint_attr(f.id(), "vocabulary"), m.dict.size(), "attribute vocabulary");
+    expect_equal(need_uint_attr(f.id(), "vocabulary"), defer ? deferred_size : m.dict.size(),
+                 "attribute vocabulary");
     expect_equal(need_uint_attr(f.id(), "shards"), m.shards.size(), "attribute shards");
     expect_equal(need_uint_attr(f.id(), "words"), t.words, "attribute words");
     expect_equal(need_uint_attr(f.id(), "input_bytes"), t.input_bytes, "attribute input_bytes");
@@ -752,6 +890,10 @@ Manifest read_manifest(const fs::path& archive, ManifestRead how) {
     expect_equal(need_uint_attr(f.id(), "symbols"), t.symbols, "attribute symbols");
     expect_equal(need_uint_attr(f.id(), "max_depth"), t.max_depth, "attribute max_depth");
     check_manifest(m, dict_sorted_unique);
+    if (defer)
+      m.dict = Dictionary::deferred(static_cast<uint32_t>(deferred_size), [file, deferred_size] {
+        return read_dictionary_alone(file, deferred_size);
+      });
     return m;
   });
 }

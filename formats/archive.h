@@ -68,6 +68,12 @@ std::string shard_file_name(uint32_t shard);
 /// read from the directory alone, so the start-up can size a job before MPI starts.
 uint64_t shard_file_bytes(const std::filesystem::path& archive);
 
+/// Why `dir` is not a gtadoc archive and nothing else (empty when it is one): it must hold a
+/// manifest.h5 with gtadoc's format tag and a valid header, and besides it only regular files
+/// named shard-NNNNN.h5 for shard numbers below the manifest's `shards`, each a shard file of
+/// the same archive id. `compress --force` replaces only such a directory.
+std::string archive_directory_problem(const std::filesystem::path& dir);
+
 /// Writes one shard file (must not exist). `grammar` must be finalized (see formats/grammar.h).
 void write_shard_file(const std::filesystem::path& file, uint64_t archive_id, uint32_t shard,
                       const ShardGrammar& grammar, const ShardLayout& layout,
@@ -121,5 +127,14 @@ ShardGrammar read_shard_grammar(const std::filesystem::path& archive, const Mani
 /// Reads and checks one shard's whitespace layout.
 ShardLayout read_shard_layout(const std::filesystem::path& archive, const Manifest& manifest,
                               uint32_t shard);
+
+/// Checks every document of shard `shard` against the manifest's document table: the words its
+/// root segment expands to, and the bytes its words (from the dictionary) and its gaps (from
+/// the layout) add up to, from per-rule sums without expanding anything. Throws InputError
+/// "document D (NAME) expands to N words, the manifest says M" (or "... N bytes ..."). `verify`
+/// and `decompress` check with it before they rely on the sizes.
+/// The message names the shard's file.
+void check_shard_documents(const std::filesystem::path& archive, const Manifest& manifest,
+                           uint32_t shard, const ShardGrammar& grammar, const ShardLayout& layout);
 
 }  // namespace gtadoc

@@ -105,9 +105,14 @@ void check_replaceable(const fs::path& target, AtomicOutput::Kind kind,
   if (kind == AtomicOutput::Kind::kDirectory) {
     if (!fs::is_directory(st))
       throw UsageError(target.string() + ": not a directory; --force replaces only directories");
-    if (!replace.marker.empty() && !fs::exists(fs::symlink_status(target / replace.marker, ec)))
+    if (!replace.marker.empty() &&
+        !fs::is_regular_file(fs::symlink_status(target / replace.marker, ec)))
       throw UsageError(target.string() + ": not a previous output (no " + replace.marker +
                        "); --force replaces only those");
+    if (replace.recognize)
+      if (const std::string why = replace.recognize(target); !why.empty())
+        throw UsageError(target.string() + ": not a previous output (" + why +
+                         "); --force replaces only those");
   }
 }
 

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,14 +19,18 @@ class AtomicOutput {
   /// previous output of this kind holds (an archive's manifest.h5, a partitioned result's
   /// _SUCCESS), and `inputs` are paths the command reads, which the target must neither be, lie
   /// inside, nor contain.
+  /// `recognize` (when set) is called on an existing directory target that holds the marker and
+  /// says why it is not a previous output after all (empty when it is one): every entry is
+  /// checked, so that --force never deletes files gtadoc did not write.
   struct Replace {
     std::string marker;
     std::vector<std::filesystem::path> inputs;
+    std::function<std::string(const std::filesystem::path&)> recognize;
   };
   /// Throws InputError if `target` exists and !force, or its parent directory is missing; with
   /// force, UsageError when the existing target may not be replaced: a file target that is not a
-  /// regular file, a directory target that is not a directory or lacks `replace.marker`, or a
-  /// target overlapping one of `replace.inputs`.
+  /// regular file, a directory target that is not a directory, lacks `replace.marker` (a regular
+  /// file) or is refused by `replace.recognize`, or a target overlapping one of `replace.inputs`.
   AtomicOutput(std::filesystem::path target, Kind kind, bool force, const Replace& replace = {});
   AtomicOutput(const AtomicOutput&) = delete;
   AtomicOutput& operator=(const AtomicOutput&) = delete;

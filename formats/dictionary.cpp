@@ -1,6 +1,7 @@
 #include "formats/dictionary.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -295,6 +296,49 @@ Dictionary decode_front_coded(std::span<const uint64_t> prefix, std::span<const 
   if (sorted_unique)
     *sorted_unique = std::all_of(info.begin(), info.end(), [](const Block& b) { return b.sorted; });
   return Dictionary(std::move(bytes), std::move(offsets));
+}
+
+void check_dictionary_words(const Dictionary& dict, unsigned threads) {
+  const size_t n = dict.size();
+  if (n == 0) return;
+  const std::vector<char>& bytes = dict.bytes();
+  const std::vector<uint64_t>& offsets = dict.offsets();
+  auto is_space = [](char ch) {
+    const auto c = static_cast<unsigned char>(ch);
+    return c == 0x20 || (c >= 0x09 && c <= 0x0D);
+  };
+  const size_t blocks = (n - 1) / kFrontCodedBlock + 1;
+  constexpr size_t kNone = ~size_t{0};
+  // Per block: its first empty word and its first word holding a whitespace byte.
+  std::vector<size_t> empty(blocks, kNone), spaced(blocks, kNone);
+  parallel_for(blocks, threads, [&](size_t t) {
+    const size_t b = t * kFrontCodedBlock, e = std::min(n, b + kFrontCodedBlock);
+    for (size_t i = b; i < e; ++i)
+      if (offsets[i + 1] == offsets[i]) {
+        empty[t] = i;
+        break;
+      }
+    const char* first = bytes.data() + offsets[b];
+    const char* last = bytes.data() + offsets[e];
+    const char* space = std::find_if(first, last, is_space);
+    if (space != last) {
+      // The word holding the byte: the last i with offsets[i] <= its position.
+      const uint64_t k = static_cast<uint64_t>(space - bytes.data());
+      spaced[t] = static_cast<size_t>(
+          std::upper_bound(offsets.begin() + b, offsets.begin() + e + 1, k) - offsets.begin() - 1);
+    }
+  });
+  for (size_t t = 0; t < blocks; ++t) {
+    const size_t word = std::min(empty[t], spaced[t]);
+    if (word == kNone) continue;
+    if (word == empty[t])
+      throw InputError("/dictionary: word " + std::to_string(word) + " is empty");
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "0x%02x",
+                  static_cast<unsigned char>(*std::find_if(
+                      bytes.data() + offsets[word], bytes.data() + offsets[word + 1], is_space)));
+    throw InputError("/dictionary: word " + std::to_string(word) + " holds whitespace byte " + hex);
+  }
 }
 
 }  // namespace gtadoc

@@ -666,8 +666,41 @@ void unpack(const unsigned char* src, uint32_t es, uint64_t plane, uint64_t coun
   }
 }
 
-// Opens dataset `name` below `loc` and checks its element type against `mem`; returns it and
-// its size.
+// Deflate expands data at most about 1032 times (zlib's largest ratio), with room to spare.
+constexpr uint64_t kMaxExpansion = 1040;
+
+// Checks that dataset `ds`, `n` elements of `element_bytes` stored bytes each, can be what its
+// header claims: the bytes its chunks take in the file (no more than the file's size; nothing
+// when no chunk is stored), expanded as much as a filter can expand them (as they are when no
+// filter compresses), must hold n elements. Run before anything is sized by n, so that a header
+// claiming billions of elements in a small file costs nothing.
+void check_claimed_size(hid_t ds, uint64_t n, size_t element_bytes) {
+  if (n == 0) return;
+  const uint64_t stored = H5Dget_storage_size(ds);  // 0 also when it cannot tell
+  File file(H5_TRY(H5Iget_file_id(ds)));
+  hsize_t file_size = 0;
+  H5_TRY(H5Fget_filesize(file.id(), &file_size));
+  PropList dcpl(H5_TRY(H5Dget_create_plist(ds)));
+  bool expands = false;  // some filter may give back more bytes than it stores
+  const int filters = H5_TRY(H5Pget_nfilters(dcpl.id()));
+  for (int i = 0; i < filters; ++i) {
+    unsigned flags = 0;
+    size_t cd_n = 0;
+    const H5Z_filter_t id = H5Pget_filter2(dcpl.id(), static_cast<unsigned>(i), &flags, &cd_n,
+                                           nullptr, 0, nullptr, nullptr);
+    expands |= id != H5Z_FILTER_SHUFFLE && id != H5Z_FILTER_FLETCHER32;
+  }
+  const uint64_t held = std::min<uint64_t>(stored, file_size);
+  const uint64_t limit = !expands                              ? held
+                         : held > ~uint64_t{0} / kMaxExpansion ? ~uint64_t{0}
+                                                               : held * kMaxExpansion;
+  if (n > limit / std::max<size_t>(element_bytes, 1))
+    throw InputError("claims " + std::to_string(n) + " elements, more than the " +
+                     std::to_string(held) + " bytes it stores can hold (corrupted)");
+}
+
+// Opens dataset `name` below `loc` and checks its element type against `mem` and its claimed
+// size against its storage; returns it and its size.
 std::pair<Dataset, uint64_t> open_checked(Id loc, const std::string& name, Width mem) {
   auto [ds, n] = open_1d(loc, name);
   Datatype type(H5_TRY(H5Dget_type(ds.id())));
@@ -676,6 +709,7 @@ std::pair<Dataset, uint64_t> open_checked(Id loc, const std::string& name, Width
       H5Tget_size(type.id()) > static_cast<size_t>(mem))
     throw InputError("unexpected element type (expected unsigned integers of at most " +
                      std::to_string(static_cast<int>(mem)) + " bytes)");
+  check_claimed_size(ds.id(), n, H5Tget_size(type.id()));
   return {std::move(ds), n};
 }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # --force replaces only a previous output of the same kind (SPEC §2): never an input, the archive
 # being read or anything inside it, a non-regular file, or a directory that is not a previous
-# output. Each refusal is a one-line error with exit 2, and the input is intact afterwards.
+# output (an archive or a partitioned result holding anything gtadoc did not write included).
+# Each refusal is a one-line error with exit 2, and the input is intact afterwards.
 # Usage: force_test.sh GTADOC SOURCE_DIR SCRATCH REFERENCE.
 set -euo pipefail
 BIN=$1 WORK=$3
@@ -29,6 +30,21 @@ mkdir keep && echo mine > keep/file
 refused "$BIN" compress D -o keep --force
 refused "$BIN" run a.gtd sort --partitioned -o keep --force
 refused "$BIN" decompress a.gtd -o keep --force
+# Directories that merely hold a file named like an output's marker are not previous outputs:
+# an archive is recognized by its whole structure (a gtadoc manifest and only shard files of its
+# archive id), a partitioned result by _SUCCESS and only part files.
+mkdir fake-archive && echo mine > fake-archive/manifest.h5 && echo mine > fake-archive/file
+refused "$BIN" compress D -o fake-archive --force
+mkdir mixed-archive && cp a.gtd/* mixed-archive/ && echo mine > mixed-archive/file
+refused "$BIN" compress D -o mixed-archive --force
+mkdir fake-parts && : > fake-parts/_SUCCESS && echo mine > fake-parts/file
+refused "$BIN" run a.gtd sort --partitioned -o fake-parts --force
+"$BIN" run a.gtd sort --partitioned -o mixed-parts && echo mine > mixed-parts/file
+refused "$BIN" run a.gtd sort --partitioned -o mixed-parts --force
+for d in fake-archive mixed-archive fake-parts mixed-parts; do
+  [[ $(cat $d/file) == mine ]] || fail "$d/ was touched"
+done
+[[ $(cat fake-archive/manifest.h5) == mine && -f fake-parts/_SUCCESS ]] || fail "a marker was removed"
 [[ $(cat keep/file) == mine ]] || fail "keep/ was touched"
 [[ $(sum D) == "$before_d" ]] || fail "the input corpus changed"
 [[ $(sum a.gtd) == "$before_a" ]] || fail "the archive changed"

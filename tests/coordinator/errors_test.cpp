@@ -85,11 +85,19 @@ TEST(CompressErrors, OutputExistsAndForce) {
       run_gtadoc({"compress", (tmp / "in").string(), "-o", (tmp / "a.gtd").string(), "--force"});
   expect_clean_failure(foreign, 2, "not a previous output", tmp.path(), {"in", "a.gtd"});
   EXPECT_TRUE(fs::exists(tmp / "a.gtd/marker"));
+  // A file merely named manifest.h5 does not make it an archive.
   write_file(tmp / "a.gtd/manifest.h5", "an old archive's manifest");
+  auto named =
+      run_gtadoc({"compress", (tmp / "in").string(), "-o", (tmp / "a.gtd").string(), "--force"});
+  expect_clean_failure(named, 2, "not a previous output", tmp.path(), {"in", "a.gtd"});
+  EXPECT_TRUE(fs::exists(tmp / "a.gtd/marker"));
+  // A previous archive is replaced.
+  fs::remove_all(tmp / "a.gtd");
+  ASSERT_EQ(
+      run_gtadoc({"compress", (tmp / "in").string(), "-o", (tmp / "a.gtd").string()}).exit_code, 0);
   auto f =
       run_gtadoc({"compress", (tmp / "in").string(), "-o", (tmp / "a.gtd").string(), "--force"});
   EXPECT_EQ(f.exit_code, 0) << f.err;
-  EXPECT_FALSE(fs::exists(tmp / "a.gtd/marker"));
   EXPECT_TRUE(fs::exists(tmp / "a.gtd/manifest.h5"));
 }
 

@@ -5,6 +5,9 @@
 // 1; verify never changes the archive; `info` says whether the archive was verified.
 #include <gtest/gtest.h>
 #include <hdf5.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -166,8 +169,8 @@ TEST(Verify, CorruptLocalWordsAreCaughtByTheReadersAndVerify) {
       else
         words.back() = m.dict.size();  // the stored width holds it: the largest id is close
     });
-    const std::string want = c == 0 ? "local_words are not strictly ascending"
-                                    : "beyond the dictionary";
+    const std::string want =
+        c == 0 ? "local_words are not strictly ascending" : "beyond the dictionary";
     try {
       read_shard_grammar(a.path, m, 1);
       ADD_FAILURE() << "the reader accepted corrupt local words (case " << c << ")";
@@ -256,6 +259,221 @@ TEST(Verify, DigestsAreStandardSha256) {
   EXPECT_EQ(sha256_from_hex(upper), sha256_of("abc"));
   EXPECT_FALSE(sha256_from_hex(hex.substr(1)).has_value());
   EXPECT_FALSE(sha256_from_hex(std::string(63, '0') + "g").has_value());
+}
+
+// ---------------------------------------------------------------- crafted archives
+// Manifests written anew with write_manifest_file (so every checksum and digest holds) carrying
+// what gtadoc never writes; every reader and `verify` refuse them with the same one-line message.
+
+/// A copy of `a` at `dir` whose manifest is `m`.
+fs::path crafted_copy(const SampleArchive& a, const Manifest& m, const fs::path& dir) {
+  fs::create_directory(dir);
+  for (uint32_t s = 0; s < m.shards.size(); ++s)
+    fs::copy_file(a.shard(s), dir / shard_file_name(s));
+  write_manifest_file(dir / kManifestFile, m, ArchiveOptions{0, 1});
+  return dir;
+}
+
+/// Runs gtadoc under an address-space limit of `limit` bytes (so an allocation sized by a
+/// crafted header fails instead of taking the machine's memory).
+testutil::CommandResult run_limited(const std::vector<std::string>& args, uint64_t limit) {
+  TempDir scratch;
+  const fs::path out = scratch / "stdout", err = scratch / "stderr";
+  const char* env = std::getenv("GTADOC_BINARY");
+  std::string bin = env && *env ? env : GTADOC_BINARY;
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    const rlimit rl{limit, limit};
+    std::vector<std::string> copy = args;
+    std::vector<char*> argv{bin.data()};
+    for (auto& x : copy) argv.push_back(x.data());
+    argv.push_back(nullptr);
+    if (::setrlimit(RLIMIT_AS, &rl) != 0 || !std::freopen(out.c_str(), "w", stdout) ||
+        !std::freopen(err.c_str(), "w", stderr))
+      ::_exit(127);
+    ::execv(bin.c_str(), argv.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  testutil::CommandResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = read_file(out);
+  r.err = read_file(err);
+  return r;
+}
+
+constexpr uint64_t kMemoryLimit = uint64_t{1} << 30;
+
+/// `commands` (info, verify, run word-count, decompress) on `archive`, each under the memory
+/// limit: exit 1 and one line on stderr holding `needle`.
+void expect_every_reader_refuses(const fs::path& archive, const std::string& needle,
+                                 const std::vector<std::string>& commands = {"info", "verify",
+                                                                             "run", "decompress"}) {
+  const std::string p = archive.string();
+  const fs::path out = archive.parent_path() / (archive.filename().string() + "-out");
+  for (const std::string& command : commands) {
+    std::vector<std::string> args{command, p};
+    if (command == "run") args.push_back("word-count");
+    if (command == "decompress") args.insert(args.end(), {"-o", out.string()});
+    auto r = run_limited(args, kMemoryLimit);
+    EXPECT_EQ(r.exit_code, 1) << command << ": " << r.err;
+    EXPECT_EQ(lines(r.err), 1u) << command << ": " << r.err;
+    EXPECT_NE(r.err.find(needle), std::string::npos) << command << ": " << r.err;
+  }
+  EXPECT_FALSE(fs::exists(out));
+}
+
+Dictionary with_word(const Dictionary& dict, uint32_t id, const std::string& word) {
+  Dictionary d;
+  for (uint32_t w = 0; w < dict.size(); ++w) d.push_back(w == id ? word : std::string(dict[w]));
+  return d;
+}
+
+TEST(Crafted, DictionaryWordsWithWhitespaceOrEmptyAreRefused) {
+  SampleArchive a;
+  const Manifest m = read_manifest(a.path);
+  const uint32_t last = m.dict.size() - 1;
+  int k = 0;
+  for (const char* tail : {"\t1\nzzz", "\n", " x", "\r", "\v", "\f"}) {
+    Manifest bad = m;
+    bad.dict = with_word(m.dict, last, std::string(m.dict[last]) + tail);  // still sorted
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "0x%02x", static_cast<unsigned char>(tail[0]));
+    const std::string needle =
+        "/dictionary: word " + std::to_string(last) + " holds whitespace byte " + hex;
+    const fs::path dir = crafted_copy(a, bad, a.tmp / ("w" + std::to_string(k++) + ".gtd"));
+    expect_every_reader_refuses(dir, needle);
+    // The deferred dictionary read refuses it as well, at the first use of the words.
+    Manifest deferred = read_manifest(dir, ManifestRead::kDeferDictionary);
+    try {
+      (void)deferred.dict[0];
+      ADD_FAILURE() << "deferred dictionary read accepted " << needle;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("manifest.h5"), std::string::npos) << e.what();
+    }
+  }
+  // An empty word (it sorts first).
+  Manifest bad = m;
+  Dictionary d;
+  d.push_back("");
+  for (uint32_t w = 0; w < m.dict.size(); ++w) d.push_back(m.dict[w]);
+  bad.dict = d;
+  expect_every_reader_refuses(crafted_copy(a, bad, a.tmp / "empty.gtd"),
+                              "/dictionary: word 0 is empty");
+}
+
+TEST(Crafted, UnsafeDocumentNamesAreRefused) {
+  SampleArchive a;
+  const Manifest m = read_manifest(a.path);
+  ASSERT_EQ(m.docs[0].name, "about.rst.txt");
+  int k = 0;
+  // Each still sorts before the second document.
+  for (const std::string& name :
+       {std::string("../x"), std::string("/abs"), std::string("a\0b", 3), std::string("a//b"),
+        std::string("a/"), std::string("./a"), std::string("a/../b"), std::string()}) {
+    Manifest bad = m;
+    bad.docs[0].name = name;
+    const fs::path dir = crafted_copy(a, bad, a.tmp / ("n" + std::to_string(k++) + ".gtd"));
+    expect_every_reader_refuses(dir, "document 0: name \"");
+    expect_every_reader_refuses(dir, "\" is not a safe relative path");
+  }
+}
+
+TEST(Crafted, DocumentSizesInconsistentWithTheGrammarAreRefused) {
+  SampleArchive a;
+  const Manifest m = read_manifest(a.path);
+  const DocEntry& doc = m.docs[5];
+  int k = 0;
+  for (uint64_t bytes : {doc.bytes + (uint64_t{1} << 50), doc.bytes + 1, doc.bytes - 1}) {
+    Manifest bad = m;
+    bad.docs[5].bytes = bytes;
+    bad.shards[doc.shard].input_bytes += bytes - doc.bytes;  // the tables still add up
+    const fs::path dir = crafted_copy(a, bad, a.tmp / ("b" + std::to_string(k++) + ".gtd"));
+    const std::string needle = "shard-0000" + std::to_string(doc.shard) + ".h5: document 5 (" +
+                               doc.name + ") expands to " + std::to_string(doc.bytes) +
+                               " bytes, the manifest says " + std::to_string(bytes);
+    for (const std::vector<std::string>& args :
+         {std::vector<std::string>{"verify", dir.string()},
+          {"decompress", dir.string(), "-o", (a.tmp / "out").string()}}) {
+      auto r = run_limited(args, kMemoryLimit);
+      EXPECT_EQ(r.exit_code, 1) << args[0] << ": " << r.err;
+      EXPECT_EQ(lines(r.err), 1u) << r.err;
+      EXPECT_NE(r.err.find(needle), std::string::npos) << args[0] << ": " << r.err;
+    }
+    EXPECT_FALSE(fs::exists(a.tmp / "out"));
+  }
+  // Fewer bytes than its words need: refused by every reader of the manifest.
+  Manifest bad = m;
+  bad.docs[5].bytes = 1;
+  bad.shards[doc.shard].input_bytes -= doc.bytes - 1;
+  expect_every_reader_refuses(crafted_copy(a, bad, a.tmp / "small.gtd"),
+                              "(too few bytes for its words)");
+}
+
+/// Replaces dataset `name` of `file` by one of the same type whose header claims `n` elements
+/// and which stores no chunk.
+void replace_with_claim(const fs::path& file, const char* name, hsize_t n) {
+  hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(f, 0);
+  hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
+  ASSERT_GE(d, 0);
+  hid_t type = H5Dget_type(d);
+  H5Dclose(d);
+  ASSERT_GE(H5Ldelete(f, name, H5P_DEFAULT), 0);
+  hid_t space = H5Screate_simple(1, &n, &n);
+  hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+  const hsize_t chunk = 1 << 17;
+  H5Pset_chunk(dcpl, 1, &chunk);
+  H5Pset_fletcher32(dcpl);
+  hid_t created = H5Dcreate2(f, name, type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+  ASSERT_GE(created, 0);
+  H5Dclose(created);
+  H5Pclose(dcpl);
+  H5Sclose(space);
+  H5Tclose(type);
+  H5Fclose(f);
+}
+
+TEST(Crafted, SizeClaimsBeyondTheFileAreRefusedBeforeAllocating) {
+  SampleArchive a;
+  const Manifest m = read_manifest(a.path);
+  // A manifest table claiming 2^28 to 2^31 elements of 8 bytes (2 to 16 GiB in memory).
+  int k = 0;
+  for (const char* name : {"/documents/name_lengths", "/dictionary/prefix_lengths",
+                           "/documents/bytes", "/shards/words"}) {
+    for (hsize_t n : {hsize_t{1} << 28, hsize_t{1} << 31}) {
+      const fs::path dir = crafted_copy(a, m, a.tmp / ("m" + std::to_string(k++) + ".gtd"));
+      replace_with_claim(dir / kManifestFile, name, n);
+      const std::string needle = std::string("manifest.h5: dataset ") + name + ": claims " +
+                                 std::to_string(n) + " elements";
+      expect_every_reader_refuses(dir, needle);
+      try {
+        read_manifest(dir);
+        ADD_FAILURE() << name << " accepted";
+      } catch (const InputError& e) {
+        EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+      }
+    }
+  }
+  // A shard dataset (the manifest records the new file size, so only the claim is wrong): the
+  // commands that read it (info reads the manifest alone, run no layout).
+  for (const char* name : {"/grammar/symbols", "/grammar/rule_length", "/layout/gaps"}) {
+    const fs::path dir = a.tmp / ("s" + std::to_string(k++) + ".gtd");
+    fs::create_directory(dir);
+    for (uint32_t s = 0; s < m.shards.size(); ++s)
+      fs::copy_file(a.shard(s), dir / shard_file_name(s));
+    replace_with_claim(dir / shard_file_name(1), name, hsize_t{1} << 30);
+    Manifest edited = m;
+    edited.shards[1].file_bytes = fs::file_size(dir / shard_file_name(1));
+    write_manifest_file(dir / kManifestFile, edited, ArchiveOptions{0, 1});
+    const bool layout = std::string(name).starts_with("/layout");
+    expect_every_reader_refuses(
+        dir, std::string("shard-00001.h5: dataset ") + name + ": claims 1073741824 elements",
+        layout ? std::vector<std::string>{"verify", "decompress"}
+               : std::vector<std::string>{"verify", "run", "decompress"});
+  }
 }
 
 }  // namespace

