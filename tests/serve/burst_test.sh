@@ -47,19 +47,9 @@ sample() {
 
 round() {  # round NAME CACHE_BYTES
   local name=$1 cache=$2 port pid i ok503 n200 n503 nall m200 m503 mall p50 p99
-  : > "$WORK/$name.log"  # before the background job: the wait below reads it at once
-  "$BIN" serve "$A" --listen 127.0.0.1:0 --engine cpu --threads 2 --queue 8 --cache-bytes "$cache" \
-    2> "$WORK/$name.log" &
-  pid=$!
-  PIDS+=("$pid")
-  port=
-  for i in $(seq 600); do
-    port=$(sed -n 's|^gtadoc serve: listening on http://127.0.0.1:\([0-9][0-9]*\)$|\1|p' "$WORK/$name.log")
-    [[ -n $port ]] && break
-    kill -0 "$pid" 2>/dev/null || { cat "$WORK/$name.log" >&2; fail "$name: the service exited"; }
-    sleep 0.1
-  done
-  [[ -n $port ]] || fail "$name: no listening line"
+  start "$name" "$A" --listen 127.0.0.1:0 --engine cpu --threads 2 --queue 8 --cache-bytes "$cache"
+  port=$PORT
+  pid=$PID
   local url=http://127.0.0.1:$port
 
   # ab -v 2 prints every response's header block: count the status lines.

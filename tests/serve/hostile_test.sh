@@ -27,24 +27,6 @@ serve_setup
 sample_archive 100000
 now_ms() { date +%s%3N; }
 
-# start NAME ARGS...: starts `gtadoc serve ARGS` in the background, waits for its "listening"
-# line; sets PORT. Its standard error goes to $WORK/NAME.log.
-start() {
-  local name=$1 pid i
-  shift
-  : > "$WORK/$name.log"
-  "$BIN" serve "$@" 2> "$WORK/$name.log" &
-  pid=$!
-  PIDS+=("$pid")
-  PORT=
-  for i in $(seq 600); do
-    PORT=$(sed -n 's|^gtadoc serve: listening on http://[^ ]*:\([0-9][0-9]*\)$|\1|p' "$WORK/$name.log")
-    [[ -n $PORT ]] && break
-    kill -0 "$pid" 2>/dev/null || { cat "$WORK/$name.log" >&2; fail "$name exited before listening"; }
-    sleep 0.1
-  done
-  [[ -n $PORT ]] || fail "$name: no listening line within 60 s"
-}
 # metric URL NAME: the value of an unlabelled metric.
 metric() { curl -sS --max-time 10 "$1/metrics" | awk -v n="$2" '$1 == n { print $2 }'; }
 # fresh_query URL BODY OUT: an uncached query that must be a 200 within 10 s.

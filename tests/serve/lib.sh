@@ -1,5 +1,6 @@
-# Sourced by the service tests (needs BIN, SRC and WORK set): a fresh scratch directory, the
-# services a test started (PIDS) killed on exit, and the test archive made of the bundled sample.
+# Sourced by the service tests (needs BIN, SRC and WORK set, and a `fail MESSAGE` function): a
+# fresh scratch directory, the services a test started (PIDS) killed on exit, starting a service,
+# and the test archive made of the bundled sample.
 
 # serve_setup: empty $WORK (with $WORK/in), byte-order collation, the kill-on-exit trap.
 serve_setup() {
@@ -20,4 +21,24 @@ sample_archive() {
      while read -r f; do mkdir -p "$WORK/in/$(dirname "$f")"; cp "$f" "$WORK/in/$f"; done)
   "$BIN" compress "$WORK/in" -o "$WORK/a.gtd" --shards 3 2>/dev/null
   A=$WORK/a.gtd
+}
+
+# start NAME ARGS...: starts `gtadoc serve ARGS` in the background, waits for its one
+# "listening" line; sets PID and PORT. Its standard error goes to $WORK/NAME.log.
+start() {
+  local name=$1 i
+  shift
+  : > "$WORK/$name.log"  # before the background job: the wait below reads it at once
+  "$BIN" serve "$@" 2> "$WORK/$name.log" &
+  PID=$!
+  PIDS+=("$PID")
+  PORT=
+  for i in $(seq 600); do
+    PORT=$(sed -n 's|^gtadoc serve: listening on http://[^ ]*:\([0-9][0-9]*\)$|\1|p' "$WORK/$name.log")
+    [[ -n $PORT ]] && break
+    kill -0 "$PID" 2>/dev/null || { cat "$WORK/$name.log" >&2; fail "$name exited before listening"; }
+    sleep 0.1
+  done
+  [[ -n $PORT ]] || fail "$name: no listening line within 60 s"
+  [[ $(grep -c '^gtadoc serve: listening on ' "$WORK/$name.log") -eq 1 ]] || fail "$name: not exactly one listening line"
 }

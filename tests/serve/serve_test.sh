@@ -30,25 +30,6 @@ sample_archive 60
 mapfile -t DOCS < <(cd "$WORK/in" && find . -type f | sed 's|^\./||' | sort)
 [[ ${#DOCS[@]} -eq 60 ]] || fail "expected 60 documents, got ${#DOCS[@]}"
 
-# start NAME ARGS...: starts `gtadoc serve ARGS` in the background, waits for its one
-# "listening" line; sets PID and PORT. Its standard error goes to $WORK/NAME.log.
-start() {
-  local name=$1 i
-  shift
-  : > "$WORK/$name.log"  # before the background job: the wait below reads it at once
-  "$BIN" serve "$@" 2> "$WORK/$name.log" &
-  PID=$!
-  PIDS+=("$PID")
-  PORT=
-  for i in $(seq 600); do
-    PORT=$(sed -n 's|^gtadoc serve: listening on http://[^ ]*:\([0-9][0-9]*\)$|\1|p' "$WORK/$name.log")
-    [[ -n $PORT ]] && break
-    kill -0 "$PID" 2>/dev/null || { cat "$WORK/$name.log" >&2; fail "$name exited before listening"; }
-    sleep 0.1
-  done
-  [[ -n $PORT ]] || fail "$name: no listening line within 60 s"
-  [[ $(grep -c '^gtadoc serve: listening on ' "$WORK/$name.log") -eq 1 ]] || fail "$name: not exactly one listening line"
-}
 
 start main "$A" --listen 127.0.0.1:0 --engine cpu --threads 2 --max-body 4k --read-timeout 2
 MAIN_PID=$PID
