@@ -150,6 +150,24 @@ std::pair<std::string_view, int> command_of(int argc, const char* const* argv) {
 
 }  // namespace
 
+std::string counted(uint64_t n, const std::string& noun) {
+  return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
+}
+
+void require_archive(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (!fs::exists(st))
+    throw InputError(path + ": not a gtadoc archive (no such file or directory)");
+  if (!fs::is_directory(st))
+    throw InputError(path + ": not a gtadoc archive (an archive is a directory made by " +
+                     "gtadoc compress; this is a file)");
+  if (!fs::exists(fs::path(path) / kManifestFile, ec))
+    throw InputError(path + ": not a gtadoc archive (a directory without " +
+                     std::string(kManifestFile) + ")");
+}
+
 bool gpu_engine_asked(int argc, const char* const* argv) {
   const auto [command, at] = command_of(argc, argv);
   if (command != "run" && command != "serve") return false;
@@ -211,10 +229,14 @@ int cli_main(int argc, char** argv) {
                 gpus == -1 ? visible_gpus_from_env() : std::max(1, gpus));
   try {
     comm = &Comm::init(argc, argv);
-    CLI::App app{"gtadoc: text analytics directly on grammar-compressed text, on GPUs"};
+    // Named explicitly: the usage line says `gtadoc`, not the path it was started by.
+    CLI::App app{"gtadoc: text analytics directly on grammar-compressed text, on GPUs", "gtadoc"};
     app.require_subcommand(1);
     app.fallthrough();  // -v is accepted after the command name too
-    app.set_version_flag("--version", "gtadoc 0.1.0 (archive format 1)");
+    app.set_version_flag("--version", "gtadoc 0.1.0 (writes archive format " +
+                                          std::to_string(kFormatVersion) + ", reads " +
+                                          std::to_string(kOldestFormatVersion) + " to " +
+                                          std::to_string(kFormatVersion) + ")");
     int verbosity = 0;
     app.add_flag("-v,--verbose", verbosity, "More log output (-vv for debug)");
 
@@ -224,17 +246,24 @@ int cli_main(int argc, char** argv) {
     std::string c_out, shard_size;
     CompressOptions copt;
     c->add_option("INPUT", inputs, "Files or directories (each regular file is a document)")
-        ->required();
-    c->add_option("-o,--output", c_out, "Archive directory to create (OUT.gtd)")->required();
-    c->add_option("--shard-size", shard_size, "Target input bytes per shard (default 32M)");
+        ->required()
+        ->type_name("PATH");
+    c->add_option("-o,--output", c_out, "Archive directory to create (OUT.gtd)")
+        ->required()
+        ->type_name("OUT.gtd");
+    c->add_option("--shard-size", shard_size, "Target input bytes per shard (default 32M)")
+        ->type_name("BYTES");
     c->add_option("--shards", copt.shards, "Number of shards, 1..1000000 (overrides --shard-size)")
-        ->check(count_range(1, 1000000));
+        ->check(count_range(1, 1000000))
+        ->type_name("N");
     c->add_option("--threads", copt.threads, "Worker threads, 1..4096 (default: usable CPUs)")
-        ->check(count_range(1, kMaxThreads, "leave it out for the default"));
+        ->check(count_range(1, kMaxThreads, "leave it out for the default"))
+        ->type_name("N");
     c->add_flag("--force", copt.force, "Replace an existing output");
     c->add_option("--deflate-level", copt.deflate_level,
                   "HDF5 deflate level for the arrays, 0 (off) to 9 (default 4)")
-        ->check(CLI::Range(0, 9));
+        ->check(count_range(0, 9))
+        ->type_name("0-9");
     c->add_option_function<std::string>(
          "--memory-budget",
          [&copt](const std::string& v) { copt.memory_budget = parse_size(v, "--memory-budget"); },
@@ -246,18 +275,19 @@ int cli_main(int argc, char** argv) {
     CLI::App* d = app.add_subcommand("decompress", "Rebuild documents from an archive");
     std::string d_archive, d_out;
     DecompressOptions dopt;
-    d->add_option("ARCHIVE", d_archive, "Archive directory")->required();
-    d->add_option("-o,--output", d_out, "Directory to create")->required();
-    d->add_option("--doc", dopt.docs, "Only this document (repeatable)");
+    d->add_option("ARCHIVE", d_archive, "Archive directory")->required()->type_name("DIR");
+    d->add_option("-o,--output", d_out, "Directory to create")->required()->type_name("DIR");
+    d->add_option("--doc", dopt.docs, "Only this document (repeatable)")->type_name("NAME");
     d->add_option("--threads", dopt.threads, "Worker threads, 1..4096 (default: usable CPUs)")
-        ->check(count_range(1, kMaxThreads, "leave it out for the default"));
+        ->check(count_range(1, kMaxThreads, "leave it out for the default"))
+        ->type_name("N");
     d->add_flag("--force", dopt.force, "Replace an existing output");
 
     // info
     CLI::App* i = app.add_subcommand("info", "Describe an archive");
     std::string i_archive;
     bool i_json = false;
-    i->add_option("ARCHIVE", i_archive, "Archive directory")->required();
+    i->add_option("ARCHIVE", i_archive, "Archive directory")->required()->type_name("DIR");
     i->add_flag("--json", i_json, "Print JSON");
     bool i_verify = false;
     i->add_flag("--verify", i_verify, "Also verify the archive (as gtadoc verify) and say so");
@@ -268,10 +298,11 @@ int cli_main(int argc, char** argv) {
     std::string v_archive;
     bool v_json = false;
     unsigned v_threads = 0;
-    v->add_option("ARCHIVE", v_archive, "Archive directory")->required();
+    v->add_option("ARCHIVE", v_archive, "Archive directory")->required()->type_name("DIR");
     v->add_flag("--json", v_json, "Print the report as JSON");
     v->add_option("--threads", v_threads, "Worker threads, 1..4096 (default: usable CPUs)")
-        ->check(count_range(1, kMaxThreads, "leave it out for the default"));
+        ->check(count_range(1, kMaxThreads, "leave it out for the default"))
+        ->type_name("N");
 
     // run
     CLI::App* r = app.add_subcommand("run", "Run an analytics task on an archive");
@@ -281,18 +312,23 @@ int cli_main(int argc, char** argv) {
     run_cmd.min_count->check(count_range(0, kMaxCount));
     run_cmd.n->check(count_range(2, 8));
     r->get_option("--threads")->check(count_range(1, kMaxThreads, "leave it out for the default"));
+    for (const char* count : {"--top", "--min-count", "--n", "--threads"})
+      r->get_option(count)->type_name("N");
 
     // serve
     CLI::App* sv = app.add_subcommand("serve", "Serve queries over HTTP with the shards resident");
     ServeOptions sopt;
     std::string cache_bytes = "256M", max_body = "1M";
-    sv->add_option("ARCHIVE", sopt.archive, "Archive directory")->required();
+    sv->add_option("ARCHIVE", sopt.archive, "Archive directory")->required()->type_name("DIR");
     sv->add_option("--listen", sopt.listen,
-                   "HOST:PORT to listen on (default 127.0.0.1:8080; port 0 = any free port)");
+                   "Address to listen on (default 127.0.0.1:8080; port 0 = any free port)")
+        ->type_name("HOST:PORT");
     sv->add_option("--token-file", sopt.token_file,
-                   "File holding the bearer token clients must send (required off loopback)");
+                   "File holding the bearer token clients must send (required off loopback)")
+        ->type_name("FILE");
     sv->add_option("--engine", sopt.engine,
-                   "auto (default: the GPU when one is visible), gpu or cpu");
+                   "auto (default: the GPU when one is visible), gpu or cpu")
+        ->type_name("auto|gpu|cpu");
     std::string serve_gpus;
     sv->add_option("--gpus", serve_gpus,
                    "Without a launcher: serve from N GPUs of this machine (or all), one rank each "
@@ -300,27 +336,38 @@ int cli_main(int argc, char** argv) {
         ->type_name("N|all");
     sv->add_option("--threads", sopt.threads,
                    "CPU threads per rank, 1..4096 (default: cores / ranks)")
-        ->check(count_range(1, kMaxThreads, "leave it out for the default"));
-    sv->add_option("--http-threads", sopt.http_threads, "HTTP I/O threads on rank 0 (default 2)")
-        ->check(CLI::Range(1, 64));
+        ->check(count_range(1, kMaxThreads, "leave it out for the default"))
+        ->type_name("N");
+    sv->add_option("--http-threads", sopt.http_threads,
+                   "HTTP I/O threads on rank 0, 1 to 64 (default 2)")
+        ->check(count_range(1, 64))
+        ->type_name("1-64");
     sv->add_option("--queue", sopt.queue,
                    "Queries that may wait for the cluster, 1..1000000 (default 64)")
-        ->check(count_range(1, 1000000));
-    sv->add_option("--cache-bytes", cache_bytes, "Result cache bound (default 256M; 0 = off)");
-    sv->add_option("--max-body", max_body, "Largest request body (default 1M)");
+        ->check(count_range(1, 1000000))
+        ->type_name("N");
+    sv->add_option("--cache-bytes", cache_bytes, "Result cache bound (default 256M; 0 = off)")
+        ->type_name("BYTES");
+    sv->add_option("--max-body", max_body, "Largest request body (default 1M)")
+        ->type_name("BYTES");
     sv->add_option("--read-timeout", sopt.read_timeout_s,
-                   "Seconds a request may take to arrive (default 10)");
+                   "Seconds a request may take to arrive (default 10)")
+        ->type_name("SECONDS");
     sv->add_option("--header-timeout", sopt.header_timeout_s,
                    "Seconds a new or idle connection may take to send a request's headers "
-                   "(default 5)");
+                   "(default 5)")
+        ->type_name("SECONDS");
     sv->add_option("--write-timeout", sopt.write_timeout_s,
                    "Seconds a client may accept no byte of its response before it is cut "
-                   "(default 10)");
+                   "(default 10)")
+        ->type_name("SECONDS");
     sv->add_option("--query-timeout", sopt.query_timeout_s,
-                   "Seconds from a request's arrival to its last response byte (default 60)");
+                   "Seconds from a request's arrival to its last response byte (default 60)")
+        ->type_name("SECONDS");
     sv->add_option("--max-connections", sopt.max_connections,
                    "Open connections at most, 1..1000000 (default 1024)")
-        ->check(count_range(1, 1000000));
+        ->check(count_range(1, 1000000))
+        ->type_name("N");
     for (CLI::App* sub : {&app, c, d, i, v, r, sv}) sub->footer(kValuePolicy);
     std::vector<std::string> commands;
     for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
@@ -383,17 +430,18 @@ int cli_main(int argc, char** argv) {
       copt.progress = progress;
       CompressStats s = compress(inputs, c_out, copt, *comm);
       if (comm->rank() == 0)
-        spdlog::info(
-            "compressed {} documents ({} bytes, {} words) into {} shards, {} bytes, "
-            "{:.2f}s",
-            s.documents, s.input_bytes, s.words, s.shards, s.archive_bytes, s.seconds);
+        spdlog::info("compressed {} ({} bytes, {}) into {}, {} bytes, {:.2f}s",
+                     counted(s.documents, "document"), s.input_bytes, counted(s.words, "word"),
+                     counted(s.shards, "shard"), s.archive_bytes, s.seconds);
     } else if (d->parsed()) {
       dopt.progress = progress;
+      run_collectively(*comm, [&] { require_archive(d_archive); });
       if (comm->rank() == 0) decompress(d_archive, d_out, dopt);
       comm->barrier();
     } else if (i->parsed()) {
       run_collectively(*comm, [&] {
         if (comm->rank() != 0) return;
+        require_archive(i_archive);
         bool verified = false;
         write_stdout(archive_info(i_archive, i_json, i_verify, &verified));
         if (i_verify && !verified) throw InputError(i_archive + ": verification failed");
@@ -401,8 +449,7 @@ int cli_main(int argc, char** argv) {
     } else if (v->parsed()) {
       run_collectively(*comm, [&] {
         if (comm->rank() != 0) return;
-        if (!std::filesystem::is_directory(v_archive))
-          throw InputError(v_archive + ": not a gtadoc archive (no such directory)");
+        require_archive(v_archive);
         VerifyReport report = verify_archive(v_archive, v_threads);
         write_stdout(v_json ? report.json() : report.text());
         if (!report.ok)
@@ -421,6 +468,7 @@ int cli_main(int argc, char** argv) {
     } else if (sv->parsed()) {
       sopt.cache_bytes = parse_size(cache_bytes, "--cache-bytes", true);
       sopt.max_body = parse_size(max_body, "--max-body");
+      run_collectively(*comm, [&] { require_archive(sopt.archive); });
       const int ranks = in_process_rank_count(serve_gpus, sopt.engine, *comm);
       if (ranks > 1)
         code = run_in_process(ranks, [&](Comm& rank) { serve(rank, sopt); });

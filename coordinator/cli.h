@@ -1,9 +1,20 @@
-// The command-line interface (SPEC §2): parses `gtadoc <command> ...`, dispatches, and turns
+// The command-line interface (docs/REFERENCE.md §2): parses `gtadoc <command> ...`, dispatches, and turns
 // exceptions into one-line messages on stderr with exit codes (2 for usage errors).
 #pragma once
 
+#include <cstdint>
+#include <string>
+
 namespace gtadoc {
 int cli_main(int argc, char** argv);
+
+/// "1 shard", "2 shards": `n` and `noun`, plural unless n is 1.
+std::string counted(uint64_t n, const std::string& noun);
+
+/// Throws InputError "PATH: not a gtadoc archive (why)" unless `path` is a directory holding a
+/// manifest: missing, a plain file, or a directory without manifest.h5. What the manifest holds
+/// is checked by whoever reads it.
+void require_archive(const std::string& path);
 
 /// Whether this command's ranks may move data between the GPUs of a node (NCCL through CUDA
 /// IPC), which needs every GPU of the node visible to each of them (common/visible_gpus.h): the

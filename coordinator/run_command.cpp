@@ -9,6 +9,7 @@
 #include "cluster/comm.h"
 #include "common/error.h"
 #include "common/timer.h"
+#include "coordinator/cli.h"
 #include "coordinator/crash_report.h"
 #include "coordinator/pipeline/archive_session.h"
 #include "coordinator/pipeline/query_pipeline.h"
@@ -62,6 +63,7 @@ void validate(RunCommand& c) {
     throw UsageError("--engine: unknown engine '" + c.engine + "' (expected auto, gpu or cpu)");
   if (c.partitioned && c.output.empty())
     throw UsageError("--partitioned needs -o DIR (the directory that receives the parts)");
+  require_archive(c.archive);  // before anything is logged about it (e.g. --engine auto)
   if (!c.output.empty() && !c.force) {
     std::error_code ec;
     if (fs::exists(fs::symlink_status(c.output, ec)))
@@ -139,11 +141,12 @@ void write_stats(StatsTarget* target, const RunCommand& c, Comm& comm, const Arc
 
 void add_run_options(CLI::App& app, RunCommand& c) {
   QueryOptions& q = c.spec.q;
-  app.add_option("ARCHIVE", c.archive, "Archive directory (OUT.gtd)")->required();
+  app.add_option("ARCHIVE", c.archive, "Archive directory (OUT.gtd)")->required()->type_name("DIR");
   app.add_option("TASK", c.spec.task,
                  "word-count | sort | inverted-index | term-vector | sequence-count | "
                  "ranked-inverted-index")
-      ->required();
+      ->required()
+      ->type_name("");
   c.n = app.add_option("--n", q.n, "Sequence length, 2..8 (default 3)");
   c.top = app.add_option("--top", q.top,
                          "Limit rows (0 = all; term-vector: words per document, default 10)");
@@ -153,12 +156,14 @@ void add_run_options(CLI::App& app, RunCommand& c) {
   app.add_flag("--ids", q.ids, "Print document ids instead of names");
   app.add_flag("--lowercase", q.lowercase, "Map ASCII A-Z to a-z");
   app.add_flag("--alnum", q.alnum, "Trim non-alphanumeric ASCII at both ends; drop empty words");
-  app.add_option("-o,--output", c.output, "Result file, or - for standard output (the default)");
-  app.add_option("--format", c.format, "tsv (default) or json");
+  app.add_option("-o,--output", c.output, "Result file, or - for standard output (the default)")
+      ->type_name("FILE|DIR|-");
+  app.add_option("--format", c.format, "tsv (default) or json")->type_name("tsv|json");
   app.add_flag("--partitioned", c.partitioned,
                "Write one part per rank plus _SUCCESS into the -o directory");
-  app.add_option("--engine", c.engine, "auto (default), gpu or cpu");
-  app.add_option("--traversal", c.spec.traversal, "auto (default), top-down or bottom-up");
+  app.add_option("--engine", c.engine, "auto (default), gpu or cpu")->type_name("auto|gpu|cpu");
+  app.add_option("--traversal", c.spec.traversal, "auto (default), top-down or bottom-up")
+      ->type_name("auto|top-down|bottom-up");
   app.add_option("--threads", c.threads, "CPU threads per rank (default: cores / ranks)");
   app.add_option("--gpus", c.gpus,
                  "Without a launcher: run on N GPUs of this machine (or all), one rank each as a "
@@ -169,7 +174,8 @@ void add_run_options(CLI::App& app, RunCommand& c) {
                "Show progress on rank 0 (shards loaded and traversed, bytes written) even when "
                "standard error is not a terminal, e.g. under mpirun or Slurm");
   app.add_option("--stats", c.stats_file,
-                 "Write timings (max over ranks) and traversal decisions as JSON to FILE");
+                 "Write timings (max over ranks) and traversal decisions as JSON to FILE")
+      ->type_name("FILE");
 }
 
 void execute_run(RunCommand& c, Comm& comm) {
@@ -182,6 +188,13 @@ void execute_run(RunCommand& c, Comm& comm) {
     if (!c.stats_file.empty() && comm.rank() == 0)
       stats = std::make_unique<StatsTarget>(c.stats_file, c.archive);
   });
+#ifndef GTADOC_HAVE_GPU_ENGINE
+  // Without the GPU engine there is nothing to choose: no cost estimate for a GPU that cannot run.
+  if (c.engine == "auto") {
+    c.engine = "cpu";
+    if (comm.rank() == 0) spdlog::info("--engine auto: cpu (this build has no GPU engine)");
+  }
+#endif
   SessionOptions options;
   options.archive = c.archive;
   options.engine = c.engine;
@@ -194,8 +207,9 @@ void execute_run(RunCommand& c, Comm& comm) {
   options.progress = progress;
   std::unique_ptr<ArchiveSession> session = ArchiveSession::open(comm, options, &t);
   if (comm.rank() == 0)
-    spdlog::info("run {} on {} shards, {} ranks, engine {}", task_name(c.spec.q.task),
-                 session->manifest().shards.size(), comm.size(), session->engine().name());
+    spdlog::info("run {} on {}, {}, engine {}", task_name(c.spec.q.task),
+                 counted(session->manifest().shards.size(), "shard"), counted(comm.size(), "rank"),
+                 session->engine().name());
   std::unique_ptr<QueryResult> result = run_query(comm, *session, c.spec, t);
   Timer write_timer;
   write_query_result(comm, *result, {c.output, c.partitioned, c.force, c.archive, progress},

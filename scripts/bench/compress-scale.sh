@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Compression past memory (issue 10 item 3): for each corpus size, a synthetic corpus written by
+# Compression past memory: for each corpus size, a synthetic corpus written by
 # gtadoc_gen (trained on real text; scripts/datasets/README.md), compressed once per budget under
 # /usr/bin/time. Prints a Markdown table: wall time, MB/s per core, peak RSS, archive size and
 # ratio, tokens spilled, distinct words. Corpora and archives live in WORK and are deleted after

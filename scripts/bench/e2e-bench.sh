@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Whole-`gtadoc run` benchmark (issue 8, item 5): real corpora built on the machine itself, every
+# Whole-`gtadoc run` benchmark: real corpora built on the machine itself, every
 # task x engine configuration end to end (process wall time and the `--stats` phases), and a
 # byte-for-byte check of every output in the same run. After a build of gtadoc (and, for the
 # raw-text check, gtadoc_reference), e.g. the one scripts/device-check.sh makes:
@@ -96,7 +96,7 @@ read -r -a MPIRUN_ARGS <<<"${MPIRUN_ARGS:---oversubscribe --bind-to none}"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
 # mpirun's topology discovery without hwloc's GPU plugins: with them (OpenCL starts the CUDA
 # driver on every GPU) an `mpirun -np 4` of a trivial program took 1.5 s on the H200 x4 host,
-# without them 0.4 s (docs/PERFORMANCE.md §12). HWLOC_COMPONENTS set by the caller wins.
+# without them 0.4 s (docs/ARCHITECTURE.md, "GPU and MPI internals"). HWLOC_COMPONENTS set by the caller wins.
 export HWLOC_COMPONENTS=${HWLOC_COMPONENTS-"-opencl,-gl,-cuda,-nvml,-rsmi,-levelzero"}
 export PATH=/usr/local/cuda/bin:$PATH
 

@@ -139,7 +139,7 @@ def render(meta, notes, archives, rows, rat):
                  f"{meta.get('repeat_under_s')} s or more are not repeated, nor any after "
                  f"{meta.get('budget_s')} s of benchmark; `n` = runs made); page cache warm."
                  + (f" Outputs written to {meta['output_fs']} (the write phase depends on the file "
-                    f"system: PERFORMANCE.md §14)." if meta.get("output_fs") else ""))
+                    f"system: PERFORMANCE.md, 'Writing results')." if meta.get("output_fs") else ""))
         L.append("")
     L.append("Columns: phases and `total` from `gtadoc run --stats` (max over ranks; `total` = the "
              "`run` command from start to output renamed); `wall` = the process (or `mpirun`) wall "

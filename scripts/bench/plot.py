@@ -2,12 +2,13 @@
 """Plots for docs/bench from the benchmark JSON files (needs python3-matplotlib).
 
   scripts/bench/plot.py --engines docs/bench/engines-h200-*.json --compression \
-      docs/bench/compression-debian12-2core.json --out docs/bench
+      docs/bench/compression-dev.json --out docs/bench
 
 Writes engines-<corpus>.png (wall time per task and engine, split into load / init / traversal
-/ rest for gtadoc engines), compression.png (ratio per corpus and method) and, with
---query docs/bench/query-h200.jsonl (gtadoc_query_bench), query-speedup.png: the resident GPU
-engine's speed-up over the sequential CPU engine and over the raw-text GPU baseline per task.
+/ rest for gtadoc engines), compression.png (ratio per corpus and method; kept in docs/bench as
+compression-dev.png) and, with --query FILE (the query-bench.jsonl of scripts/bench/query-bench.sh),
+query-speedup.png: the resident GPU engine's speed-up over the sequential CPU engine and over the
+raw-text GPU baseline per task.
 """
 import argparse
 import json

@@ -2,8 +2,8 @@
 # Resident-query benchmark on the GPU machine (after a build of gtadoc, gtadoc_query_bench):
 # unpacks the corpora carried in .device-data/*.tar.xz (or uses the bundled sample), compresses
 # each with every thread, then runs gtadoc_query_bench (cpu1, cpuN, gpu, raw-gpu) on it. The gpu
-# engine runs each query as one Engine::run_batch over the archive's shards (the batched pass of
-# issue 14; ENGINES may add gpu-shards, the same engine shard by shard).
+# engine runs each query as one Engine::run_batch over the archive's shards (the batched pass;
+# ENGINES may add gpu-shards, the same engine shard by shard).
 # Output: $OUT/query-bench.jsonl (one JSON object per line) and $OUT/query-bench.md.
 #   CORPORA="linux100 gcide" REPS=5 BUILD_DIR=build-device scripts/bench/query-bench.sh
 #

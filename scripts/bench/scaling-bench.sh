@@ -5,7 +5,7 @@
 # (scripts/datasets/README.md: the text is synthetic, the answers are exact), with
 #   - every output compared byte for byte with the one-GPU output of the same archive;
 #   - the compression of each corpus on all cores (MB/s per core, peak RSS);
-#   - NCCL's plain all-to-all between the same GPUs, the yardstick of the shuffle (issue 10).
+#   - NCCL's plain all-to-all between the same GPUs, the yardstick of the shuffle.
 #
 #   scripts/bench/scaling-bench.sh                    # after a build (scripts/device-check.sh)
 #   GPUS="1 2" PER_GPU=64M CONFIG_ENGINE=cpu BUILD_DIR=build scripts/bench/scaling-bench.sh  # no GPU
@@ -50,7 +50,7 @@ IFS=',' read -r -a TASK_LIST <<<"${TASKS:-word-count,inverted-index,sequence-cou
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
 # mpirun's topology discovery without hwloc's GPU plugins: with them (OpenCL starts the CUDA
 # driver on every GPU) an `mpirun -np 4` of a trivial program took 1.5 s on the H200 x4 host,
-# without them 0.4 s (docs/PERFORMANCE.md §12). HWLOC_COMPONENTS set by the caller wins.
+# without them 0.4 s (docs/ARCHITECTURE.md, "GPU and MPI internals"). HWLOC_COMPONENTS set by the caller wins.
 export HWLOC_COMPONENTS=${HWLOC_COMPONENTS-"-opencl,-gl,-cuda,-nvml,-rsmi,-levelzero"}
 LOG=$OUT/scaling.log
 ROWS=$OUT/scaling-rows.jsonl

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Service latency benchmark (issue 9, "Measure"): `gtadoc serve` with a >= 400 MB real-text
+# Service latency benchmark: `gtadoc serve` with a >= 400 MB real-text
 # archive resident, per task: uncached p50/p99 for one client, cached p50/p99, and (for the tasks
 # with small results) 64 concurrent clients uncached; each against a fresh `gtadoc run` of the same
 # query, and against the service's own server-side time (Server-Timing: traversal + collect +
@@ -33,7 +33,7 @@ CACHED_REPS=${CACHED_REPS:-200}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
 # mpirun's topology discovery without hwloc's GPU plugins: with them (OpenCL starts the CUDA
 # driver on every GPU) an `mpirun -np 4` of a trivial program took 1.5 s on the H200 x4 host,
-# without them 0.4 s (docs/PERFORMANCE.md §12). HWLOC_COMPONENTS set by the caller wins.
+# without them 0.4 s (docs/ARCHITECTURE.md, "GPU and MPI internals"). HWLOC_COMPONENTS set by the caller wins.
 export HWLOC_COMPONENTS=${HWLOC_COMPONENTS-"-opencl,-gl,-cuda,-nvml,-rsmi,-levelzero"}
 ROWS=$OUT/serve-bench.jsonl
 LOG=$OUT/serve-bench.log

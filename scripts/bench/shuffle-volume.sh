@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Shuffle volume per task against the rank count (issue 11: what 4 and 8 GPUs would move, measured
+# Shuffle volume per task against the rank count (what 4 and 8 GPUs would move, measured
 # without them). Runs `gtadoc run ARCHIVE TASK --stats` under `mpirun -np P` for each P (CPU
 # engine, one thread per rank: the records and bytes a rank sends do not depend on the engine or
 # the threads, only on which shards a rank holds and on the partitioning) and prints a Markdown
