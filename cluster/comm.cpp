@@ -14,6 +14,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "cluster/local_group.h"
 #include "common/error.h"
@@ -53,7 +54,7 @@ struct Comm::Mpi {
   MPI_Comm world = MPI_COMM_NULL;  // private duplicate of MPI_COMM_WORLD
   MPI_Comm node = MPI_COMM_NULL;   // ranks sharing this node's memory
   bool owns_init = false;          // this process called MPI_Init_thread
-  std::string pml_note;            // prefer_shared_memory_pml's choice
+  std::string pml_note;            // prefer_shared_memory_pml's choice, or node_layout_note
 };
 
 namespace {
@@ -96,6 +97,43 @@ std::string prefer_shared_memory_pml() {
   setenv("OMPI_MCA_pml", "ob1", 1);
   return "MPI: every rank on this node, Open MPI's shared-memory transport (pml ob1; "
          "GTADOC_MPI_PML=default leaves Open MPI's choice)";
+}
+
+/// "MPI: 4 ranks on 2 nodes (a: ranks 0-1; b: ranks 2-3), ...": the nodes as MPI's shared-memory
+/// split grouped the ranks (each node named by its first rank's processor name). Collective.
+std::string node_layout_note(MPI_Comm world, MPI_Comm node) {
+  struct Entry {
+    int first;  // the node's lowest world rank
+    char name[64];
+  };
+  int rank = 0, size = 0, len = 0;
+  MPI_TRY(MPI_Comm_rank(world, &rank));
+  MPI_TRY(MPI_Comm_size(world, &size));
+  Entry mine{};
+  MPI_TRY(MPI_Allreduce(&rank, &mine.first, 1, MPI_INT, MPI_MIN, node));
+  char name[MPI_MAX_PROCESSOR_NAME + 1] = {};
+  MPI_TRY(MPI_Get_processor_name(name, &len));
+  std::snprintf(mine.name, sizeof mine.name, "%s", name);
+  std::vector<Entry> all(static_cast<size_t>(size));
+  MPI_TRY(MPI_Allgather(&mine, sizeof(Entry), MPI_BYTE, all.data(), sizeof(Entry), MPI_BYTE, world));
+  std::string nodes;
+  int count = 0;
+  for (int first = 0; first < size; ++first) {
+    if (all[static_cast<size_t>(first)].first != first) continue;  // not a node's first rank
+    std::string ranks;  // runs of consecutive ranks as a-b
+    for (int r = first; r < size; ++r) {
+      if (all[static_cast<size_t>(r)].first != first) continue;
+      int last = r;
+      while (last + 1 < size && all[static_cast<size_t>(last + 1)].first == first) ++last;
+      ranks += (ranks.empty() ? "" : ",") + std::to_string(r) +
+               (last > r ? "-" + std::to_string(last) : "");
+      r = last;
+    }
+    nodes += std::string(count++ == 0 ? "" : "; ") + all[static_cast<size_t>(first)].name +
+             ": ranks " + ranks;
+  }
+  return "MPI: " + std::to_string(size) + " ranks on " + std::to_string(count) + " nodes (" +
+         nodes + "); between nodes Open MPI's network transport, no cross-memory reads";
 }
 
 /// NCCL's buffers through cudaMalloc and CUDA IPC instead of its cuMem* path
@@ -192,6 +230,10 @@ Comm& Comm::init(int& argc, char**& argv) {
     MPI_TRY(MPI_Comm_rank(comm->mpi_->node, &comm->local_rank_));
     MPI_TRY(MPI_Comm_size(comm->mpi_->node, &comm->local_size_));
     comm->distributed_ = true;
+    // Ranks on several nodes (the same answer on every rank): the log's line says how MPI
+    // grouped them, as the node-local decisions see it.
+    if (comm->local_size_ != comm->size_)
+      comm->mpi_->pml_note = node_layout_note(comm->mpi_->world, comm->mpi_->node);
   }
   g_world = std::move(comm);
   return *g_world;

@@ -23,6 +23,8 @@ PKGS=(
   # Service tests: HTTP clients (curl, ab), `promtool check metrics` (prometheus), and the
   # libFuzzer target (clang++ -fsanitize=fuzzer: libFuzzer is in libclang-rt-14-dev).
   curl apache2-utils prometheus clang libclang-rt-14-dev
+  # Simulated cluster (tests/cluster/sim): network namespaces and veth pairs (ip), ps.
+  iproute2 procps util-linux
 )
 missing=()
 for p in "${PKGS[@]}"; do
