@@ -11,6 +11,8 @@
 #include "common/big_alloc.h"
 #include "common/error.h"
 #include "common/parallel.h"
+#include "common/recycled_arrays.h"
+#include "common/timer.h"
 #include "formats/h5.h"
 
 namespace gtadoc {
@@ -378,11 +380,20 @@ void write_shard_file(const fs::path& file, uint64_t archive_id, uint32_t shard,
 }
 
 ShardGrammar read_shard_grammar(const fs::path& archive, const Manifest& manifest, uint32_t shard,
-                                unsigned threads) {
+                                unsigned threads, ShardReadTimes* times) {
   const fs::path file = shard_path(archive, manifest, shard);
   ShardGrammar g;
+  ShardReadTimes spent;
+  Timer clock;
+  double mark = 0;
+  auto lap = [&](double& into) {
+    const double now = clock.seconds();
+    into += now - mark;
+    mark = now;
+  };
   {
     h5::Lock lock;
+    lap(spent.lock_wait);
     in_file(file, [&] {
       h5::File f = open_shard(file, manifest, shard);
       const ShardEntry& entry = manifest.shards[shard];
@@ -399,12 +410,15 @@ ShardGrammar read_shard_grammar(const fs::path& archive, const Manifest& manifes
       std::vector<uint64_t> body_lengths, segments;
       const size_t local_i = local ? batch.add(gr.id(), "local_words", g.local_words) : 0;
       const size_t body_i = batch.add(gr.id(), "rule_body_lengths", body_lengths);
+      g.symbols = recycled::take(entry.symbols);  // pages already in memory, when one is held
       const size_t symbols_i = batch.add(gr.id(), "symbols", g.symbols);
       const size_t levels_i = batch.add(gr.id(), "level_offsets", g.level_offsets);
       const size_t length_i = batch.add(gr.id(), "rule_length", g.rule_length);
       const size_t uses_i = batch.add(gr.id(), "rule_uses", g.rule_uses);
       const size_t segments_i = batch.add(gr.id(), "doc_segment_lengths", segments);
+      lap(spent.open);
       batch.run();
+      lap(spent.data);
 
       if (local) {
         batch.finish(local_i);
@@ -453,9 +467,12 @@ ShardGrammar read_shard_grammar(const fs::path& archive, const Manifest& manifes
                      "end of the last document segment");
     });
   }
+  lap(spent.checks);
   // Version 1 shards hold dictionary ids: numbered locally here (a pass over the symbols).
   if (manifest.format_version == 1) localize_words(g);
   validate_grammar(g, file.string(), threads);
+  lap(spent.validate);
+  if (times != nullptr) *times = spent;
   return g;
 }
 

@@ -122,8 +122,15 @@ Manifest read_manifest(const std::filesystem::path& archive,
                        ManifestRead how = ManifestRead::kWhole);
 /// Reads, checks and validates one shard's grammar, decoding and validating on `threads` threads
 /// (0: every usable CPU; a caller reading several shards side by side gives each a share).
+/// Where one read_shard_grammar's time went, in seconds: waiting for the HDF5 lock, the file's
+/// opening and the datasets' location under it, the data (read and decoded outside the lock),
+/// the checks back under it, and the grammar's validation.
+struct ShardReadTimes {
+  double lock_wait = 0, open = 0, data = 0, checks = 0, validate = 0;
+};
 ShardGrammar read_shard_grammar(const std::filesystem::path& archive, const Manifest& manifest,
-                                uint32_t shard, unsigned threads = 0);
+                                uint32_t shard, unsigned threads = 0,
+                                ShardReadTimes* times = nullptr);
 /// Reads and checks one shard's whitespace layout.
 ShardLayout read_shard_layout(const std::filesystem::path& archive, const Manifest& manifest,
                               uint32_t shard);

@@ -48,6 +48,7 @@ GPU_TESTS=(
   RejectsBadN
   DefaultNormalizationAndRepeatedQueries
   SeveralShardsAndShardOutlivingEngine
+  LoadLanesSideBySideAsOneByOne
   CachedPreparationsAcrossNormalizationsAndN
   OutOfMemoryFallsBackOrFailsCleanly
 )

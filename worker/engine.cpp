@@ -26,6 +26,19 @@ PreparedShard prepare_shard(const std::string& engine, ShardGrammar grammar, uns
   return out;
 }
 
+std::vector<Engine::LoadOutcome> Engine::load_prepared_many(std::span<PreparedShard> shards) {
+  std::vector<LoadOutcome> out(shards.size());
+  for (size_t i = 0; i < shards.size(); ++i) {
+    try {
+      out[i].shard = load_prepared(shards[i]);
+    } catch (...) {
+      out[i].error = std::current_exception();
+      break;
+    }
+  }
+  return out;
+}
+
 RecordBatch Engine::run_batch(std::span<LoadedShard* const> shards, const QueryOptions& q,
                               const Normalization& norm, std::vector<ShardRunStats>& stats,
                               unsigned threads) {

@@ -4,6 +4,7 @@
 // All engines return the same set of records for the same shard and query.
 #pragma once
 
+#include <exception>
 #include <memory>
 #include <span>
 #include <string>
@@ -63,6 +64,20 @@ class Engine {
   virtual std::unique_ptr<LoadedShard> load_prepared(PreparedShard& prepared) {
     return load(std::move(prepared.grammar));
   }
+  /// What load_prepared_many made of one shard: `shard` when loaded; else `error` when its load
+  /// threw (the shard as load_prepared leaves it after that error), or neither when its load was
+  /// not tried (an earlier shard's failed: the caller loads it on its own).
+  struct LoadOutcome {
+    std::unique_ptr<LoadedShard> shard;
+    std::exception_ptr error;
+  };
+  /// Shards load_prepared_many loads side by side: the number the caller hands it at once, for
+  /// several loads to overlap (1: the engine loads one shard at a time).
+  virtual unsigned load_lanes() const { return 1; }
+  /// Loads several prepared shards, each as load_prepared would, possibly side by side; returns
+  /// one outcome per shard, in order. After a failure, shards not yet started are left untried.
+  /// The default loads them in turn.
+  virtual std::vector<LoadOutcome> load_prepared_many(std::span<PreparedShard> shards);
   /// Runs a query on a loaded shard. Records use global document ids and normalized word ids.
   virtual RecordBatch run(LoadedShard& shard, const QueryOptions& q, const Normalization& norm,
                           ShardRunStats& stats) = 0;

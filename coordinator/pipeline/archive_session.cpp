@@ -17,6 +17,7 @@
 #include "common/cpus.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "common/recycled_arrays.h"
 #include "common/timer.h"
 #include "coordinator/crash_report.h"
 #include "formats/grammar_pieces.h"
@@ -43,6 +44,15 @@ void maybe_inject_fault(const Comm& comm, uint32_t shard) {
 
 std::string shard_where(uint32_t s) {
   return "shard " + std::to_string(s) + " (" + shard_file_name(s) + ")";
+}
+
+/// Rethrows `error` (an Error) with the shard named first.
+[[noreturn]] void throw_in_shard(uint32_t s, const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const Error& e) {
+    throw Error(e.kind(), shard_where(s) + ": " + e.what(), e.file().c_str(), e.line());
+  }
 }
 
 uint64_t grammar_bytes(const ShardGrammar& g) {
@@ -192,19 +202,19 @@ std::unique_ptr<ArchiveSession> ArchiveSession::open(Comm& comm, const SessionOp
     Timer load_timer;
     run_collectively(comm, [&] {
       while (s->prefetch_ && !s->prefetch_->done()) {
-        uint32_t id = 0;
-        try {
-          PreparedShard p = s->prefetch_->next(&id);
-          s->resident_bytes_ += grammar_bytes(p.grammar);
-          for (PreparedShard& piece : s->pieces_of(std::move(p))) {
-            s->loaded_.push_back(s->engine_->load_prepared(piece));
-            s->loaded_ids_.push_back(id);
+        Window w = s->next_window(s->prefetch_->remaining());
+        s->load_window(w, s->loaded_, s->loaded_ids_);
+        for (size_t k = 0; k < w.pieces.size(); ++k) {
+          try {
+            s->loaded_.push_back(s->engine_->load_prepared(w.pieces[k]));
+            s->loaded_ids_.push_back(w.ids[k]);
+          } catch (const Error&) {
+            throw_in_shard(w.ids[k], std::current_exception());
           }
-        } catch (const Error& e) {
-          throw Error(e.kind(), shard_where(id) + ": " + e.what(), e.file().c_str(), e.line());
         }
       }
       s->prefetch_.reset();
+      recycled::clear();  // no more shards to read
     });
     if (timings != nullptr) timings->load += load_timer.seconds();
   }
@@ -386,63 +396,63 @@ RecordBatch ArchiveSession::collect_streaming(const QueryOptions& q, const Norma
     ids.clear();
   };
   Progress progress("loading", mine_.size(), "shards", options_.progress && comm_.rank() == 0);
-  for (size_t i = 0; i < mine_.size(); ++i) {
-    const uint32_t s = mine_[i];
-    set_crash_context((comm_.size() > 1 ? "rank " + std::to_string(comm_.rank()) + ": " : "") +
-                      shard_where(s));
+  while (!prefetch_->done()) {
     Timer load_timer;
-    PreparedShard prepared;
-    try {
-      prepared = prefetch_->next(nullptr);
-    } catch (const Error& e) {
-      throw Error(e.kind(), shard_where(s) + ": " + e.what(), e.file().c_str(), e.line());
-    }
+    Window w = next_window(prefetch_->remaining());
     const double read_wait = load_timer.seconds();
-    try {
-      // Pieces (when the shard exceeds max_piece_symbols) are loaded in order. When the engine's
-      // memory is full, what is loaded runs as one batch and is dropped; a shard or piece that
-      // does not fit on its own is halved by documents until its pieces do.
-      std::vector<PreparedShard> pieces = pieces_of(std::move(prepared));
-      for (size_t k = 0; k < pieces.size(); ++k) {
-        try {
-          loaded.push_back(engine_->load_prepared(pieces[k]));  // pieces[k] kept if it throws
-        } catch (const ResourceError&) {
-          // Records the engine keeps on its device (device-resident records) go to host memory
-          // first: the loads and the batch's query need the room.
-          const bool spilled = engine_->spill_records();
-          if (!loaded.empty()) {
-            spdlog::info("engine memory full after {} shards or pieces: running them as one batch",
-                         ids.size());
-            t.load += load_timer.seconds();
-            flush();
-            load_timer = Timer();
-          } else if (!spilled) {
-            if (pieces[k].grammar.num_docs <= 1) throw;  // one document alone does not fit
-            std::vector<ShardGrammar> halves =
-                split_by_documents(pieces[k].grammar, pieces[k].grammar.symbols.size() / 2);
-            spdlog::info("{}: does not fit the engine's memory: {} documents in {} pieces",
-                         shard_where(s), pieces[k].grammar.num_docs, halves.size());
-            pieces.erase(pieces.begin() + static_cast<std::ptrdiff_t>(k));
-            for (size_t h = 0; h < halves.size(); ++h)
-              pieces.insert(pieces.begin() + static_cast<std::ptrdiff_t>(k + h),
+    // Side by side where the engine can (Engine::load_lanes); what did not load so, for want of
+    // memory or because an earlier shard of the window failed, is loaded below one by one.
+    load_window(w, loaded, ids);
+    // Pieces (when a shard exceeds max_piece_symbols) are loaded in order. When the engine's
+    // memory is full, what is loaded runs as one batch and is dropped; a shard or piece that
+    // does not fit on its own is halved by documents until its pieces do.
+    for (size_t k = 0; k < w.pieces.size(); ++k) {
+      const uint32_t s = w.ids[k];
+      set_crash_context((comm_.size() > 1 ? "rank " + std::to_string(comm_.rank()) + ": " : "") +
+                        shard_where(s));
+      try {
+        loaded.push_back(engine_->load_prepared(w.pieces[k]));  // w.pieces[k] kept if it throws
+      } catch (const ResourceError&) {
+        // Records the engine keeps on its device (device-resident records) go to host memory
+        // first: the loads and the batch's query need the room.
+        const bool spilled = engine_->spill_records();
+        if (!loaded.empty()) {
+          spdlog::info("engine memory full after {} shards or pieces: running them as one batch",
+                       ids.size());
+          t.load += load_timer.seconds();
+          flush();
+          load_timer = Timer();
+        } else if (!spilled) {
+          if (w.pieces[k].grammar.num_docs <= 1)  // one document alone does not fit
+            throw_in_shard(s, std::current_exception());
+          std::vector<ShardGrammar> halves =
+              split_by_documents(w.pieces[k].grammar, w.pieces[k].grammar.symbols.size() / 2);
+          spdlog::info("{}: does not fit the engine's memory: {} documents in {} pieces",
+                       shard_where(s), w.pieces[k].grammar.num_docs, halves.size());
+          w.pieces.erase(w.pieces.begin() + static_cast<std::ptrdiff_t>(k));
+          w.ids.erase(w.ids.begin() + static_cast<std::ptrdiff_t>(k));
+          for (size_t h = 0; h < halves.size(); ++h) {
+            w.pieces.insert(w.pieces.begin() + static_cast<std::ptrdiff_t>(k + h),
                             PreparedShard{std::move(halves[h]), nullptr});
+            w.ids.insert(w.ids.begin() + static_cast<std::ptrdiff_t>(k + h), s);
           }
-          --k;  // retry this position
-          continue;
         }
-        pieces[k] = PreparedShard{};
-        ids.push_back(s);
+        --k;  // retry this position
+        continue;
+      } catch (const Error&) {
+        throw_in_shard(s, std::current_exception());
       }
-    } catch (const Error& e) {
-      throw Error(e.kind(), shard_where(s) + ": " + e.what(), e.file().c_str(), e.line());
+      w.pieces[k] = PreparedShard{};
+      ids.push_back(s);
     }
-    spdlog::debug("{}: waited {:.3f} s for the read, loaded in {:.3f} s, by {:.3f} s",
-                  shard_where(s), read_wait, std::max(0.0, load_timer.seconds() - read_wait),
+    spdlog::debug("{} shards: waited {:.3f} s for the reads, loaded in {:.3f} s, by {:.3f} s",
+                  w.shards, read_wait, std::max(0.0, load_timer.seconds() - read_wait),
                   prefetch_->elapsed());
     t.load += load_timer.seconds();
-    progress.add(1);
+    progress.add(w.shards);
   }
   progress.finish();
+  recycled::clear();  // no more shards to read
   flush();
   Timer concat;
   RecordBatch out = concatenate(std::move(parts), key_layout(q).width, threads_);
@@ -463,6 +473,52 @@ std::vector<PreparedShard> ArchiveSession::pieces_of(PreparedShard p) const {
   spdlog::info("shard of documents {}..{}: {} symbols, loaded as {} document-range pieces",
                g.first_doc, g.first_doc + g.num_docs - 1, g.symbols.size(), pieces.size());
   return pieces;
+}
+
+ArchiveSession::Window ArchiveSession::next_window(size_t limit) {
+  const unsigned lanes = engine_->load_lanes();
+  const size_t want = std::min<size_t>(limit, lanes > 1 ? size_t{2} * lanes : 1);
+  Window w;
+  for (; w.shards < want && !prefetch_->done(); ++w.shards) {
+    uint32_t id = 0;
+    try {
+      PreparedShard p = prefetch_->next(&id);
+      if (options_.resident) resident_bytes_ += grammar_bytes(p.grammar);
+      for (PreparedShard& piece : pieces_of(std::move(p))) {
+        w.pieces.push_back(std::move(piece));
+        w.ids.push_back(id);
+      }
+    } catch (const Error& e) {
+      throw Error(e.kind(), shard_where(id) + ": " + e.what(), e.file().c_str(), e.line());
+    }
+  }
+  return w;
+}
+
+void ArchiveSession::load_window(Window& w, std::vector<std::unique_ptr<LoadedShard>>& loaded,
+                                 std::vector<uint32_t>& ids) {
+  if (w.pieces.size() < 2 || engine_->load_lanes() < 2) return;
+  std::vector<Engine::LoadOutcome> got = engine_->load_prepared_many(w.pieces);
+  Window rest;
+  rest.shards = w.shards;
+  for (size_t k = 0; k < w.pieces.size(); ++k) {
+    if (got[k].shard) {
+      loaded.push_back(std::move(got[k].shard));
+      ids.push_back(w.ids[k]);
+      continue;
+    }
+    if (got[k].error) {
+      try {
+        std::rethrow_exception(got[k].error);
+      } catch (const ResourceError&) {  // loaded again on its own, after what did load
+      } catch (const Error&) {
+        throw_in_shard(w.ids[k], std::current_exception());
+      }
+    }
+    rest.pieces.push_back(std::move(w.pieces[k]));
+    rest.ids.push_back(w.ids[k]);
+  }
+  w = std::move(rest);
 }
 
 }  // namespace gtadoc

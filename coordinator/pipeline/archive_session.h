@@ -112,6 +112,21 @@ class ArchiveSession {
   RecordBatch collect_streaming(const QueryOptions& q, const Normalization& norm, QueryTimings& t);
   /// The grammar as it is loaded: whole, or document-range pieces (options_.max_piece_symbols).
   std::vector<PreparedShard> pieces_of(PreparedShard p) const;
+  /// Pieces of the next prepared shards, with their shard ids.
+  struct Window {
+    std::vector<PreparedShard> pieces;
+    std::vector<uint32_t> ids;
+    size_t shards = 0;
+  };
+  /// Takes the next shards from the prefetcher (as many as the engine loads side by side, twice
+  /// over: Engine::load_lanes) and splits them into pieces; a read's error names its shard.
+  Window next_window(size_t limit);
+  /// Loads what the window holds side by side (Engine::load_prepared_many), appending the
+  /// loaded shards to `loaded` and `ids` and removing them from the window: what stays there,
+  /// unchanged and in order, failed for want of memory or was not tried (an earlier one
+  /// failed), for the caller to load one by one. Other errors are thrown, naming the shard.
+  void load_window(Window& w, std::vector<std::unique_ptr<LoadedShard>>& loaded,
+                   std::vector<uint32_t>& ids);
   /// `batched`: one Engine::run_batch over the shards (the GPU engine merges them into one DAG,
   /// worth it when the set is queried again); else the shards one after the other.
   RecordBatch run_loaded(std::vector<std::unique_ptr<LoadedShard>>& loaded,

@@ -34,7 +34,7 @@ unsigned ShardPrefetcher::reads_at_once_for(unsigned depth, unsigned threads) {
     const long r = std::strtol(v, nullptr, 10);
     if (r >= 1 && r <= 256) return std::min(depth, static_cast<unsigned>(r));
   }
-  return std::min(depth, std::max(2u, threads / 4));
+  return std::min(depth, std::max(2u, threads / 2));
 }
 
 ShardPrefetcher::ShardPrefetcher(std::filesystem::path archive, const Manifest& manifest,
@@ -83,11 +83,12 @@ void ShardPrefetcher::fill() {
     if (started_ == 0) first_read_ = reads_.back();
     inflight_.push_back(std::async(std::launch::async, [this, id, threads, previous, read_done] {
       ShardGrammar g;
+      ShardReadTimes spent;
       double read_from = 0, read_to = 0;
       try {
         if (previous.valid()) previous.wait();
         read_from = clock_.seconds();
-        g = read_shard_grammar(archive_, manifest_, id, threads);
+        g = read_shard_grammar(archive_, manifest_, id, threads, &spent);
         read_to = clock_.seconds();
       } catch (...) {
         read_done->set_value();
@@ -97,8 +98,11 @@ void ShardPrefetcher::fill() {
       if (prepare_bound_ != 0 && g.symbols.size() > prepare_bound_)
         return PreparedShard{std::move(g), nullptr};
       PreparedShard p = prepare_shard(engine_, std::move(g), threads);
-      spdlog::debug("shard {}: read {:.3f}-{:.3f} s, prepared on {} threads by {:.3f} s", id,
-                    read_from, read_to, threads, clock_.seconds());
+      spdlog::debug(
+          "shard {}: read {:.3f}-{:.3f} s (ms: lock wait {:.2f} open {:.2f} data {:.2f} checks "
+          "{:.2f} validate {:.2f}), prepared on {} threads by {:.3f} s",
+          id, read_from, read_to, spent.lock_wait * 1e3, spent.open * 1e3, spent.data * 1e3,
+          spent.checks * 1e3, spent.validate * 1e3, threads, clock_.seconds());
       return p;
     }));
     symbols_in_flight_ += symbols;

@@ -38,6 +38,8 @@ class ShardPrefetcher {
   bool fresh() const { return taken_ == 0; }
   /// True once every shard has been taken.
   bool done() const { return taken_ == shards_.size(); }
+  /// Shards not yet taken by next().
+  size_t remaining() const { return shards_.size() - taken_; }
   /// The next shard (id in `id`), waiting for it if needed; starts more work behind it.
   PreparedShard next(uint32_t* id);
   /// Seconds since this prefetcher started (the timeline of its -vv messages).
@@ -58,12 +60,13 @@ class ShardPrefetcher {
   /// cores, one H200: the load took 2.55 s with 2 each, 3.0 s with 8; docs/PERFORMANCE.md,
   /// "Scale"). GTADOC_PREPARE_THREADS (1-4096) overrides it (measurements).
   static unsigned threads_each_for(unsigned threads);
-  /// Shard reads run at once after the first shard's: a quarter of `threads` (at least 2), at
-  /// most `depth`. A read enters HDF5 only to open its file and locate its chunks, and reads and
-  /// decodes them outside the HDF5 lock on every thread (formats/h5.h BatchRead), so reads run
-  /// side by side; each keeps about ten threads busy on a 7 MB shard. On 16 cores 4 at once read
-  /// 256 such shards fastest: 3.4 GB/s of values stored raw, against 3.2 with 2, 3.0 with 8 and
-  /// 2.7 with 16 (deflated: 2.1-2.2 GB/s from 4 on, inflating is the limit).
+  /// Shard reads run at once after the first shard's: half of `threads` (at least 2), at most
+  /// `depth`. A read enters HDF5 only to open its file and locate its chunks (0.4 ms under the
+  /// lock for a 5 MB shard), and reads, decodes and validates outside the HDF5 lock on the
+  /// threads its preparation gets (two), so reads run side by side and together use every
+  /// core. 513 shards of 5 MB on 32 cores (docs/PERFORMANCE.md, "Scale"): the GPU load took
+  /// 3.3-3.5 s with 8 at once, 2.6 s with 16, 2.9 s with 32 (each read then took longer: 34, 43
+  /// and 45 ms).
   static unsigned reads_at_once_for(unsigned depth, unsigned threads);
 
  private:

@@ -12,6 +12,11 @@
 #
 #   OLD_SRC=../old SIZE=8G OUT=/tmp/out scripts/bench/scale-compare.sh
 #
+# Knobs: SAME_FORMAT=1 when the old version writes the same archive format (its runs then read
+# the new archive: no second compression), RAW=0 skips raw_wordcount, LANES="1 8" adds one-GPU
+# word counts of the new build with GTADOC_GPU_LOAD_LANES set to each value, SERVE_OLD=0 skips
+# the old build's service.
+#
 # Writes $OUT/a-results.txt (the figures of docs/PERFORMANCE.md, "Scale") and $OUT/logs/.
 set -u
 OUT=${OUT:-./device-out}; mkdir -p "$OUT"; OLD_SRC=${OLD_SRC:?OLD_SRC: the source tree of the version to compare with}
@@ -38,9 +43,9 @@ N=./build-device/gtadoc O=./build-old/gtadoc
 t() { local name=$1; shift; local s=$EPOCHREALTIME; timeout ${TMO:-100} "$@" > $W/out.$name 2> $OUT/logs/err.$name; local rc=$?; say "$name rc=$rc $(awk -v a=$EPOCHREALTIME -v b=$s 'BEGIN{printf "%.2f", a-b}') s $(grep -o 'timings:.*' $OUT/logs/err.$name | tail -1)"; }
 t compress-new /usr/bin/time -v $N compress $W/corpus -o $W/v2.gtd
 grep -E "Maximum resident|Elapsed" $OUT/logs/err.compress-new >> "$R"
-t compress-old /usr/bin/time -v $O compress $W/corpus -o $W/v1.gtd
+if [ "${SAME_FORMAT:-0}" = 1 ]; then ln -s v2.gtd $W/v1.gtd; else t compress-old /usr/bin/time -v $O compress $W/corpus -o $W/v1.gtd; fi
 $N info $W/v2.gtd >> "$R"
-s=$EPOCHREALTIME; ./build-device/scripts/bench/raw_wordcount --threads $(nproc) $W/corpus > $W/raw.tsv; say "raw_wordcount $(nproc) threads $(awk -v a=$EPOCHREALTIME -v b=$s 'BEGIN{printf "%.2f", a-b}') s"
+[ "${RAW:-1}" = 1 ] && s=$EPOCHREALTIME && ./build-device/scripts/bench/raw_wordcount --threads $(nproc) $W/corpus > $W/raw.tsv&& say "raw_wordcount $(nproc) threads $(awk -v a=$EPOCHREALTIME -v b=$s 'BEGIN{printf "%.2f", a-b}') s"
 sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null && { s=$EPOCHREALTIME; cat $W/v2.gtd/* > /dev/null; say "cat v2 cold $(awk -v a=$EPOCHREALTIME -v b=$s 'BEGIN{printf "%.3f", a-b}') s"; }
 s=$EPOCHREALTIME; cat $W/v2.gtd/* > /dev/null; s=$EPOCHREALTIME; cat $W/v2.gtd/* > /dev/null; say "cat v2 warm $(awk -v a=$EPOCHREALTIME -v b=$s 'BEGIN{printf "%.3f", a-b}') s"
 cat $W/v1.gtd/* > /dev/null
@@ -50,21 +55,22 @@ for cfg in "gpu1:--engine gpu" "gpu2:--gpus 2"; do n=${cfg%%:*}; a=${cfg#*:}
   t old-seq-$n $O -v run $W/v1.gtd sequence-count --top 100 $a
   t new-seq-$n $N -v run $W/v2.gtd sequence-count --top 100 $a
 done
-t newv1-wc-gpu1 $N -v run $W/v1.gtd word-count --top 100 --engine gpu
+[ "${SAME_FORMAT:-0}" = 1 ] || t newv1-wc-gpu1 $N -v run $W/v1.gtd word-count --top 100 --engine gpu
+for l in ${LANES:-}; do GTADOC_GPU_LOAD_LANES=$l t new-wc-gpu1-lanes$l $N -v run $W/v2.gtd word-count --top 100 --engine gpu; done
 GTADOC_GPU_HOST_BAGS=1 t new-hostbags-wc-gpu1 $N -v run $W/v2.gtd word-count --top 100 --engine gpu
 # Where the new load's time goes: per shard, the wait for its read and the load onto the GPU,
 # and the load's phases (GTADOC_GPU_PHASES=1 synchronizes at each, so this run is slower).
 GTADOC_GPU_PHASES=1 t new-wc-gpu1-vv $N -vv run $W/v2.gtd word-count --top 100 --engine gpu
-awk '/waited .* for the read/ { for (i=1;i<=NF;i++) { if ($i=="waited") w+=$(i+1); if ($i=="in" && $(i-1)=="loaded") l+=$(i+1) } n++ } END { if (n) printf "1 gpu, %d shards: waited for reads %.3f s, loading %.3f s (%.2f ms each)\n", n, w, l, 1000*l/n }' $OUT/logs/err.new-wc-gpu1-vv | tee -a "$R"
+awk '/waited .* for the read/ { for (i=1;i<=NF;i++) { if ($i=="waited") w+=$(i+1); if ($i=="in" && $(i-1)=="loaded") l+=$(i+1); if ($i=="shards:") n+=$(i-1) } } END { if (n) printf "1 gpu, %d shards: waited for reads %.3f s, loading %.3f s (%.2f ms each)\n", n, w, l, 1000*l/n }' $OUT/logs/err.new-wc-gpu1-vv | tee -a "$R"
 grep -h "gpu load phases" $OUT/logs/err.new-wc-gpu1-vv | grep -o '[a-z]*=[0-9.]*ms' | awk -F= '{ sub("ms","",$2); s[$1]+=$2; c[$1]++ } END { for (k in s) printf "%s=%.2fms ", k, s[k]/c[k]; print "(mean per shard)" }' | tee -a "$R"
 t new-wc-cpu $N -v run $W/v2.gtd word-count --top 100 --engine cpu
 t new-seq-cpu $N -v run $W/v2.gtd sequence-count --top 100 --engine cpu
 TMO=60 t old-wc-cpu $O -v run $W/v1.gtd word-count --top 100 --engine cpu
 for f in $W/out.*wc*; do cmp -s $f $W/out.new-wc-gpu1 || say "DIFF $f"; done
 for f in $W/out.*seq*; do cmp -s $f $W/out.new-seq-gpu1 || say "DIFF $f"; done
-say "compared"; head -100 $W/raw.tsv | cmp -s - $W/out.new-wc-gpu1 || say "DIFF raw_wordcount"; rm -rf $W/corpus
+say "compared"; [ -f $W/raw.tsv ] && { head -100 $W/raw.tsv | cmp -s - $W/out.new-wc-gpu1 || say "DIFF raw_wordcount"; }; rm -rf $W/corpus
 for cfg in "gpu1:--engine gpu" "gpu2:--gpus 2"; do n=${cfg%%:*}; a=${cfg#*:}
-  for b in new old; do arc=$W/v2.gtd; bin=$N; [ $b = old ] && { arc=$W/v1.gtd; bin=$O; }
+  for b in new $([ "${SERVE_OLD:-1}" = 1 ] && echo old); do arc=$W/v2.gtd; bin=$N; [ $b = old ] && { arc=$W/v1.gtd; bin=$O; }
     port=$((20000 + RANDOM % 20000)); s=$EPOCHREALTIME
     $bin serve $arc --listen 127.0.0.1:$port $a > $OUT/logs/serve-$b-$n.log 2>&1 & sp=$!
     for i in $(seq 600); do curl -sf localhost:$port/healthz >/dev/null && break; sleep 0.05; done

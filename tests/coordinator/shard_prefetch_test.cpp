@@ -139,7 +139,8 @@ TEST(ShardPrefetch, DepthAndReadsAtOnce) {
   EXPECT_EQ(ShardPrefetcher::depth_for("cpu", 32), 8u);
   EXPECT_EQ(ShardPrefetcher::depth_for("cpu", 256), 16u);
   EXPECT_EQ(ShardPrefetcher::depth_for("gpu", 32), 16u);
-  EXPECT_EQ(ShardPrefetcher::reads_at_once_for(16, 32), 8u);
+  EXPECT_EQ(ShardPrefetcher::reads_at_once_for(16, 32), 16u);
+  EXPECT_EQ(ShardPrefetcher::reads_at_once_for(16, 16), 8u);
   EXPECT_EQ(ShardPrefetcher::reads_at_once_for(2, 32), 2u);
   EXPECT_EQ(ShardPrefetcher::reads_at_once_for(16, 2), 2u);
 }

@@ -691,6 +691,71 @@ TEST_F(GpuEngineTest, SeveralShardsAndShardOutlivingEngine) {
   s2.reset();
 }
 
+/// Shards loaded side by side on the load lanes (Engine::load_prepared_many) answer every task as
+/// the CPU engine does, alone and merged into one batch, and outlive the engine and its lanes;
+/// a load that runs out of memory leaves its prepared shard unchanged, and a shard not tried
+/// after it too.
+TEST_F(GpuEngineTest, LoadLanesSideBySideAsOneByOne) {
+  ScopedEnv lanes("GTADOC_GPU_LOAD_LANES", "3");
+  auto engine = make_gpu_engine(0);
+  ASSERT_EQ(engine->load_lanes(), 3u);
+  std::vector<ShardGrammar> grammars;
+  std::vector<PreparedShard> prepared;
+  for (uint64_t seed = 51; seed <= 57; ++seed) {
+    grammars.push_back(random_grammar({}, V, seed));
+    grammars.back().first_doc = static_cast<DocId>(1000 * (seed - 51));  // a batch's documents
+    if (seed % 2 == 0) {
+      prepared.push_back(prepare_shard("gpu", ShardGrammar(grammars.back()), 2));
+    } else {
+      prepared.push_back(PreparedShard{ShardGrammar(grammars.back()), nullptr});
+    }
+  }
+  std::vector<Engine::LoadOutcome> got = engine->load_prepared_many(prepared);
+  ASSERT_EQ(got.size(), grammars.size());
+  const Normalization norm = normalize_dictionary(dict, true, false);
+  std::vector<LoadedShard*> ptrs;
+  RecordBatch cpu_all;
+  std::vector<RecordBatch> cpu_parts;
+  QueryOptions q;
+  q.task = Task::kInvertedIndex;
+  q.lowercase = true;
+  ShardRunStats stats;
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_TRUE(got[i].shard) << i;
+    EXPECT_FALSE(got[i].error);
+    auto cs = cpu().load(ShardGrammar(grammars[i]));
+    expect_every_task_as_cpu(*engine, *got[i].shard, *cs, norm);
+    cpu_parts.push_back(cpu().run(*cs, q, norm, stats));
+    ptrs.push_back(got[i].shard.get());
+  }
+  std::vector<ShardRunStats> batch_stats;
+  const uint32_t width = key_layout(q).width;
+  EXPECT_EQ(difference(canonical(concatenate(std::move(cpu_parts), width, 1), width, "cpu"),
+                       canonical(engine->run_batch(ptrs, q, norm, batch_stats, 1), width, "gpu")),
+            "");
+  engine.reset();  // the lanes go with it; the shards were moved to the engine's own context
+  got.clear();
+
+  // Out of memory (no shard fits): every shard that did not load is
+  // handed back as prepared, the first failure carrying a ResourceError.
+  ScopedEnv cap("GTADOC_GPU_MEMORY_LIMIT", "3072");  // a load may take a third: 1 KiB
+  auto small = make_gpu_engine(0);
+  std::vector<PreparedShard> again;
+  for (const ShardGrammar& g : grammars) again.push_back(PreparedShard{ShardGrammar(g), nullptr});
+  got = small->load_prepared_many(again);
+  size_t failed = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (got[i].shard) continue;
+    EXPECT_EQ(again[i].grammar.symbols, grammars[i].symbols) << i;
+    EXPECT_EQ(again[i].grammar.num_docs, grammars[i].num_docs) << i;
+    if (got[i].error) {
+      ++failed;
+      EXPECT_THROW(std::rethrow_exception(got[i].error), ResourceError);
+    }
+  }
+  EXPECT_GT(failed, 0u);
+}
+
 /// prepare_shards computes the selector's estimates of several shards at once on host threads;
 /// every shard must then run the traversal it would have chosen alone, with the same estimates
 /// (the reason text carries them) and the same records, for cached normalizations.

@@ -7,6 +7,7 @@
 
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
@@ -39,7 +40,10 @@ class Stream {
 
 /// Stream-ordered device allocator with accounting. All allocations and frees are ordered on
 /// one stream, so a buffer freed while kernels that use it are queued stays valid for them.
-/// Not thread-safe: the engine serializes queries.
+/// One thread at a time allocates from a pool (the engine serializes queries; each load lane
+/// has a pool of its own); in_use() may be read from any thread. Every pool of a device draws
+/// on the device's default CUDA memory pool, so a buffer allocated through one pool may move to
+/// another (DeviceBuffer::rehome) once its allocation's stream has been synchronized.
 class MemoryPool {
  public:
   static constexpr uint64_t kNoLimit = ~uint64_t{0};
@@ -56,12 +60,15 @@ class MemoryPool {
 
   cudaStream_t stream() const { return stream_; }
   int device() const { return device_; }
-  uint64_t in_use() const { return in_use_; }
+  uint64_t in_use() const { return in_use_.load(std::memory_order_relaxed); }
   uint64_t peak() const { return peak_; }
   uint64_t limit() const { return limit_; }
   /// Total bytes this pool may hold at once (kNoLimit = until the device is full).
   void set_limit(uint64_t bytes) { limit_ = bytes; }
-  void reset_peak() { peak_ = in_use_; }
+  void reset_peak() { peak_ = in_use(); }
+  /// Accounting of a buffer that moves to or from this pool (DeviceBuffer::rehome).
+  void adopt(uint64_t bytes) noexcept;
+  void forget(uint64_t bytes) noexcept { in_use_.fetch_sub(bytes, std::memory_order_relaxed); }
   /// Returns freed memory to the driver, keeping at most `keep_unused` bytes reserved beyond
   /// what is in use (so NCCL and other cudaMalloc users find it). Call after a synchronize.
   void trim(uint64_t keep_unused) noexcept;
@@ -71,7 +78,7 @@ class MemoryPool {
   cudaStream_t stream_;
   cudaMemPool_t mempool_ = nullptr;
   uint64_t limit_ = kNoLimit;
-  uint64_t in_use_ = 0;
+  std::atomic<uint64_t> in_use_{0};
   uint64_t peak_ = 0;
 };
 
@@ -116,6 +123,18 @@ class DeviceBuffer {
   }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  /// Hands the buffer to `to` (a pool of the same device): its accounting moves there and its
+  /// free is ordered on `to`'s stream. Call only after the stream it was allocated and written
+  /// on has been synchronized.
+  void rehome(MemoryPool& to) noexcept {
+    if (pool_ == &to) return;
+    if (ptr_ != nullptr) {
+      pool_->forget(size_ * sizeof(T));
+      to.adopt(size_ * sizeof(T));
+    }
+    pool_ = &to;
+  }
 
   void reset() noexcept {
     if (ptr_ != nullptr) pool_->deallocate(ptr_, size_ * sizeof(T));

@@ -86,7 +86,9 @@ void staged_copy(const DeviceContext& ctx, std::span<const HostCopy> copies, boo
   if (direct) CUDA_TRY(cudaStreamSynchronize(ctx.stream.get()));
   if (chunks.empty()) return;
   if (!ctx.staging) {
-    const unsigned threads = std::min(DownloadStaging::kThreads, resolve_threads(0));
+    const unsigned threads = std::min(
+        DownloadStaging::kThreads,
+        ctx.staging_threads != 0 ? ctx.staging_threads : resolve_threads(0));
     ctx.staging.reset(new DownloadStaging(threads));
   }
   DownloadStaging& st = *ctx.staging;

@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <deque>
@@ -33,6 +34,7 @@
 #include "common/timer.h"
 #include "worker/engine.h"
 #include "worker/gpu/gpu_internal.h"
+#include "worker/plan/thread_pool.h"
 #include "worker/plan/traversal_plan.h"
 #include "worker/records.h"
 
@@ -269,31 +271,66 @@ class GpuEngine final : public Engine {
   std::unique_ptr<LoadedShard> load_prepared(PreparedShard& prepared) override {
     std::lock_guard<std::mutex> lock(mu_);
     ctx_->activate();
-    const uint64_t symbols = prepared.grammar.symbols.size();
     struct LimitScope {
       MemoryPool& pool;
       ~LimitScope() { pool.set_limit(MemoryPool::kNoLimit); }
     } limit{ctx_->pool};
     ctx_->pool.set_limit(load_memory_limit());
-    try {
-      auto shard =
-          std::make_unique<GpuShard>(prepared.grammar, prepared.layout, ctx_);  // synchronizes
-      prepared.layout.reset();
-      PhaseLog phases(ctx_->stream.get());
-      ctx_->pool.trim(kKeepBetweenQueries);  // the load's sort buffers are no longer needed
-      if (phases.enabled()) {
-        phases.mark("trim");
-        spdlog::warn("gpu load phases: shard of docs {}..{}, {} symbols, {} units:{}{}",
-                     shard->g.first_doc, shard->g.first_doc + shard->num_docs, shard->S,
-                     shard->units, shard->load_phases, phases.summary());
+    auto shard = load_on(ctx_, prepared);
+    PhaseLog phases(ctx_->stream.get());
+    ctx_->pool.trim(kKeepBetweenQueries);  // the load's sort buffers are no longer needed
+    log_load(*shard, phases);
+    return shard;
+  }
+
+  unsigned load_lanes() const override { return lanes_wanted_; }
+
+  /// Loads on the load lanes, each shard on one lane (a context of its own: a stream, a pool
+  /// account, pinned staging), so one shard's upload, bag build and synchronizations overlap
+  /// another's; then moves the loaded shards to the engine's context. A load of one shard is a
+  /// chain of small kernels and copies with synchronizations between them: alone it leaves the
+  /// GPU mostly idle.
+  std::vector<LoadOutcome> load_prepared_many(std::span<PreparedShard> shards) override {
+    const unsigned n_lanes =
+        static_cast<unsigned>(std::min<size_t>(lanes_wanted_, shards.size()));
+    if (n_lanes <= 1) return Engine::load_prepared_many(shards);
+    std::lock_guard<std::mutex> load_lock(load_mu_);
+    start_lanes(n_lanes);
+    std::vector<std::unique_ptr<GpuShard>> loaded(shards.size());
+    std::vector<LoadOutcome> out(shards.size());
+    std::atomic<size_t> next{0};
+    std::atomic<bool> failed{false};
+    const uint64_t cap = load_memory_limit();
+    lane_pool_->run([&](unsigned t) {
+      if (t >= n_lanes) return;
+      DeviceContext& lane = *lanes_[t];
+      lane.activate();
+      for (size_t i = next++; i < shards.size() && !failed; i = next++) {
+        // Resident shards (the engine's pool) and every lane's load share one bound.
+        uint64_t others = ctx_->pool.in_use();
+        for (const auto& l : lanes_)
+          if (l.get() != &lane) others += l->pool.in_use();
+        lane.pool.set_limit(lane.pool.in_use() + (cap > others ? cap - others : 0));
+        try {
+          loaded[i] = load_on(lanes_[t], shards[i]);
+        } catch (...) {
+          out[i].error = std::current_exception();
+          failed = true;
+        }
+        lane.pool.set_limit(MemoryPool::kNoLimit);
       }
-      return shard;
-    } catch (const ResourceError& e) {
-      throw ResourceError("gpu engine: not enough GPU memory to load a shard of " +
-                          std::to_string(symbols) + " symbols (" + e.what() +
-                          "; resident shards may take a third of the GPU's memory, the rest is "
-                          "the queries': use more GPUs or --engine cpu)");
+    });
+    std::lock_guard<std::mutex> lock(mu_);
+    ctx_->activate();
+    for (size_t i = 0; i < shards.size(); ++i) {
+      if (!loaded[i]) continue;
+      loaded[i]->rehome(ctx_);
+      PhaseLog phases(ctx_->stream.get());
+      log_load(*loaded[i], phases);
+      out[i].shard = std::move(loaded[i]);
     }
+    ctx_->pool.trim(kKeepBetweenQueries);  // the loads' sort buffers are no longer needed
+    return out;
   }
 
   /// The traversal selector's estimates of a per-document query, several shards at once on host
@@ -555,8 +592,57 @@ class GpuEngine final : public Engine {
     return plan::run_traversal(Q.q, used, ops);
   }
 
+  /// One shard loaded on `ctx` (the engine's or a lane's), its pool's limit set by the caller.
+  static std::unique_ptr<GpuShard> load_on(const std::shared_ptr<DeviceContext>& ctx,
+                                           PreparedShard& prepared) {
+    const uint64_t symbols = prepared.grammar.symbols.size();
+    try {
+      auto shard =
+          std::make_unique<GpuShard>(prepared.grammar, prepared.layout, ctx);  // synchronizes
+      prepared.layout.reset();
+      return shard;
+    } catch (const ResourceError& e) {
+      throw ResourceError("gpu engine: not enough GPU memory to load a shard of " +
+                          std::to_string(symbols) + " symbols (" + e.what() +
+                          "; resident shards may take a third of the GPU's memory, the rest is "
+                          "the queries': use more GPUs or --engine cpu)");
+    }
+  }
+
+  static void log_load(const GpuShard& shard, PhaseLog& phases) {
+    if (!phases.enabled()) return;
+    phases.mark("trim");
+    spdlog::warn("gpu load phases: shard of docs {}..{}, {} symbols, {} units:{}{}",
+                 shard.g.first_doc, shard.g.first_doc + shard.num_docs, shard.S, shard.units,
+                 shard.load_phases, phases.summary());
+  }
+
+  /// The load lanes, started by the first load_prepared_many that needs `n`.
+  void start_lanes(unsigned n) {
+    while (lanes_.size() < n) {
+      auto lane = std::make_shared<DeviceContext>(ctx_->device);
+      // The lanes' uploads run side by side: a few staging threads each.
+      lane->staging_threads = std::max(2u, 16u / lanes_wanted_);
+      lanes_.push_back(std::move(lane));
+    }
+    if (!lane_pool_ || lane_pool_->size() < n) lane_pool_ = std::make_unique<plan::ThreadPool>(n);
+  }
+
+  /// GTADOC_GPU_LOAD_LANES (1-16), else 4.
+  static unsigned lanes_from_env() {
+    if (const char* v = std::getenv("GTADOC_GPU_LOAD_LANES")) {
+      const long n = std::strtol(v, nullptr, 10);
+      if (n >= 1 && n <= 16) return static_cast<unsigned>(n);
+    }
+    return 4;
+  }
+
   std::shared_ptr<DeviceContext> ctx_;
   std::mutex mu_;
+  const unsigned lanes_wanted_ = lanes_from_env();
+  std::mutex load_mu_;  ///< one load_prepared_many at a time uses the lanes
+  std::vector<std::shared_ptr<DeviceContext>> lanes_;
+  std::unique_ptr<plan::ThreadPool> lane_pool_;
   bool keep_ = false;  ///< keep_records: queries hand their records to sink_
   RecordSink sink_;
   /// Merged DAGs of the sets of shards run together (keyed by the shards' serials, in order);

@@ -66,6 +66,8 @@ struct DeviceContext {
   };
   /// Created by the first large download (download.cpp), kept for the next ones.
   mutable std::unique_ptr<DownloadStaging, StagingDeleter> staging;
+  /// Host threads (and pinned slots) of the staging: 0 = one per usable CPU, at most 16.
+  unsigned staging_threads = 0;
   /// Host threads for load-time work (the shard layout), started by the first load. The pool
   /// runs one job at a time: hold host_mutex while the returned Exec is in use (shards of one
   /// context may be loaded from several threads).
@@ -144,6 +146,10 @@ class GpuShard final : public LoadedShard {
   DocId doc_id(uint32_t d) const { return h_doc_ids.empty() ? g.first_doc + d : h_doc_ids[d]; }
   /// Host copy of ch_item (the selector's; a batch downloads it on first use).
   const std::vector<uint32_t>& host_children() const;
+  /// Moves the shard, loaded through a load lane's context, to `to` (a context of the same
+  /// device, the engine's): every buffer's accounting and free go to `to`'s pool and stream.
+  /// Call after the load (which synchronized the lane's stream) and before any query.
+  void rehome(std::shared_ptr<DeviceContext> to);
 
   uint32_t num_inner_levels() const { return static_cast<uint32_t>(levels.size()); }
   UnitCsr children() const {
@@ -155,8 +161,9 @@ class GpuShard final : public LoadedShard {
   /// Unique per loaded shard in the process (batch cache keys; addresses may be reused).
   uint64_t serial = 0;
   uint32_t batch_shards = 1;  ///< shards merged into this one (1: a loaded shard)
-  /// A loaded shard: its grammar. A batch: num_words, num_docs, first_doc (of its first
-  /// document), level_offsets (inner levels only) and rule_length (inner rules) only.
+  /// A loaded shard: its grammar without the symbols (on the device, re-encoded as `body`). A
+  /// batch: num_words, num_docs, first_doc (of its first document), level_offsets (inner levels
+  /// only) and rule_length (inner rules) only.
   ShardGrammar g;
   uint32_t inner = 0;  ///< rules other than the root
   uint32_t num_docs = 0;

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "common/parallel.h"
+#include "common/recycled_arrays.h"
 
 #include "worker/device/primitives.cuh"
 #include "worker/gpu/gpu_internal.h"
@@ -57,6 +58,17 @@ const std::vector<uint32_t>& GpuShard::host_children() const {
     have_h_ch_item = true;
   }
   return h_ch_item;
+}
+
+void GpuShard::rehome(std::shared_ptr<DeviceContext> to) {
+  GTADOC_EXPECTS(to->device == ctx->device, "gpu engine: a shard moved to another device");
+  GTADOC_EXPECTS(cache.vocab.empty() && cache.seq.empty(),
+                 "gpu engine: a shard moved after a query");
+  MemoryPool& pool = to->pool;
+  auto move = [&](auto&... bufs) { (bufs.rehome(pool), ...); };
+  move(body, sym_unit, unit_begin, unit_end, ch_off, ch_unit, ch_item, ch_cnt, tm_off, tm_unit,
+       tm_item, tm_cnt, root_uses, level_of, sched, top_rules, doc_ids);
+  ctx = std::move(to);
 }
 
 GpuShard::GpuShard(std::shared_ptr<DeviceContext> context)
@@ -180,6 +192,10 @@ GpuShard::GpuShard(ShardGrammar& grammar, std::shared_ptr<plan::ShardLayout> pre
   }
   local_words = std::move(layout.local_words);
   g = std::move(grammar);
+  // The symbols and the re-encoded bodies are on the device now: their memory goes to the next
+  // shard's read and layout (common/recycled_arrays.h).
+  recycled::give(std::move(g.symbols));
+  recycled::give(std::move(layout.body));
   mark("schedule");
   if (phases.enabled()) load_phases = phases.summary();
 }

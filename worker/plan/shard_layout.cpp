@@ -8,6 +8,7 @@
 
 #include "common/big_alloc.h"
 #include "common/error.h"
+#include "common/recycled_arrays.h"
 #include "common/timer.h"
 #include "worker/plan/radix_sort.h"
 
@@ -90,6 +91,7 @@ ShardLayout build_shard_layout(const ShardGrammar& g, const Exec& ex, StepTimes*
   // 1. The shard's own vocabulary (the grammar's local words) and its bodies re-encoded: words
   // keep their local ids, rules get kRuleFlag. Nothing here is sized by the dictionary.
   s.local_words = g.local_words;
+  s.body = recycled::take(S);  // pages already in memory, when one is held
   resize_on_huge_pages(s.body, S);
   ex.parallel_for(0, S, 1 << 16, [&](unsigned, uint64_t lo, uint64_t hi) {
     for (uint64_t i = lo; i < hi; ++i) {

@@ -1,0 +1,52 @@
+// recycled:: hands a given-back array's memory to the next take() of a similar size, keeps at
+// most its capacity, and ignores small arrays.
+#include "common/recycled_arrays.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace gtadoc {
+namespace {
+
+struct Clean {
+  Clean() { recycled::clear(); }
+  ~Clean() {
+    recycled::clear();
+    recycled::set_capacity(uint64_t{1} << 30);
+  }
+};
+
+TEST(RecycledArrays, TakeGetsTheMemoryOfAGivenArrayOfASimilarSize) {
+  Clean clean;
+  const size_t n = size_t{1} << 20;  // 4 MiB
+  EXPECT_EQ(recycled::take(n).capacity(), 0u);
+  std::vector<uint32_t> v(n, 7);
+  const uint32_t* memory = v.data();
+  recycled::give(std::move(v));
+  EXPECT_TRUE(v.empty());
+  EXPECT_EQ(recycled::held(), n * sizeof(uint32_t));
+  EXPECT_EQ(recycled::take(2 * n + 1).capacity(), 0u);  // too small for it
+  EXPECT_EQ(recycled::take(n / 2 - 1).capacity(), 0u);  // more than twice what is asked
+  std::vector<uint32_t> back = recycled::take(n - 5);
+  EXPECT_EQ(back.data(), memory);
+  EXPECT_TRUE(back.empty());
+  EXPECT_GE(back.capacity(), n);
+  EXPECT_EQ(recycled::held(), 0u);
+  EXPECT_EQ(recycled::take(n).capacity(), 0u);  // taken once only
+}
+
+TEST(RecycledArrays, SmallArraysAndTheCapacity) {
+  Clean clean;
+  recycled::give(std::vector<uint32_t>(1000, 1));
+  EXPECT_EQ(recycled::held(), 0u);
+  const size_t n = size_t{1} << 19;  // 2 MiB each
+  recycled::set_capacity(5 * n * sizeof(uint32_t) / 2);  // room for two
+  for (int i = 0; i < 3; ++i) recycled::give(std::vector<uint32_t>(n, 1));
+  EXPECT_EQ(recycled::held(), 2 * n * sizeof(uint32_t));  // the oldest went
+  recycled::clear();
+  EXPECT_EQ(recycled::held(), 0u);
+}
+
+}  // namespace
+}  // namespace gtadoc
