@@ -89,17 +89,24 @@ class Engine {
                               const Normalization& norm, unsigned threads) {
     (void)shards, (void)q, (void)norm, (void)threads;
   }
+  /// Called before a query runs on these shards one by one (not as one batch): builds each
+  /// shard's vocabulary of `norm` ahead, several at once on `threads` (0 = all), where the engine
+  /// would otherwise build them one after the other on its own thread. Changes no result.
+  virtual void prepare_vocabularies(std::span<LoadedShard* const> shards, const Normalization& norm,
+                                    unsigned threads) {
+    (void)shards, (void)norm, (void)threads;
+  }
   /// Runs a query on several loaded shards of this engine (a rank's resident shards) and
   /// returns the records of all of them in one batch: each shard's records locally aggregated,
   /// the same multiset of (key, count) that running them one by one and concatenating gives
   /// (keys may repeat across shards; the reduce merges them). `stats` gets one entry per shard,
   /// in order. The default runs the shards in turn; an engine may traverse them together in one
-  /// pass (the GPU engine, issue 14). `threads`: for the host-side concatenation (0 = all).
+  /// pass (the GPU engine). `threads`: for the host-side concatenation (0 = all).
   virtual RecordBatch run_batch(std::span<LoadedShard* const> shards, const QueryOptions& q,
                                 const Normalization& norm, std::vector<ShardRunStats>& stats,
                                 unsigned threads);
 
-  /// Device-resident records (issue 10): while on, run() and run_batch() keep the records they
+  /// Device-resident records: while on, run() and run_batch() keep the records they
   /// produce in the engine's device memory and return empty batches (of the key width);
   /// take_records() hands over every record kept since keep_records(true), as one set, in the
   /// order the runs produced them, and turns keeping off. Engines without a device ignore
@@ -154,7 +161,7 @@ std::unique_ptr<Engine> make_engine(const std::string& name, unsigned threads, i
 
 /// `--engine auto`: "gpu" or "cpu", whichever is expected to finish a fresh `gtadoc run` first,
 /// with the reason in `why`. End-to-end cost model measured on an H200 host with 32 cores
-/// (docs/PERFORMANCE.md, "--engine auto"): with G = grammar bytes (shard files) per rank in MB
+/// (docs/PERFORMANCE.md, "End to end"): with G = grammar bytes (shard files) per rank in MB
 /// and T CPU threads, the CPU engine takes about G * (serial + parallel / T) seconds, the GPU
 /// engine G * gpu plus a start-up (CUDA context, device upload) ~0.55 s longer than the CPU's;
 /// per-task constants. The GPU is chosen only when `gpu_visible` (gpu_available()) and it is

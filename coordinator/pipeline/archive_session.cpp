@@ -329,6 +329,7 @@ RecordBatch ArchiveSession::run_loaded(std::vector<std::unique_ptr<LoadedShard>>
   double prepared_s = 0;  // Engine::prepare_shards, counted as init
   try {
     Timer prepare;
+    if (!batched) engine_->prepare_vocabularies(ptrs, norm, threads_);
     engine_->prepare_shards(ptrs, q, norm, threads_);
     prepared_s = prepare.seconds();
     if (batched) {

@@ -691,8 +691,9 @@ TEST_F(GpuEngineTest, SeveralShardsAndShardOutlivingEngine) {
   s2.reset();
 }
 
-/// Shards loaded side by side on the load lanes (Engine::load_prepared_many) answer every task as
-/// the CPU engine does, alone and merged into one batch, and outlive the engine and its lanes;
+/// Shards loaded side by side on the load lanes (Engine::load_prepared_many), their normalized
+/// vocabularies built ahead (prepare_vocabularies), answer every task as the CPU engine does,
+/// alone and merged into one batch, and outlive the engine and its lanes;
 /// a load that runs out of memory leaves its prepared shard unchanged, and a shard not tried
 /// after it too.
 TEST_F(GpuEngineTest, LoadLanesSideBySideAsOneByOne) {
@@ -720,6 +721,10 @@ TEST_F(GpuEngineTest, LoadLanesSideBySideAsOneByOne) {
   q.task = Task::kInvertedIndex;
   q.lowercase = true;
   ShardRunStats stats;
+  std::vector<LoadedShard*> loaded_ptrs;
+  for (const auto& o : got) loaded_ptrs.push_back(o.shard.get());
+  ASSERT_NE(norm.cache_key, 0u);
+  engine->prepare_vocabularies(loaded_ptrs, norm, 3);  // built ahead, found by the queries
   for (size_t i = 0; i < got.size(); ++i) {
     ASSERT_TRUE(got[i].shard) << i;
     EXPECT_FALSE(got[i].error);

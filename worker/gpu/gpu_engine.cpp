@@ -333,6 +333,27 @@ class GpuEngine final : public Engine {
     return out;
   }
 
+  /// A normalized query's vocabularies (plan::build_vocab: a sort of the shard's normalized word
+  /// ids) on host threads, several shards at once, then uploaded in turn; query() finds them in
+  /// the shards' caches. The identity's is a copy of the shard's words: built when needed.
+  void prepare_vocabularies(std::span<LoadedShard* const> shards, const Normalization& norm,
+                            unsigned threads) override {
+    if (norm.identity || norm.cache_key == 0 || shards.size() < 2) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<GpuShard*> todo;
+    for (LoadedShard* sh : shards) {
+      GpuShard& s = own_shard(*sh);
+      if (s.cache.vocab.count(norm.cache_key) == 0) todo.push_back(&s);
+    }
+    if (todo.size() < 2) return;
+    std::vector<plan::Vocab> built(todo.size());
+    parallel_for(todo.size(), threads == 0 ? usable_cpus() : threads,
+                 [&](size_t i) { built[i] = plan::build_vocab(todo[i]->local_words, norm); });
+    ctx_->activate();
+    for (size_t i = 0; i < todo.size(); ++i)
+      (void)prepared_vocab(*todo[i], norm, ctx_->pool, &built[i]);
+  }
+
   /// The traversal selector's estimates of a per-document query, several shards at once on host
   /// threads (each is a host pass over the shard's DAG, ~5 ms on 32 MiB of text: 14 shards took
   /// 0.06-0.1 s one after the other); query() then finds them in the shards' caches.

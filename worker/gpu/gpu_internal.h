@@ -221,9 +221,10 @@ void build_bags_on_device(GpuShard& s, uint32_t num_local, uint64_t positions);
 std::unique_ptr<GpuShard> merge_shards(const std::vector<const GpuShard*>& shards,
                                        std::string* timings = nullptr);
 
-/// The shard's vocabulary for `norm` (from the cache, or built and uploaded).
+/// The shard's vocabulary for `norm` (from the cache, or built and uploaded; `built`: built
+/// ahead for this shard and normalization, taken).
 std::shared_ptr<const PreparedVocab> prepared_vocab(const GpuShard& s, const Normalization& norm,
-                                                    MemoryPool& pool);
+                                                    MemoryPool& pool, plan::Vocab* built = nullptr);
 
 /// Own entries of every unit (see the file comment) and the size of their item space.
 struct OwnSet {

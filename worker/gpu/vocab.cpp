@@ -7,7 +7,7 @@
 namespace gtadoc::gpu {
 
 std::shared_ptr<const PreparedVocab> prepared_vocab(const GpuShard& s, const Normalization& norm,
-                                                    MemoryPool& pool) {
+                                                    MemoryPool& pool, plan::Vocab* built) {
   const bool cacheable = norm.identity || norm.cache_key != 0;
   const uint32_t key = norm.identity ? 0 : norm.cache_key;
   if (cacheable) {
@@ -15,7 +15,7 @@ std::shared_ptr<const PreparedVocab> prepared_vocab(const GpuShard& s, const Nor
     if (it != s.cache.vocab.end()) return it->second;
   }
   auto pv = std::make_shared<PreparedVocab>();
-  pv->vocab = plan::build_vocab(s.local_words, norm);
+  pv->vocab = built != nullptr ? std::move(*built) : plan::build_vocab(s.local_words, norm);
   pv->lnorm = DeviceBuffer<uint32_t>(pv->vocab.lnorm, pool);
   pv->item_word = DeviceBuffer<uint32_t>(pv->vocab.item_word, pool);
   if (cacheable) {
