@@ -84,7 +84,7 @@ bool launched_by_mpi() {
 
 /// Open MPI within one node: its own shared-memory path (pml ob1 over the vader btl) starts in
 /// ~0.1 s where UCX's pml takes ~0.3 s (MPI_Init of 4 ranks on the H200 x4 host and of 2 on the
-/// dev VM), and moved gtadoc's MPI shuffles by -10..+8 % (docs/PERFORMANCE.md §12). Taken when
+/// dev VM), and moved gtadoc's MPI shuffles by -10..+8 %. Taken when
 /// every rank of the job is on this node and no pml was chosen (OMPI_MCA_pml, which `mpirun --mca
 /// pml X` also sets); GTADOC_MPI_PML=default leaves Open MPI's own choice. Returns the log line.
 std::string prefer_shared_memory_pml() {
@@ -140,7 +140,7 @@ std::string node_layout_note(MPI_Comm world, MPI_Comm node) {
 /// (NCCL_CUMEM_ENABLE=0), unless the user chose: on the H200 x4 host, `gtadoc run` with the NCCL
 /// shuffle on 4 GPUs, alternated, init 2.9-3.2 -> 1.9 s, total 3.9-4.2 -> 2.8 s
 /// (sequence-count) and 5.3 -> 4.3-4.7 s (ranked-inverted-index); on 2 GPUs within the noise
-/// (docs/PERFORMANCE.md §13). Set here, before MPI and
+/// (docs/PERFORMANCE.md). Set here, before MPI and
 /// any thread start (setenv is not safe beside other threads' getenv); NCCL reads it at its
 /// first communicator.
 void prefer_legacy_nccl_buffers() {

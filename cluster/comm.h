@@ -3,10 +3,10 @@
 // by an MPI launcher (mpirun/mpiexec, srun, PMI/PMIx): if so MPI is initialized (thread level
 // FUNNELED, errors returned instead of aborting, so every failure becomes an InternalError
 // through MPI_TRY); otherwise the process is one local rank and MPI is never touched (the
-// single-node fallback, SPEC §1). Without a launcher a job may also run as several ranks that
-// are threads of this process (Comm::in_process_ranks: `gtadoc run --gpus N`, one GPU each),
-// whose collectives read each other's memory (cluster/local_group.h). Every helper below works
-// in all three modes; with one rank it is a local copy.
+// single-node fallback, docs/REFERENCE.md §1). Without a launcher a job may also run as several
+// ranks that are threads of this process (Comm::in_process_ranks: `gtadoc run --gpus N`, one GPU
+// each), whose collectives read each other's memory (cluster/local_group.h). Every helper below
+// works in all three modes; with one rank it is a local copy.
 //
 // Guarantees:
 //  - All helpers are collective: every rank of the world must call them in the same order with

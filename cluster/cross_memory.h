@@ -2,7 +2,7 @@
 // the records sent to it straight out of the senders' arrays with process_vm_readv, on several
 // threads; MPI only exchanges the arrays' addresses and synchronizes. Open MPI's shared-memory
 // transport moves one MPI_Alltoallv at 2.2-2.7 GB/s a rank on the H200 x2 host (one copy on one
-// thread), where 8-16 threads pulling reach 11-15 GB/s (docs/PERFORMANCE.md §15).
+// thread), where 8-16 threads pulling reach 11-15 GB/s (docs/PERFORMANCE.md, "End to end").
 //
 // Guarantees:
 //  - The contract of exchange_records (cluster/shuffle.h): the same records land at the same

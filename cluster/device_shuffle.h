@@ -1,11 +1,11 @@
-// The shuffle of device-resident records over MPI (issue 10 item 1), for GPU ranks that do not
+// The shuffle of device-resident records over MPI, for GPU ranks that do not
 // use NCCL: a one-query process, where NCCL's set-up (~0.4 s on two GPUs, plus every GPU kept
 // visible to every rank) costs more than it saves, or a build or job without NCCL. The records
 // stay device-resident on both sides: each rank's parts for the other ranks are downloaded
 // (pinned, multi-threaded staging), moved by exchange_records (cluster/shuffle.h), and uploaded
 // to their owner's GPU; the own part is copied on the device. The owner then reduces on its GPU,
 // so no rank merges records on the host (the host path it replaces: records downloaded,
-// partitioned, exchanged and merged on the host at 0.9-1.0 GB/s, docs/PERFORMANCE.md §14).
+// partitioned, exchanged and merged on the host at 0.9-1.0 GB/s).
 //
 // Guarantees:
 //  - Delivers, record for record and in the same order, what shuffle_device_records (NCCL,

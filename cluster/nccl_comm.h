@@ -1,4 +1,4 @@
-// NCCL between the ranks' GPUs (issue 10 item 1): one communicator over the ranks of a Comm,
+// NCCL between the ranks' GPUs: one communicator over the ranks of a Comm,
 // each rank on its own GPU, built from the MPI one (rank 0's unique id broadcast over MPI), and
 // the shuffle of device-resident records through it. NCCL errors go through NCCL_TRY
 // (common/error.h). nccl.h stays in nccl_comm.cpp.
@@ -59,7 +59,7 @@ class NcclComm {
 /// two GPUs, is paid once and every shuffle is 10-20x faster than MPI's) and for a one-query
 /// process whose shuffle is large (`large_shuffle`: large_shuffle_task), MPI for the other
 /// one-query processes (gtadoc run: the set-up would cost more than the shuffle saves;
-/// docs/PERFORMANCE.md §8, §10, §15). With MPI, GPU ranks still keep their records on the GPUs
+/// docs/PERFORMANCE.md, "End to end"). With MPI, GPU ranks still keep their records on the GPUs
 /// (cluster/device_shuffle.h) unless GTADOC_SHUFFLE=host.
 /// Collective; `why` gets the reason of the choice. UsageError for another GTADOC_SHUFFLE.
 bool use_nccl_shuffle(Comm& comm, bool gpu_engine, bool resident, bool large_shuffle,
@@ -78,10 +78,10 @@ bool shuffle_may_use_nccl(bool resident, bool large_shuffle);
 /// this node and cross-memory pulls are expected (cluster/cross_memory.h). Without NCCL the
 /// records of GPU ranks move staged through host memory (cluster/device_shuffle.h) and are
 /// reduced on the GPUs; NCCL's set-up, with every GPU kept visible to every rank, costs ~0.45-0.55
-/// s more on two H200s and 2.3-2.5 s on four (docs/PERFORMANCE.md §12, §15).
+/// s more on two H200s and 2.3-2.5 s on four (docs/PERFORMANCE.md, "End to end").
 ///  - On one node with pulls: never. The staged move with pulls ran at NCCL's speed (ranked-
 ///    inverted-index on synth-2, 23.9 M records a rank: 0.073 s against NCCL's ~0.15 s for twice
-///    as many on synth-4), so the set-up is never repaid (§15).
+///    as many on synth-4), so the set-up is never repaid.
 ///  - Otherwise (ranks on several nodes, where MPI moves the staged records, ~2-2.7 GB/s a rank
 ///    within a node on two H200s), at most two ranks a node: ranked-inverted-index from
 ///    kNcclRankedShardBytesPerRank (its crossing on one node, interpolated between 46 and 172 MB

@@ -1,4 +1,4 @@
-// Partitioning of records by owner rank before the shuffle (SPEC §7).
+// Partitioning of records by owner rank before the shuffle (docs/REFERENCE.md §7).
 //  - Hash partitioning: the owner of a record is hash_u32s(first partition_width key values)
 //    % parts (common/hash.h), the same on every rank and platform.
 //  - Range partitioning (KeyLayout::range_partition: the tasks whose output is ordered by the

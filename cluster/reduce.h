@@ -1,5 +1,5 @@
-// The merge step of the map-reduce (SPEC §7): an owner rank turns the records it received into
-// one row per distinct key.
+// The merge step of the map-reduce (docs/REFERENCE.md §7): an owner rank turns the records it
+// received into one row per distinct key.
 // Guarantees of reduce_records: afterwards the batch is sorted by key (lexicographic over the
 // `width` u32 values, each compared as unsigned), keys are unique, and each count is the exact
 // sum of the counts the key had before (u64, wrapping on overflow). The result does not depend

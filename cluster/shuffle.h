@@ -1,5 +1,5 @@
-// The MPI shuffle of partitioned records (SPEC §7): after partition_records, every rank sends
-// partition p to rank p and receives every record whose owner it is.
+// The MPI shuffle of partitioned records (docs/REFERENCE.md §7): after partition_records, every
+// rank sends partition p to rank p and receives every record whose owner it is.
 // Guarantees:
 //  - Collective over `comm`; requires parts.parts() == comm.size() and the same key width on
 //    every rank (checked collectively: every rank throws, none hangs).

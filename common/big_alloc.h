@@ -5,7 +5,7 @@
 // back with its pages already in memory: the queries that follow allocate the same sizes again,
 // and first touch of fresh memory (0.1-6 GB/s on a VM, against 5-15 GB/s for memory in use) is
 // what their large copies wait for. A one-query process keeps no cache (measured slower with it,
-// docs/PERFORMANCE.md §10).
+// docs/PERFORMANCE.md, "Measured and not kept").
 // UninitAllocator adds default-initialization: resize() leaves trivial values unwritten, so a
 // buffer about to be overwritten (a download, a bulk copy) is touched once, by the writer.
 // resize_on_huge_pages gives plain std::vectors (Manifest, ShardGrammar) the same huge-page hint

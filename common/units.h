@@ -1,5 +1,6 @@
-// Sizes on the command line (SPEC §2): digits, then optionally k/m/g/t in either case (powers of
-// 1024), then optionally B or iB: "512m", "64K", "1MB", "1GiB", "100B". One parser for every tool.
+// Sizes on the command line (docs/REFERENCE.md §2): digits, then optionally k/m/g/t in either case
+// (powers of 1024), then optionally B or iB: "512m", "64K", "1MB", "1GiB", "100B". One parser for
+// every tool.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,8 @@
 // Which GPUs a process lets the CUDA driver see. A gtadoc process uses one GPU (its local rank's),
 // but the driver's start-up initializes every visible device: on a two-GPU H200 host,
-// cudaGetDeviceCount took 323-430 ms with both visible and 125-132 ms with one (PERFORMANCE.md
-// §11), and on a four-GPU host the ranks' start-up grew with the ranks (§12). So, before any CUDA
+// cudaGetDeviceCount took 323-430 ms with both visible and 125-132 ms with one
+// (docs/PERFORMANCE.md, "End to end"), and on a four-GPU host the ranks' start-up grew with the
+// ranks (docs/PERFORMANCE.md, "Scaling over the GPUs of one host"). So, before any CUDA
 // or MPI call, a process narrows CUDA_VISIBLE_DEVICES to the device it would pick (local rank %
 // visible devices) when
 //  - it is the only rank on its node, or

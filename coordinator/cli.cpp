@@ -406,7 +406,7 @@ int cli_main(int argc, char** argv) {
     g_verbosity = verbosity;
     if (!narrowed.empty()) spdlog::debug("{}", narrowed);
     if (!comm->transport_note().empty() && comm->rank() == 0)
-      spdlog::debug("{}", comm->transport_note());
+      spdlog::info("{}", comm->transport_note());
     bool progress = stderr_is_terminal() && comm->rank() == 0;
     auto check_output = [](CLI::App* sub, const std::string& out, bool stdout_ok) {
       CLI::Option* o = sub->get_option_no_throw("--output");

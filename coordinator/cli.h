@@ -1,5 +1,5 @@
-// The command-line interface (docs/REFERENCE.md §2): parses `gtadoc <command> ...`, dispatches, and turns
-// exceptions into one-line messages on stderr with exit codes (2 for usage errors).
+// The command-line interface (docs/REFERENCE.md §2): parses `gtadoc <command> ...`, dispatches, and
+// turns exceptions into one-line messages on stderr with exit codes (2 for usage errors).
 #pragma once
 
 #include <cstdint>

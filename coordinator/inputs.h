@@ -1,7 +1,7 @@
-// Turning INPUT arguments into the document table (SPEC §2): directories are walked recursively
-// (every regular file is a document named by its path relative to the directory), plain files are
-// one document named by their base name; names must be unique; documents are sorted by name
-// (byte order), which fixes their ids. Also the shard plan: contiguous, byte-balanced ranges.
+// Turning INPUT arguments into the document table (docs/REFERENCE.md §2): directories are walked
+// recursively (every regular file is a document named by its path relative to the directory), plain
+// files are one document named by their base name; names must be unique; documents are sorted by
+// name (byte order), which fixes their ids. Also the shard plan: contiguous, byte-balanced ranges.
 #pragma once
 
 #include <cstdint>

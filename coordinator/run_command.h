@@ -1,5 +1,6 @@
-// `gtadoc run`: the command line of one query (docs/REFERENCE.md §2–§4) on top of the pipeline library:
-// parse -> open the archive (streaming) -> run the query -> write the result, on every rank.
+// `gtadoc run`: the command line of one query (docs/REFERENCE.md §2–§4) on top of the pipeline
+// library: parse -> open the archive (streaming) -> run the query -> write the result, on every
+// rank.
 #pragma once
 
 #include <CLI/CLI.hpp>

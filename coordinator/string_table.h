@@ -20,7 +20,8 @@ class StringTable {
   /// Returns the id of `s`, inserting it if new.
   uint32_t intern(std::string_view s) { return intern(s, hash(s)); }
 
-  /// Starts loading the slot a string with hash `h` probes first (call a few words ahead).
+  /// Starts loading the slot a string with hash `h` probes first (a few words before it is
+  /// looked up).
   void prefetch(uint64_t h) const { __builtin_prefetch(&slots_[h & mask_]); }
 
   /// intern() with the hash already computed (must equal hash(s)).

@@ -1,7 +1,7 @@
-// Lossless tokenization (SPEC §3): a document is gap word gap word ... word gap, where a word is
-// a maximal run of non-whitespace bytes and a gap a (possibly empty) run of ASCII whitespace
-// (0x20, 0x09-0x0D). A document with k words has exactly k+1 gaps; concatenating them in order
-// gives the document back byte for byte.
+// Lossless tokenization (docs/REFERENCE.md §3): a document is gap word gap word ... word gap, where
+// a word is a maximal run of non-whitespace bytes and a gap a (possibly empty) run of ASCII
+// whitespace (0x20, 0x09-0x0D). A document with k words has exactly k+1 gaps; concatenating them in
+// order gives the document back byte for byte.
 //
 // The text is classified 64 bytes at a time into a whitespace bit mask (SSE2 where available);
 // the bits where the class changes are the run boundaries, visited without a branch per byte.

@@ -1,10 +1,10 @@
-// `gtadoc verify ARCHIVE [--json]` (SPEC §9, docs/FORMAT.md "Verification"): reads every dataset
-// of every file (each chunk's Fletcher32 checksum is checked on read), checks every structural
-// invariant of the manifest and of each shard grammar, every cross-file reference (archive id,
-// shard index, document ranges, rule/symbol/depth/word counts, per-document word counts against
-// the grammar's expansion, whitespace layout), and the SHA-256 content digests written at
-// compression time: each shard file's bytes and the manifest's content. The archive is only
-// read, never written.
+// `gtadoc verify ARCHIVE [--json]` (docs/REFERENCE.md §9, docs/FORMAT.md "Verification"): reads
+// every dataset of every file (each chunk's Fletcher32 checksum is checked on read), checks every
+// structural invariant of the manifest and of each shard grammar, every cross-file reference
+// (archive id, shard index, document ranges, rule/symbol/depth/word counts, per-document word
+// counts against the grammar's expansion, whitespace layout), and the SHA-256 content digests
+// written at compression time: each shard file's bytes and the manifest's content. The archive is
+// only read, never written.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,7 @@
-// The on-disk archive (SPEC §5, docs/FORMAT.md): a directory holding `manifest.h5` (format
-// version, dictionary, document and shard tables, statistics) and one `shard-NNNNN.h5` per shard
-// (grammar + whitespace layout). Every dataset carries a Fletcher32 checksum; readers check the
-// format tag, version and archive id of every file and validate the grammar, and turn any HDF5
+// The on-disk archive (docs/REFERENCE.md §5, docs/FORMAT.md): a directory holding `manifest.h5`
+// (format version, dictionary, document and shard tables, statistics) and one `shard-NNNNN.h5` per
+// shard (grammar + whitespace layout). Every dataset carries a Fletcher32 checksum; readers check
+// the format tag, version and archive id of every file and validate the grammar, and turn any HDF5
 // failure into an InputError naming the file.
 #pragma once
 

@@ -120,7 +120,7 @@ void check_replaceable(const fs::path& target, AtomicOutput::Kind kind,
 
 AtomicOutput::AtomicOutput(fs::path target, Kind kind, bool force, const Replace& replace)
     : target_(std::move(target)), kind_(kind), force_(force) {
-  // "out/" names the same target as "out" (a trailing slash is harmless, SPEC §2).
+  // "out/" names the same target as "out" (a trailing slash is harmless, docs/REFERENCE.md §2).
   while (target_.has_relative_path() && !target_.has_filename()) target_ = target_.parent_path();
   // Temporaries of this target left by dead processes of this host (killed, crashed) go now.
   if (const size_t stale = remove_stale_temporaries(target_))

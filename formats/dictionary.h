@@ -102,11 +102,11 @@ Dictionary decode_front_coded(std::span<const uint64_t> prefix_lengths,
                               bool* sorted_unique = nullptr, unsigned threads = 0,
                               size_t block_words = kFrontCodedBlock);
 
-/// Checks that every word of `dict` is a word as the tokenizer makes them (SPEC §3): not empty
-/// and free of the six ASCII whitespace bytes (0x20, 0x09-0x0D), so that no word can split a row
-/// of TSV output. One pass over the bytes, in blocks of kFrontCodedBlock words on `threads`
-/// threads (0: every hardware thread). Throws InputError "/dictionary: word N is empty" or
-/// "/dictionary: word N holds whitespace byte 0xNN" for the first such word.
+/// Checks that every word of `dict` is a word as the tokenizer makes them (docs/REFERENCE.md §3):
+/// not empty and free of the six ASCII whitespace bytes (0x20, 0x09-0x0D), so that no word can
+/// split a row of TSV output. One pass over the bytes, in blocks of kFrontCodedBlock words on
+/// `threads` threads (0: every hardware thread). Throws InputError "/dictionary: word N is empty"
+/// or "/dictionary: word N holds whitespace byte 0xNN" for the first such word.
 void check_dictionary_words(const Dictionary& dict, unsigned threads = 0);
 
 }  // namespace gtadoc

@@ -1,9 +1,9 @@
-// Document-range pieces of a shard grammar (SPEC §7: "a shard larger than free GPU memory is
-// processed in document-range pieces"). A piece holds the root segments of consecutive documents
-// and exactly the rules and words they reach, renumbered and finalized like any shard grammar, so
-// an engine loads and traverses it as a shard of its own. n-grams never cross documents, so every
-// task's records over the pieces of a shard, reduced, equal the records of the whole shard. Rules
-// shared by documents of different pieces are repeated in each piece.
+// Document-range pieces of a shard grammar (docs/REFERENCE.md §7: "a shard larger than free GPU
+// memory is processed in document-range pieces"). A piece holds the root segments of consecutive
+// documents and exactly the rules and words they reach, renumbered and finalized like any shard
+// grammar, so an engine loads and traverses it as a shard of its own. n-grams never cross
+// documents, so every task's records over the pieces of a shard, reduced, equal the records of the
+// whole shard. Rules shared by documents of different pieces are repeated in each piece.
 #pragma once
 
 #include <cstdint>

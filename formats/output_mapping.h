@@ -3,11 +3,11 @@
 // to one file serialize on its inode lock (one writer moves 2–4 GB/s into the page cache), where
 // page faults on a mapping run in parallel.
 //
-// Where it pays (measured on the device, docs/PERFORMANCE.md §14): on tmpfs, a mapping filled by
-// 16–32 threads beats pwrite by 1.2–2×, so results on tmpfs are mapped by default. On ext4 the
-// page faults of more than about four threads at once contend (8–32 threads filled a mapping 2–5×
-// slower than 4), so other file systems keep pwrite unless GTADOC_OUTPUT_MAP=all, which maps them
-// too with at most kDiskMappingWriters threads writing into the mapping at a time.
+// Where it pays (measured on the device, docs/PERFORMANCE.md, "End to end"): on tmpfs, a mapping
+// filled by 16–32 threads beats pwrite by 1.2–2×, so results on tmpfs are mapped by default. On
+// ext4 the page faults of more than about four threads at once contend (8–32 threads filled a
+// mapping 2–5× slower than 4), so other file systems keep pwrite unless GTADOC_OUTPUT_MAP=all,
+// which maps them too with at most kDiskMappingWriters threads writing into the mapping at a time.
 //
 // A range is mapped only where that is safe: on a disk file system its blocks are reserved first
 // (fallocate), so a full disk is a clean error here and never a SIGBUS later; on tmpfs, whose

@@ -52,7 +52,7 @@ GPU_TESTS=(
   CachedPreparationsAcrossNormalizationsAndN
   OutOfMemoryFallsBackOrFailsCleanly
 )
-# The batched pass over several shards (tests/worker/gpu_batch_test.cpp, issue 14).
+# The batched pass over several shards (tests/worker/gpu_batch_test.cpp).
 GPU_BATCH_TESTS=(
   EveryTaskTraversalAndNormalization
   LongNgramsAndDocumentsOutOfIdOrder
@@ -137,7 +137,7 @@ if [ "${ran:-0}" -ne "${gpu_total}" ] || [ "${skipped:-0}" -ne 0 ]; then
   failed=1
 fi
 
-# Records kept on the GPU (issue 10): partition, ranks and samples on the device against the
+# Records kept on the GPU: partition, ranks and samples on the device against the
 # host path (tests/cluster/device_partition_test.cpp); must run, not skip.
 if step build-cluster-tests cmake --build "$BUILD_DIR" -j "$JOBS" --target cluster_tests; then
   step device-partition "$BUILD_DIR/tests/cluster_tests" --gtest_filter='DevicePartitionTest.*'
@@ -189,8 +189,8 @@ if [ "${BENCH:-1}" != 0 ]; then
   if step bench-build cmake --build "$BUILD_DIR" -j "$JOBS" --target gtadoc_reference \
     raw_wordcount raw_gpu gtadoc_query_bench gtadoc_serve_load gtadoc_gen gtadoc_write_bench; then
     # How fast one file fills from several threads here (pwrite against a mapping, on the build
-    # directory's file system and on /dev/shm): the write phase's ceiling (PERFORMANCE.md §14).
-    # WRITE=0 skips it.
+    # directory's file system and on /dev/shm): the write phase's ceiling (docs/PERFORMANCE.md,
+    # "End to end"). WRITE=0 skips it.
     if [ "${WRITE:-1}" != 0 ]; then
       step write-bench bash -c 'for d in "$1" /dev/shm; do for s in "pwrite 1" "pwrite 8" \
         "map 4" "map 8" "map 16" "map-fallocate 4" "map-fallocate 8" "map-fallocate 16"; do
@@ -214,7 +214,7 @@ if [ "${BENCH:-1}" != 0 ]; then
       step e2e env OUT="$OUT" BUILD_DIR="$BUILD_DIR" REPS="${REPS:-1}" ${E2E_ENV:-} \
         "$ROOT/scripts/bench/e2e-bench.sh"
     fi
-    # The resident service (issue 9): latency per task uncached / cached / 64 clients on the
+    # The resident service: latency per task uncached / cached / 64 clients on the
     # e2e `large` archive (built through e2e-bench.sh when missing), 1 GPU, 2 GPUs, CPU.
     # SERVE=0 skips it; SERVE_ENV passes knobs (e.g. "CONFIGS=gpu").
     if [ "${SERVE:-1}" != 0 ]; then
@@ -222,7 +222,7 @@ if [ "${BENCH:-1}" != 0 ]; then
       step serve-bench env OUT="$OUT" BUILD_DIR="$BUILD_DIR" ${SERVE_ENV:-} \
         "$ROOT/scripts/bench/serve-bench.sh"
     fi
-    # Scaling over the host's GPUs (issues 10, 11): weak and strong, end to end and resident,
+    # Scaling over the host's GPUs: weak and strong, end to end and resident,
     # every multi-GPU output compared with one GPU's. Runs with 2 or more GPUs; SCALING=0 skips
     # it; SCALING_ENV passes knobs (e.g. "PER_GPU=256M SERVE=0").
     if [ "${SCALING:-1}" != 0 ] && [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')" -ge 2 ]; then

@@ -1,4 +1,4 @@
-// Records kept in one GPU's memory (issue 10 item 1): the GPU engine's output of a query left on
+// Records kept in one GPU's memory: the GPU engine's output of a query left on
 // the device, so that partitioning by owner runs there and the records move between GPUs with
 // NCCL (cluster/nccl_shuffle.h); only the records a rank owns come back to the host.
 // A host-side interface: no CUDA type appears here (the implementation is worker/gpu).

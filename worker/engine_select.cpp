@@ -66,15 +66,15 @@ std::unique_ptr<Engine> make_engine(const std::string& name, unsigned threads, i
 
 namespace {
 
-/// End-to-end seconds per MB of grammar, fitted to the e2e benchmark (docs/PERFORMANCE.md §4,
-/// H100 host with 16 cores, after the GPU load became a prefetched, parallel preparation; real
-/// text of 30 MB and 450 MB, 6.6 and 92.5 MB of grammar): the CPU engine takes G * (serial +
-/// parallel / T), the GPU engine G * gpu plus its start-up. The fit gives the CPU's slope at 16
-/// threads; it is split into serial and parallel parts in the proportions fitted earlier on a
-/// 32-core H200 host. `serial` is what does not scale with threads (reduce, rows, writing),
-/// which the GPU path pays too, inside `gpu`. Session 9: the records stay on the GPU until
-/// reduced; `gpu` lowered by the saving measured in one run on the 450 MB archive (GPU total with
-/// GTADOC_DEVICE_RECORDS=0 minus without, per MB of grammar: word-count 0.0012, inverted-index
+/// End-to-end seconds per MB of grammar, fitted to the e2e benchmark (docs/PERFORMANCE.md,
+/// "End to end"; H100 host with 16 cores, after the GPU load became a prefetched, parallel
+/// preparation; real text of 30 MB and 450 MB, 6.6 and 92.5 MB of grammar): the CPU engine takes
+/// G * (serial + parallel / T), the GPU engine G * gpu plus its start-up. The fit gives the CPU's
+/// slope at 16 threads; it is split into serial and parallel parts in the proportions fitted
+/// earlier on a 32-core H200 host. `serial` is what does not scale with threads (reduce, rows,
+/// writing), which the GPU path pays too, inside `gpu`. With the records kept on the GPU until
+/// reduced, `gpu` is lowered by the saving measured in one run on the 450 MB archive (GPU total
+/// with GTADOC_DEVICE_RECORDS=0 minus without, per MB of grammar: word-count 0.0012, inverted-index
 /// 0.0064, sequence-count 0.0040, ranked-inverted-index 0.0155; term-vector unchanged).
 struct EngineCosts {
   double serial, parallel, gpu;

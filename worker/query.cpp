@@ -1,4 +1,4 @@
-// Task names, key layouts and query-time normalization of the dictionary (SPEC §3).
+// Task names, key layouts and query-time normalization of the dictionary (docs/REFERENCE.md §3).
 #include "worker/query.h"
 
 #include <algorithm>

@@ -1,6 +1,6 @@
 // A rank's slice of the global result: after the shuffle and reduce, every rank plans its rows
 // so that concatenating the slices of ranks 0, 1, ... in order is the whole result, with no
-// gather of rows anywhere (SPEC §7).
+// gather of rows anywhere (docs/REFERENCE.md §7).
 //  - Tasks ordered by their key (sort, inverted-index, term-vector, sequence-count --per-doc,
 //    ranked-inverted-index) are range-partitioned in the shuffle (see key_layout and
 //    partition.h), so an owner's rows are already one contiguous range of the result.

@@ -1,8 +1,8 @@
-// Rendering rows to the exact output bytes of SPEC §4 / docs/OUTPUT.md, GreX/libcudf style: one
-// function per task, run twice — first to measure every block of rows, then (after an exclusive
-// scan of the sizes) to write each block at its offset — in parallel, into one buffer, with no
-// per-row allocation. Output can be produced in chunks so a large result never sits whole in
-// memory.
+// Rendering rows to the exact output bytes of docs/REFERENCE.md §4 / docs/OUTPUT.md, GreX/libcudf
+// style: one function per task, run twice — first to measure every block of rows, then (after an
+// exclusive scan of the sizes) to write each block at its offset — in parallel, into one buffer,
+// with no per-row allocation. Output can be produced in chunks so a large result never sits whole
+// in memory.
 //
 // Framing: TSV rows end in '\n'. A JSON result is "[\n" row (",\n" row)* "\n]\n" ("[\n]\n" when
 // empty); each JSON row is rendered with its leading "[\n" (the result's first row) or ",\n",

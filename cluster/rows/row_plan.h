@@ -3,10 +3,10 @@
 // byte order, document ids, sequence ranks) without building a single string. Rendering
 // (render.h) turns a plan into bytes.
 //
-// Guarantees of plan_rows: rows follow the task's total order of SPEC §4; --top and --min-count
-// are applied where the owner has complete data (per document, per row; the global --top of
-// word-count and sequence-count is a prefix of the plan: the caller cuts it); the plan does not
-// depend on `threads`.
+// Guarantees of plan_rows: rows follow the task's total order of docs/REFERENCE.md §4; --top and
+// --min-count are applied where the owner has complete data (per document, per row; the global
+// --top of word-count and sequence-count is a prefix of the plan: the caller cuts it); the plan
+// does not depend on `threads`.
 #pragma once
 
 #include <cstdint>

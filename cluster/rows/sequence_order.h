@@ -1,7 +1,7 @@
 // The byte order of sequences (n-grams) expressed on word ids, so sequence rows are ordered
-// with integers only. SPEC §4 orders sequences by their joined bytes "w1 w2 ... wn"; word ids are
-// in byte order of the words, but the joined string can order differently from the id tuple
-// when a word is a proper prefix of another and the next byte is below 0x20
+// with integers only. docs/REFERENCE.md §4 orders sequences by their joined bytes "w1 w2 ... wn";
+// word ids are in byte order of the words, but the joined string can order differently from the id
+// tuple when a word is a proper prefix of another and the next byte is below 0x20
 // ("a\x01 b" < "a b" although "a" < "a\x01"). Only then ranks differ from ids.
 #pragma once
 

@@ -1,6 +1,6 @@
-// What one query asks for, validated by one function (SPEC §2, §4, §8), shared by `gtadoc run`
-// (options from the command line) and `gtadoc serve` (a JSON body): the task and its options,
-// the output format and the point filters of the service.
+// What one query asks for, validated by one function (docs/REFERENCE.md §2, §4, §8), shared by
+// `gtadoc run` (options from the command line) and `gtadoc serve` (a JSON body): the task and its
+// options, the output format and the point filters of the service.
 //
 // Guarantees: validate_query() either throws UsageError with a one-line message naming the
 // option and what is wrong, or leaves a spec whose every field is valid and whose task defaults

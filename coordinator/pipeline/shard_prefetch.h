@@ -48,8 +48,8 @@ class ShardPrefetcher {
   /// Symbols in flight beyond the first shard: about 24 bytes each while prepared (1.5 GB).
   static constexpr uint64_t kSymbolBudget = uint64_t{64} << 20;
   /// Shards read and prepared at once: for the GPU engine one per thread, up to 16 (its layouts
-  /// scale better across shards than within one, docs/PERFORMANCE.md §4; with 8 at once on 16
-  /// cores the reads of the ninth shard on waited for the first loads, §13); the CPU engine only
+  /// scale better across shards than within one; with 8 at once on 16 cores the reads of the
+  /// ninth shard on waited for the first loads: docs/PERFORMANCE.md, "Scale"); the CPU engine only
   /// reads ahead, a quarter of the threads' count of shards (2 to 16: reads decode on every
   /// thread, and an archive of many small shards is read at the speed of several side by side).
   /// GTADOC_PREFETCH_DEPTH (1-256) overrides it (measurements).

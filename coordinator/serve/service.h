@@ -1,7 +1,7 @@
-// `gtadoc serve`: the resident query service (SPEC §8). Every rank opens the archive resident
-// (its shards loaded once into its engine: GPU memory with the GPU engine). Rank 0 runs the HTTP
-// front (http_server.h) and the executor: it takes queued queries one at a time, broadcasts
-// each to every rank, and all ranks run it through the same pipeline as `gtadoc run`
+// `gtadoc serve`: the resident query service (docs/REFERENCE.md §8). Every rank opens the archive
+// resident (its shards loaded once into its engine: GPU memory with the GPU engine). Rank 0 runs
+// the HTTP front (http_server.h) and the executor: it takes queued queries one at a time,
+// broadcasts each to every rank, and all ranks run it through the same pipeline as `gtadoc run`
 // (coordinator/pipeline); rank 0 renders the rows into the response as they come, its own slice
 // first, then each other rank's (sent piece by piece). The response waits for its client in
 // memory (in a temporary file beyond a bound; response_pipe.h) and the executor goes on with the

@@ -1,7 +1,8 @@
 // gtadoc_nccl_alltoall_bench: the plain NCCL all-to-all that the device shuffle
-// (cluster/nccl_comm.h, shuffle_device_records) is measured against (docs/PERFORMANCE.md §9):
-// every rank sends BYTES / ranks to every other rank with grouped ncclSend/ncclRecv from one
-// device buffer into another, on a communicator built as gtadoc builds it (NcclComm::start).
+// (cluster/nccl_comm.h, shuffle_device_records) is measured against (docs/PERFORMANCE.md,
+// "End to end"): every rank sends BYTES / ranks to every other rank with grouped ncclSend/ncclRecv
+// from one device buffer into another, on a communicator built as gtadoc builds it
+// (NcclComm::start).
 //
 //   mpirun -np 2 gtadoc_nccl_alltoall_bench BYTES [BYTES...]     (bytes each rank sends in all)
 //

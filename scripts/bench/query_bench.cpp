@@ -11,7 +11,7 @@
 // wall time of one query over all shards is kept: `Engine::run_batch` over the rank's shards (the
 // batched pass: the GPU engine traverses them as one merged DAG, built by the warm-up run and
 // cached; the CPU engine runs them in turn), or with gpu-shards the GPU engine's `Engine::run`
-// shard by shard (the pass before issue 14). The records of every engine are merged, reduced
+// shard by shard (no merged DAG). The records of every engine are merged, reduced
 // and compared with the first engine's: `match` must hold for every row.
 //
 // With --raw DIR (the corpus as text) the raw-text GPU baseline runs the same tasks; its

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Scaling benchmark over the GPUs of one host (issues 10 and 11): weak and strong scaling of
+# Scaling benchmark over the GPUs of one host: weak and strong scaling of
 # `gtadoc run` (end to end, a fresh process per query) and of `gtadoc serve` (resident queries),
 # on synthetic corpora written by gtadoc_gen from a model trained on real text
 # (scripts/datasets/README.md: the text is synthetic, the answers are exact), with

@@ -1,7 +1,7 @@
-// How fast one file fills from several threads (docs/PERFORMANCE.md §14): `pwrite` of 4 MiB
-// pieces against a shared mapping of the file (after `fallocate` or only `ftruncate`), the ways a
-// result file can be written (formats/output_mapping.h). Each thread takes the next piece and
-// writes it from a buffer of its own; the time runs from creating the file to closing it. The
+// How fast one file fills from several threads (docs/PERFORMANCE.md, "End to end"): `pwrite` of
+// 4 MiB pieces against a shared mapping of the file (after `fallocate` or only `ftruncate`), the
+// ways a result file can be written (formats/output_mapping.h). Each thread takes the next piece
+// and writes it from a buffer of its own; the time runs from creating the file to closing it. The
 // file is then read back and checked, piece by piece, so a wrong write fails the run (exit 1).
 //
 //   gtadoc_write_bench FILE MIB THREADS pwrite|map|map-fallocate

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# --force replaces only a previous output of the same kind (SPEC §2): never an input, the archive
-# being read or anything inside it, a non-regular file, or a directory that is not a previous
-# output (an archive or a partitioned result holding anything gtadoc did not write included).
-# Each refusal is a one-line error with exit 2, and the input is intact afterwards.
+# --force replaces only a previous output of the same kind (docs/REFERENCE.md §2): never an input,
+# the archive being read or anything inside it, a non-regular file, or a directory that is not a
+# previous output (an archive or a partitioned result holding anything gtadoc did not write
+# included). Each refusal is a one-line error with exit 2, and the input is intact afterwards.
 # Usage: force_test.sh GTADOC SOURCE_DIR SCRATCH REFERENCE.
 set -euo pipefail
 BIN=$1 WORK=$3

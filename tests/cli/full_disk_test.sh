@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# A full filesystem (SPEC §9, issue 13): compress (also spilling tokens), decompress, run -o and --stats onto a full
-# tmpfs each fail with a one-line message and a non-zero exit and leave nothing there; a --stats
-# path that cannot be written fails before the run commits its result; info, verify and run onto
-# /dev/full fail instead of exiting 0. Needs root (mount); skipped with a message otherwise.
+# A full filesystem (docs/REFERENCE.md §9): compress (also spilling tokens), decompress, run -o and
+# --stats onto a full tmpfs each fail with a one-line message and a non-zero exit and leave nothing
+# there; a --stats path that cannot be written fails before the run commits its result; info, verify
+# and run onto /dev/full fail instead of exiting 0. Needs root (mount); skipped with a message
+# otherwise.
 # Usage: full_disk_test.sh GTADOC SOURCE_DIR SCRATCH REFERENCE.
 set -euo pipefail
 BIN=$1 SRC=$2 WORK=$3

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Interruption leaves nothing (SPEC §9): SIGTERM / SIGINT during compress and decompress remove
-# the command's temporaries at once and exit 128+signal with one line on stderr; after SIGKILL
-# (which cannot be caught) the next run of the same output removes the dead process's
+# Interruption leaves nothing (docs/REFERENCE.md §9): SIGTERM / SIGINT during compress and
+# decompress remove the command's temporaries at once and exit 128+signal with one line on stderr;
+# after SIGKILL (which cannot be caught) the next run of the same output removes the dead process's
 # temporaries. The same under `mpirun -np 3` (a rank killed, the launcher stopped), when mpirun is
 # available. Every command is signalled while its temporary exists, so it is still running.
 # Usage: interrupt_test.sh GTADOC SOURCE_DIR SCRATCH [REFERENCE].

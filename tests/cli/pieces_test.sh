@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Document-range pieces (SPEC §7, issue 10 item 2): shards loaded as pieces of a few thousand
+# Document-range pieces (docs/REFERENCE.md §7): shards loaded as pieces of a few thousand
 # symbols (GTADOC_MAX_PIECE_SYMBOLS) give, for every task, exactly the raw-text reference's
 # output, streaming (gtadoc run) and resident (gtadoc serve), on one rank and under mpirun -np 2.
 # Usage: pieces_test.sh GTADOC SOURCE_DIR SCRATCH REFERENCE.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# `gtadoc run` progress (SPEC §2 --progress): quiet when standard error is not a terminal;
-# --progress shows shards loaded and traversed and bytes written, one final line per stage, on
-# rank 0 only under mpirun; the result is the same with and without it.
+# `gtadoc run` progress (docs/REFERENCE.md §2 --progress): quiet when standard error is not a
+# terminal; --progress shows shards loaded and traversed and bytes written, one final line per
+# stage, on rank 0 only under mpirun; the result is the same with and without it.
 # Usage: progress_test.sh GTADOC SOURCE_DIR SCRATCH REFERENCE.
 set -euo pipefail
 BIN=$1 SRC=$2 WORK=$3

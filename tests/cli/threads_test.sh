@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Default thread counts follow the CPUs the process may use (SPEC §2): an affinity mask
+# Default thread counts follow the CPUs the process may use (docs/REFERENCE.md §2): an affinity mask
 # (taskset), SLURM_CPUS_PER_TASK, and otherwise the machine's CPUs; --threads overrides; the
 # output does not depend on any of it.
 # Usage: threads_test.sh GTADOC SOURCE_DIR SCRATCH REFERENCE.

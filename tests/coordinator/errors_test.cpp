@@ -1,5 +1,5 @@
-// SPEC §9 at the command line: every bad input ends with one line on stderr naming the problem,
-// a non-zero exit (2 for usage errors), and nothing half-written next to the output.
+// docs/REFERENCE.md §9 at the command line: every bad input ends with one line on stderr naming the
+// problem, a non-zero exit (2 for usage errors), and nothing half-written next to the output.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -80,7 +80,8 @@ TEST(CompressErrors, OutputExistsAndForce) {
   auto r = run_gtadoc({"compress", (tmp / "in").string(), "-o", (tmp / "a.gtd").string()});
   expect_clean_failure(r, 1, "output exists", tmp.path(), {"in", "a.gtd"});
   EXPECT_TRUE(fs::exists(tmp / "a.gtd/marker"));
-  // --force replaces only a previous archive (SPEC §2): a foreign directory is refused.
+  // --force replaces only a previous archive (docs/REFERENCE.md §2): a foreign directory is
+  // refused.
   auto foreign =
       run_gtadoc({"compress", (tmp / "in").string(), "-o", (tmp / "a.gtd").string(), "--force"});
   expect_clean_failure(foreign, 2, "not a previous output", tmp.path(), {"in", "a.gtd"});

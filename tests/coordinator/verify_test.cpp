@@ -1,4 +1,4 @@
-// gtadoc verify (SPEC §9, issue 13 item 3): a sound archive passes; a flipped byte, a truncated
+// gtadoc verify (docs/REFERENCE.md §9): a sound archive passes; a flipped byte, a truncated
 // or missing shard, a checksum-consistent edit of a shard dataset or of a manifest dataset
 // (rewritten through HDF5, so every Fletcher32 checksum still holds and the normal readers
 // accept it) and a manifest without a content digest each fail, with a one-line error and exit

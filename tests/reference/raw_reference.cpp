@@ -1,10 +1,11 @@
-// Raw-text reference implementation of the six tasks, written from SPEC §3-§4 alone.
+// Raw-text reference implementation of the six tasks, written from docs/REFERENCE.md §3-§4 alone.
 //
 // The plan is the same for every task: sort the documents by name, turn each document into its
-// normalized word stream (a vector of std::string), count with hash maps, then sort the rows
-// with an explicit comparator that spells out the order of the spec, and print them.
+// normalized word stream (a vector of std::string), count with hash maps, then sort the rows with
+// an explicit comparator that spells out the order of docs/REFERENCE.md §4, and print them.
 // Sequences are kept as their joined strings ("w1 w2 w3"): words never contain a space, so the
-// joined string identifies the sequence, and the spec orders sequences by exactly that string.
+// joined string identifies the sequence, and docs/REFERENCE.md §4 orders sequences by exactly that
+// string.
 #include "tests/reference/raw_reference.h"
 
 #include <algorithm>

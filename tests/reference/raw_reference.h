@@ -1,7 +1,7 @@
-// The raw-text reference: every task of SPEC §3-§4 computed directly on the uncompressed
-// documents with std::string words and standard maps. It shares no logic with the engines
-// (no dictionary, no grammar, no records) and is what the tests compare them against, byte for
-// byte. Clarity first; it is still fine for tens of megabytes of text.
+// The raw-text reference: every task of docs/REFERENCE.md §3-§4 computed directly on the
+// uncompressed documents with std::string words and standard maps. It shares no logic with the
+// engines (no dictionary, no grammar, no records) and is what the tests compare them against, byte
+// for byte. Clarity first; it is still fine for tens of megabytes of text.
 #pragma once
 
 #include <string>

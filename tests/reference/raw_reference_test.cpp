@@ -1,5 +1,6 @@
-// The raw-text reference against outputs computed by hand from SPEC §3-§4 and docs/OUTPUT.md.
-// Every expected string below was written from the spec, not produced by the code.
+// The raw-text reference against outputs computed by hand from docs/REFERENCE.md §3-§4 and
+// docs/OUTPUT.md. Every expected string below was written from those documents, not produced by the
+// code.
 #include "tests/reference/raw_reference.h"
 
 #include <gtest/gtest.h>

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# `gtadoc serve` against hostile clients (SPEC §8: one client can never hold the cluster), CPU
-# engine, one process, the whole bundled sample:
+# `gtadoc serve` against hostile clients (docs/REFERENCE.md §8: one client can never hold the
+# cluster), CPU engine, one process, the whole bundled sample:
 #  1. a client that never reads a large answer (ranked-inverted-index --n 2, 17 MB): while it
 #     holds its socket (10 s), 6 uncached queries of other clients are answered (each within 10 s,
 #     all within 8 s, byte-equal to `gtadoc run`); it is cut after --write-timeout (3 s), what it got being a prefix of the

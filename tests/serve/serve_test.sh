@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `gtadoc serve` with curl on loopback (SPEC §8, issue 9), CPU engine, one process:
+# `gtadoc serve` with curl on loopback (docs/REFERENCE.md §8), CPU engine, one process:
 #  1. every task x options x format (tsv, json by "format" and by Accept, ndjson) equals
 #     `gtadoc run` with the same options byte for byte (ndjson: the JSON rows one per line);
 #  2. "words"/"docs" filters equal `gtadoc run`'s output filtered with awk;

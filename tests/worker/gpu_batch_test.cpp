@@ -1,4 +1,4 @@
-// The GPU engine's batched pass (Engine::run_batch, issue 14): several resident shards traversed
+// The GPU engine's batched pass (Engine::run_batch): several resident shards traversed
 // as one merged DAG must give the records of the shards run one by one (compared after summing
 // equal keys: the batch may already merge keys across shards), for every task, traversal and
 // normalization; with shards of different depths, flat and degenerate shards, documents out of

@@ -1,5 +1,5 @@
 // Tests of worker/query.cpp: task names, key layouts, and normalize_dictionary against a plain
-// std::map re-implementation of SPEC §3.
+// std::map re-implementation of docs/REFERENCE.md §3.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -24,7 +24,7 @@ Dictionary make_dict(std::vector<std::string> words) {
   return d;
 }
 
-/// SPEC §3 normalization of one word, written independently of the engine.
+/// docs/REFERENCE.md §3 normalization of one word, written independently of the engine.
 std::string norm_word(const std::string& w, bool lower, bool alnum) {
   std::string s = w;
   if (alnum) {
@@ -188,9 +188,9 @@ TEST(EngineChoice, AutoFollowsTheMeasuredCostModel) {
   // No GPU: always the CPU engine.
   EXPECT_EQ(choose_auto_engine(Task::kRankedInvertedIndex, 1e6, 1, false, &why), "cpu");
   EXPECT_NE(why.find("no CUDA device is visible"), std::string::npos);
-  // What the benchmark measured on 16 threads (docs/PERFORMANCE.md §4): 2 MB of text (0.4 MB of
-  // grammar), CUDA start-up dominates every task; 30 MB (6.6 MB), the GPU wins the sequence
-  // tasks only; 450 MB (92.5 MB), it wins every task.
+  // What the benchmark measured on 16 threads (docs/PERFORMANCE.md, "End to end"): 2 MB of text
+  // (0.4 MB of grammar), CUDA start-up dominates every task; 30 MB (6.6 MB), the GPU wins the
+  // sequence tasks only; 450 MB (92.5 MB), it wins every task.
   for (Task t : {Task::kWordCount, Task::kSort, Task::kInvertedIndex, Task::kTermVector,
                  Task::kSequenceCount, Task::kRankedInvertedIndex}) {
     EXPECT_EQ(choose_auto_engine(t, 0.4, 16, true, &why), "cpu") << task_name(t);

@@ -91,7 +91,7 @@ class CpuEngine final : public Engine {
     }
     if (todo.size() < 2) return;  // one shard builds on every thread when it runs
     std::lock_guard<std::mutex> lock(mu_);
-    // A shard's layout scales to a few threads only (docs/PERFORMANCE.md §4.1): several shards
+    // A shard's layout scales to a few threads only (measured: docs/PERFORMANCE.md): several shards
     // at once, two threads each (one pool per shard in flight).
     const unsigned total = thread_count(threads);
     const unsigned per = std::min(2u, total);

@@ -1,7 +1,7 @@
-// A batch of resident shards as one merged device DAG (issue 14; numbering in
-// worker/plan/batch_plan.h): the shards' rules level-major, their documents one after another,
-// their vocabularies merged. Every traversal then runs on the batch exactly as on one shard: level
-// k of every shard in the same launches, one set of per-level tables, one download of the records.
+// A batch of resident shards as one merged device DAG (numbering in worker/plan/batch_plan.h): the
+// shards' rules level-major, their documents one after another, their vocabularies merged. Every
+// traversal then runs on the batch exactly as on one shard: level k of every shard in the same
+// launches, one set of per-level tables, one download of the records.
 //
 // Built from the shards' resident device arrays with device-to-device gathers (each merged array
 // is a concatenation of blocks of consecutive units of one shard, so one kernel per array finds

@@ -14,7 +14,7 @@
 // (there were six; H200, 450 MB in one shard: inverted-index 34.5 -> 25.9 ms). Tried and not
 // kept: a thread per triple (a warp for long rules) with warp-aggregated output positions
 // instead of the scans and segment searches: inverted-index 25 -> 33 ms, the levels' merges
-// 5.5 -> 13-14 ms and the expansions 4.9 -> 8.2 ms (PERFORMANCE.md §11).
+// 5.5 -> 13-14 ms and the expansions 4.9 -> 8.2 ms (docs/PERFORMANCE.md, "Measured and not kept").
 #include <bit>
 #include <cub/block/block_scan.cuh>
 #include <memory>

@@ -1,4 +1,4 @@
-// Plan of a batched pass over several shards (issue 14): the shards' DAGs become one merged DAG
+// Plan of a batched pass over several shards: the shards' DAGs become one merged DAG
 // whose roots are the shards' documents, so one level-synchronous traversal (one launch per
 // height level, one set of per-level tables, one download) serves them all. Pure host logic,
 // independent of any engine; the GPU engine (worker/gpu/gpu_batch.cu) builds its merged device

@@ -1,6 +1,6 @@
 // The gtadoc_gen model: what `train` learns from a real corpus and `generate` samples from.
 //
-// A document is modelled as gtadoc tokenizes it (SPEC §3): gap word gap word ... word gap.
+// A document is modelled as gtadoc tokenizes it (docs/REFERENCE.md §3): gap word ... word gap.
 //  - Tokens: words, plus "gap tokens" for every gap between two words that is not a single
 //    space: "\n", "\n\n", "\n    ", "\n\t\t", " \r\n", "  " ... So line breaks, blank-line
 //    paragraphs, the indentation of the next line and alignment runs are part of the phrase

@@ -43,7 +43,7 @@ struct Interrupted : Error {
   int signal;
 };
 
-/// SPEC §3 words and gaps, as gtadoc compress tokenizes them (coordinator/tokenize.h).
+/// docs/REFERENCE.md §3 words and gaps, as gtadoc compress tokenizes them (coordinator/tokenize.h).
 using gtadoc::tokenize;
 
 /// A fast 64-bit hash of a byte string (8 bytes at a time, finalized with mix64). Deterministic

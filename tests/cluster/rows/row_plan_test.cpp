@@ -1,8 +1,8 @@
 // Row plans and rendering (cluster/rows) against a brute-force reference that builds every row
-// as a string and orders rows by SPEC §4 on those strings: random records over a dictionary
-// with words that are prefixes of others followed by bytes below 0x20 (where the joined-bytes
-// order of sequences differs from the word-id order), ties at the --top cut, documents without
-// rows, TSV and JSON, one thread and several; and records put in row order as the GPU does.
+// as a string and orders rows by docs/REFERENCE.md §4 on those strings: random records over a
+// dictionary with words that are prefixes of others followed by bytes below 0x20 (where the
+// joined-bytes order of sequences differs from the word-id order), ties at the --top cut, documents
+// without rows, TSV and JSON, one thread and several; and records put in row order as the GPU does.
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -1,6 +1,6 @@
 // Raw-text GPU baseline (benchmarks, and a second reference in GPU tests): the six tasks of
-// SPEC §3-§4 computed on the uncompressed documents on the GPU, GreX-style, with the exact
-// output bytes of docs/OUTPUT.md. No dictionary, no grammar: the text goes to the device and
+// docs/REFERENCE.md §3-§4 computed on the uncompressed documents on the GPU, GreX-style, with the
+// exact output bytes of docs/OUTPUT.md. No dictionary, no grammar: the text goes to the device and
 //
 //   parallel split  every byte is flagged as a word start / word end by looking at itself and
 //                   its neighbour, over the whole concatenated buffer (so a word spanning any

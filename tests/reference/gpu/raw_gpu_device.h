@@ -14,7 +14,7 @@
 
 namespace gtadoc::rawgpu {
 
-/// ASCII whitespace of SPEC §3: 0x20, 0x09 tab, 0x0A LF, 0x0B VT, 0x0C FF, 0x0D CR.
+/// ASCII whitespace of docs/REFERENCE.md §3: 0x20, 0x09 tab, 0x0A LF, 0x0B VT, 0x0C FF, 0x0D CR.
 RAWGPU_HD bool is_ws(uint8_t c) {
   return c == 0x20 || (c >= 0x09 && c <= 0x0D);
 }
