@@ -122,12 +122,7 @@ if [[ -n $serve ]]; then
     -d '{"task":"word-count","lowercase":true,"format":"tsv"}' "$url/v1/query" >"$O/serve-wc.tsv" ||
     fail "POST /v1/query failed"
   cmp "$WORK/want-wc" "$O/serve-wc.tsv" || fail "serve's word-count differs from the reference"
-  scancel --signal=TERM "$serve"
-  rc=0
-  slurm_wait "$serve" 60 || rc=$?
-  [[ $rc -eq 0 && $SLURM_JOB_STATE == COMPLETED ]] ||
-    { cat "$out" >&2; fail "serve after SIGTERM: $SLURM_JOB_STATE, exit code $rc"; }
-  [[ ! -e $token ]] || fail "the generated token file outlived the job"
+  slurm_stop_serve "$serve" "$out" "$token" || fail "serve did not stop cleanly after SIGTERM"
   note "serve stopped cleanly"
 fi
 

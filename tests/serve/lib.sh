@@ -23,22 +23,30 @@ sample_archive() {
   A=$WORK/a.gtd
 }
 
+# listening_port LOG PID NAME: waits up to 60 s for the "listening" line of the service PID
+# logging to LOG and prints its port; fails (exit 1, with the log) if PID exits first. Call it
+# as PORT=$(listening_port ...) || exit 1: it runs in a subshell there.
+listening_port() {
+  local log=$1 pid=$2 name=$3 port= i
+  for i in $(seq 600); do
+    port=$(sed -n 's|^gtadoc serve: listening on http://[^ ]*:\([0-9][0-9]*\)$|\1|p' "$log")
+    [[ -n $port ]] && break
+    kill -0 "$pid" 2>/dev/null || { cat "$log" >&2; fail "$name exited before listening"; }
+    sleep 0.1
+  done
+  [[ -n $port ]] || { cat "$log" >&2; fail "$name: no listening line within 60 s"; }
+  echo "$port"
+}
+
 # start NAME ARGS...: starts `gtadoc serve ARGS` in the background, waits for its one
 # "listening" line; sets PID and PORT. Its standard error goes to $WORK/NAME.log.
 start() {
-  local name=$1 i
+  local name=$1
   shift
   : > "$WORK/$name.log"  # before the background job: the wait below reads it at once
   "$BIN" serve "$@" 2> "$WORK/$name.log" &
   PID=$!
   PIDS+=("$PID")
-  PORT=
-  for i in $(seq 600); do
-    PORT=$(sed -n 's|^gtadoc serve: listening on http://[^ ]*:\([0-9][0-9]*\)$|\1|p' "$WORK/$name.log")
-    [[ -n $PORT ]] && break
-    kill -0 "$PID" 2>/dev/null || { cat "$WORK/$name.log" >&2; fail "$name exited before listening"; }
-    sleep 0.1
-  done
-  [[ -n $PORT ]] || fail "$name: no listening line within 60 s"
+  PORT=$(listening_port "$WORK/$name.log" "$PID" "$name") || exit 1  # it failed the test
   [[ $(grep -c '^gtadoc serve: listening on ' "$WORK/$name.log") -eq 1 ]] || fail "$name: not exactly one listening line"
 }

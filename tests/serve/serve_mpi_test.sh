@@ -51,13 +51,7 @@ start() {
       --threads 1 2> "$log" &
   fi
   MPI_PID=$!
-  for i in $(seq 600); do
-    port=$(sed -n 's|^gtadoc serve: listening on http://127.0.0.1:\([0-9][0-9]*\)$|\1|p' "$log")
-    [[ -n $port ]] && break
-    kill -0 "$MPI_PID" 2>/dev/null || { cat "$log" >&2; fail "the service exited before listening"; }
-    sleep 0.1
-  done
-  [[ -n $port ]] || { cat "$log" >&2; fail "no listening line within 60 s"; }
+  port=$(listening_port "$log" "$MPI_PID" "the service") || exit 1  # it failed the test
   URL=http://127.0.0.1:$port
 }
 # rank0_pid: the process of rank 0 (a child of mpirun on this single node).

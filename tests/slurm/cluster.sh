@@ -122,11 +122,10 @@ slurm_cluster_start() {
   _slurm_log "up in $dir: node $node, $cpus CPUs, $gpus GPUs, ports $ctld_port/$slurmd_port"
 }
 
-# Processes whose environment names this cluster's slurm.conf: slurmstepd and job tasks
-# (they inherit SLURM_CONF from slurmd or from the submitting shell). Not this shell and not
-# its ancestors.
-_slurm_cluster_procs() {
-  local mark="SLURM_CONF=$SLURM_CONF" keep=" $$ " pid=$BASHPID ppid line e p
+# Processes of this machine whose environment holds the entry MARK ("NAME=VALUE"): not this
+# shell and not its ancestors. Used by tests/cluster/sim/sim.sh too.
+procs_with_env() {
+  local mark=$1 keep=" $$ " pid=$BASHPID ppid line e p
   while [[ $pid -gt 1 ]]; do
     keep+="$pid "
     ppid=0
@@ -141,6 +140,12 @@ _slurm_cluster_procs() {
       if [[ $e == "$mark" ]]; then echo "$p"; break; fi
     done 2>/dev/null <"/proc/$p/environ"
   done
+}
+
+# Processes whose environment names this cluster's slurm.conf: slurmstepd and job tasks
+# (they inherit SLURM_CONF from slurmd or from the submitting shell).
+_slurm_cluster_procs() {
+  procs_with_env "SLURM_CONF=$SLURM_CONF"
 }
 
 slurm_cluster_stop() {
@@ -246,6 +251,21 @@ slurm_wait_output() {
   done
   _slurm_log "no '$pattern' in $file after ${limit}s"
   return 1
+}
+
+# Stops the `gtadoc serve` job JOB (output file OUT, generated token file TOKEN) with SIGTERM:
+# it must end COMPLETED with exit code 0 within 60 s and remove the token file. Else prints why
+# (and the job's output) and returns 1.
+slurm_stop_serve() {
+  local job=$1 out=$2 token=$3 rc=0
+  scancel --signal=TERM "$job"
+  slurm_wait "$job" 60 || rc=$?
+  if [[ $rc -ne 0 || $SLURM_JOB_STATE != COMPLETED ]]; then
+    cat "$out" >&2
+    _slurm_log "serve after SIGTERM: $SLURM_JOB_STATE, exit code $rc"
+    return 1
+  fi
+  [[ ! -e $token ]] || { _slurm_log "the generated token file outlived the job"; return 1; }
 }
 
 # ------------------------------------------------------------------ command line

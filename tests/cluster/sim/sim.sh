@@ -344,26 +344,6 @@ sim_mpirun() {
   "${SIM_MPIRUN[@]}" "$@"
 }
 
-# Processes of this machine whose environment holds NAME=VALUE (mpirun started by sim_mpirun,
-# sbatch/srun clients): not this shell and not its ancestors.
-_sim_env_procs() {
-  local mark=$1 keep=" $$ " pid=$BASHPID ppid line e p
-  while [[ $pid -gt 1 ]]; do
-    keep+="$pid "
-    ppid=0
-    while read -r line; do [[ $line == PPid:* ]] && ppid=${line//[!0-9]/}; done \
-      2>/dev/null <"/proc/$pid/status"
-    pid=$ppid
-  done
-  for p in /proc/[0-9]*; do
-    p=${p#/proc/}
-    [[ $keep == *" $p "* ]] && continue
-    while IFS= read -r -d '' e; do
-      if [[ $e == "$mark" ]]; then echo "$p"; break; fi
-    done 2>/dev/null <"/proc/$p/environ"
-  done
-}
-
 sim_stop() {
   local rc=$?
   set +e
@@ -386,7 +366,7 @@ sim_stop() {
   fi
   # mpirun and its agents on this machine (they would wait for orteds that are gone).
   local left
-  left=$(_sim_env_procs "SIM_DIR=$dir")
+  left=$(procs_with_env "SIM_DIR=$dir")  # mpirun of sim_mpirun, sbatch/srun clients
   # shellcheck disable=SC2086
   [[ -n $left ]] && kill -KILL $left 2>/dev/null
   # The nodes: everything in them dies with their holder.

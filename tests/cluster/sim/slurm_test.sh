@@ -139,11 +139,6 @@ curl -fsS -m 60 -H "$auth" -H 'Content-Type: application/json' \
   -d '{"task":"ranked-inverted-index","n":2,"format":"json"}' "$url/v1/query" >"$O/serve-rii.json" ||
   fail "POST /v1/query"
 cmp -s "$WORK/want-rii" "$O/serve-rii.json" || fail "serve's ranked-inverted-index differs from the single process"
-scancel --signal=TERM "$serve"
-rc=0
-slurm_wait "$serve" 60 || rc=$?
-[[ $rc -eq 0 && $SLURM_JOB_STATE == COMPLETED ]] ||
-  { cat "$out" >&2; fail "serve after SIGTERM: $SLURM_JOB_STATE, exit code $rc"; }
-[[ ! -e $token ]] || fail "the generated token file outlived the job"
+slurm_stop_serve "$serve" "$out" "$token" || fail "serve did not stop cleanly after SIGTERM"
 note "serve across $NODES nodes answered and stopped cleanly"
 echo "PASS: Slurm compress, run (srun 1 and 2 per node, --partitioned, mpirun) and serve across $NODES nodes"
