@@ -10,9 +10,20 @@ namespace {
 
 struct Held {
   std::mutex mu;
-  std::deque<std::vector<uint32_t>> arrays;  // oldest first
+  std::deque<std::vector<uint32_t>> arrays32;  // oldest first
+  std::deque<std::vector<uint64_t>> arrays64;
   uint64_t bytes = 0;
   uint64_t capacity = uint64_t{1} << 30;
+
+  template <class T>
+  std::deque<std::vector<T>>& arrays() {
+    if constexpr (sizeof(T) == 4)
+      return arrays32;
+    else
+      return arrays64;
+  }
+  // Drops the oldest arrays (of either type) into `drop` until the bytes fit the capacity.
+  void trim(std::deque<std::vector<uint32_t>>& drop32, std::deque<std::vector<uint64_t>>& drop64);
 };
 
 Held& held_arrays() {
@@ -20,53 +31,79 @@ Held& held_arrays() {
   return *h;
 }
 
-uint64_t bytes_of(const std::vector<uint32_t>& v) {
-  return v.capacity() * sizeof(uint32_t);
+template <class T>
+uint64_t bytes_of(const std::vector<T>& v) {
+  return v.capacity() * sizeof(T);
+}
+
+void Held::trim(std::deque<std::vector<uint32_t>>& drop32,
+                std::deque<std::vector<uint64_t>>& drop64) {
+  while (bytes > capacity && !(arrays32.empty() && arrays64.empty())) {
+    // The larger of the two oldest goes first: ages are not compared across the types.
+    const bool take32 = arrays64.empty() ||
+                        (!arrays32.empty() && bytes_of(arrays32.front()) >= bytes_of(arrays64.front()));
+    if (take32) {
+      bytes -= bytes_of(arrays32.front());
+      drop32.push_back(std::move(arrays32.front()));
+      arrays32.pop_front();
+    } else {
+      bytes -= bytes_of(arrays64.front());
+      drop64.push_back(std::move(arrays64.front()));
+      arrays64.pop_front();
+    }
+  }
 }
 
 }  // namespace
 
-std::vector<uint32_t> take(size_t n) {
-  std::vector<uint32_t> out;
-  if (n * sizeof(uint32_t) < kMinBytes) return out;
+template <class T>
+std::vector<T> take(size_t n) {
+  std::vector<T> out;
+  if (n * sizeof(T) < kMinBytes) return out;
   Held& h = held_arrays();
   std::lock_guard<std::mutex> lock(h.mu);
-  auto best = h.arrays.end();
-  for (auto it = h.arrays.begin(); it != h.arrays.end(); ++it)
+  auto& arrays = h.arrays<T>();
+  auto best = arrays.end();
+  for (auto it = arrays.begin(); it != arrays.end(); ++it)
     if (it->capacity() >= n && it->capacity() / 2 <= n &&
-        (best == h.arrays.end() || it->capacity() < best->capacity()))
+        (best == arrays.end() || it->capacity() < best->capacity()))
       best = it;
-  if (best != h.arrays.end()) {
+  if (best != arrays.end()) {
     out = std::move(*best);
-    h.arrays.erase(best);
+    arrays.erase(best);
     h.bytes -= bytes_of(out);
   }
   return out;
 }
 
-void give(std::vector<uint32_t>&& v) noexcept {
-  std::vector<uint32_t> mine = std::move(v);
+template <class T>
+void give(std::vector<T>&& v) noexcept {
+  std::vector<T> mine = std::move(v);
   v = {};
   if (bytes_of(mine) < kMinBytes) return;
   mine.clear();
-  std::deque<std::vector<uint32_t>> drop;  // freed outside the lock
+  std::deque<std::vector<uint32_t>> drop32;  // freed outside the lock
+  std::deque<std::vector<uint64_t>> drop64;
   Held& h = held_arrays();
   std::lock_guard<std::mutex> lock(h.mu);
   if (bytes_of(mine) > h.capacity) return;
   h.bytes += bytes_of(mine);
-  h.arrays.push_back(std::move(mine));
-  while (h.bytes > h.capacity) {
-    h.bytes -= bytes_of(h.arrays.front());
-    drop.push_back(std::move(h.arrays.front()));
-    h.arrays.pop_front();
-  }
+  h.arrays<T>().push_back(std::move(mine));
+  h.trim(drop32, drop64);
 }
 
+template std::vector<uint32_t> take<uint32_t>(size_t);
+template std::vector<uint64_t> take<uint64_t>(size_t);
+template void give<uint32_t>(std::vector<uint32_t>&&) noexcept;
+template void give<uint64_t>(std::vector<uint64_t>&&) noexcept;
+
 void clear() noexcept {
-  std::deque<std::vector<uint32_t>> drop;
+  std::deque<std::vector<uint32_t>> drop32;
+  std::deque<std::vector<uint64_t>> drop64;
   Held& h = held_arrays();
   std::lock_guard<std::mutex> lock(h.mu);
-  drop.swap(h.arrays);
+  drop32.swap(h.arrays32);
+  drop64.swap(h.arrays64);
   h.bytes = 0;
 }
 

@@ -391,23 +391,26 @@ ShardGrammar read_shard_grammar(const fs::path& archive, const Manifest& manifes
     into += now - mark;
     mark = now;
   };
+  // Temporary tables, in handed-back memory where it is held (common/recycled_arrays.h).
+  std::vector<uint64_t> body_lengths, segments;
+  const ShardEntry& entry = manifest.shards[shard];
+  const bool local = manifest.format_version >= 2;
+  uint64_t num_symbols = 0;
   {
+    // Under the HDF5 lock only what calls HDF5: the file opened, its datasets read (their chunks
+    // decoded outside the lock, BatchRead::run) and completed in order (a dataset the direct
+    // path gave up on is read by H5Dread, whose error is then the one thrown), the file closed.
     h5::Lock lock;
     lap(spent.lock_wait);
     in_file(file, [&] {
       h5::File f = open_shard(file, manifest, shard);
-      const ShardEntry& entry = manifest.shards[shard];
-      const bool local = manifest.format_version >= 2;
       g.num_words = local ? static_cast<uint32_t>(std::min<uint64_t>(
                                 need_uint_attr(f.id(), "num_words"), kBoundaryBit))
                           : manifest.dict.size();
-      g.first_doc = entry.first_doc;
-      g.num_docs = entry.num_docs;
-
       h5::Group gr = h5::open_group(f.id(), "grammar");
-      // One batch (chunks decoded on threads); errors are thrown in the order of the checks.
       h5::BatchRead batch(threads);
-      std::vector<uint64_t> body_lengths, segments;
+      body_lengths = recycled::take<uint64_t>(entry.rules);
+      segments = recycled::take<uint64_t>(entry.num_docs);
       const size_t local_i = local ? batch.add(gr.id(), "local_words", g.local_words) : 0;
       const size_t body_i = batch.add(gr.id(), "rule_body_lengths", body_lengths);
       g.symbols = recycled::take(entry.symbols);  // pages already in memory, when one is held
@@ -419,54 +422,55 @@ ShardGrammar read_shard_grammar(const fs::path& archive, const Manifest& manifes
       lap(spent.open);
       batch.run();
       lap(spent.data);
-
-      if (local) {
-        batch.finish(local_i);
-        expect_equal(g.local_words.size(), g.num_words, "size of /grammar/local_words");
-        if (!g.local_words.empty() && g.local_words.back() >= manifest.dict.size())
-          throw InputError("/grammar/local_words holds word id " +
-                           std::to_string(g.local_words.back()) + ", beyond the dictionary (" +
-                           std::to_string(manifest.dict.size()) + " words)");
-      }
+      spent.steps = batch.times();
+      if (local) batch.finish(local_i);
       batch.finish(body_i);
-      if (body_lengths.empty()) throw InputError("grammar has no rules");
-      const uint64_t num_symbols = batch.size(symbols_i);
-      resize_on_huge_pages(g.rule_offsets, body_lengths.size() + 1);
-      g.rule_offsets[0] = 0;
-      for (size_t r = 0; r < body_lengths.size(); ++r) {
-        if (body_lengths[r] > num_symbols - g.rule_offsets[r])
-          throw InputError("rule body lengths exceed /grammar/symbols");
-        g.rule_offsets[r + 1] = g.rule_offsets[r] + body_lengths[r];
-      }
-      expect_equal(g.rule_offsets.back(), num_symbols, "sum of rule body lengths");
-      body_lengths = {};
-      expect_equal(g.num_rules(), entry.rules, "number of rules");
-      expect_equal(num_symbols, entry.symbols, "number of symbols");
-
-      batch.finish(symbols_i);
-      batch.finish(levels_i);
-      if (g.level_offsets.empty()) throw InputError("empty /grammar/level_offsets");
-      expect_equal(g.num_levels() - 1, entry.depth, "grammar depth");
-      batch.finish(length_i);
-      expect_equal(g.rule_length.size(), g.num_rules(), "size of /grammar/rule_length");
-      batch.finish(uses_i);
-      expect_equal(g.rule_uses.size(), g.num_rules(), "size of /grammar/rule_uses");
-
-      batch.finish(segments_i);
-      expect_equal(segments.size(), g.num_docs, "size of /grammar/doc_segment_lengths");
-      const uint64_t root_length = g.rule_offsets.back() - g.rule_offsets[g.root()];
-      g.doc_root_offsets.resize(g.num_docs + 1ull);
-      g.doc_root_offsets[0] = 0;
-      for (uint32_t d = 0; d < g.num_docs; ++d) {
-        if (segments[d] > root_length || g.doc_root_offsets[d] > root_length - segments[d])
-          throw InputError("document segments exceed the root rule");
-        g.doc_root_offsets[d + 1] = g.doc_root_offsets[d] + segments[d] + 1;
-      }
-      if (g.num_docs > 0)
-        expect_equal(g.doc_root_offsets.back(), root_length + 1,
-                     "end of the last document segment");
+      num_symbols = batch.size(symbols_i);
+      for (size_t i : {symbols_i, levels_i, length_i, uses_i, segments_i}) batch.finish(i);
     });
   }
+  // The tables' relations, and the offsets derived from them, outside the lock.
+  in_file(file, [&] {
+    g.first_doc = entry.first_doc;
+    g.num_docs = entry.num_docs;
+    if (local) {
+      expect_equal(g.local_words.size(), g.num_words, "size of /grammar/local_words");
+      if (!g.local_words.empty() && g.local_words.back() >= manifest.dict.size())
+        throw InputError("/grammar/local_words holds word id " +
+                         std::to_string(g.local_words.back()) + ", beyond the dictionary (" +
+                         std::to_string(manifest.dict.size()) + " words)");
+    }
+    if (body_lengths.empty()) throw InputError("grammar has no rules");
+    resize_on_huge_pages(g.rule_offsets, body_lengths.size() + 1);
+    g.rule_offsets[0] = 0;
+    for (size_t r = 0; r < body_lengths.size(); ++r) {
+      if (body_lengths[r] > num_symbols - g.rule_offsets[r])
+        throw InputError("rule body lengths exceed /grammar/symbols");
+      g.rule_offsets[r + 1] = g.rule_offsets[r] + body_lengths[r];
+    }
+    expect_equal(g.rule_offsets.back(), num_symbols, "sum of rule body lengths");
+    expect_equal(g.num_rules(), entry.rules, "number of rules");
+    expect_equal(num_symbols, entry.symbols, "number of symbols");
+
+    if (g.level_offsets.empty()) throw InputError("empty /grammar/level_offsets");
+    expect_equal(g.num_levels() - 1, entry.depth, "grammar depth");
+    expect_equal(g.rule_length.size(), g.num_rules(), "size of /grammar/rule_length");
+    expect_equal(g.rule_uses.size(), g.num_rules(), "size of /grammar/rule_uses");
+
+    expect_equal(segments.size(), g.num_docs, "size of /grammar/doc_segment_lengths");
+    const uint64_t root_length = g.rule_offsets.back() - g.rule_offsets[g.root()];
+    g.doc_root_offsets.resize(g.num_docs + 1ull);
+    g.doc_root_offsets[0] = 0;
+    for (uint32_t d = 0; d < g.num_docs; ++d) {
+      if (segments[d] > root_length || g.doc_root_offsets[d] > root_length - segments[d])
+        throw InputError("document segments exceed the root rule");
+      g.doc_root_offsets[d + 1] = g.doc_root_offsets[d] + segments[d] + 1;
+    }
+    if (g.num_docs > 0)
+      expect_equal(g.doc_root_offsets.back(), root_length + 1, "end of the last document segment");
+  });
+  recycled::give(std::move(body_lengths));
+  recycled::give(std::move(segments));
   lap(spent.checks);
   // Version 1 shards hold dictionary ids: numbered locally here (a pass over the symbols).
   if (manifest.format_version == 1) localize_words(g);

@@ -16,6 +16,7 @@
 #include "formats/dictionary.h"
 #include "formats/digest.h"
 #include "formats/grammar.h"
+#include "formats/h5.h"
 
 namespace gtadoc {
 
@@ -124,9 +125,12 @@ Manifest read_manifest(const std::filesystem::path& archive,
 /// (0: every usable CPU; a caller reading several shards side by side gives each a share).
 /// Where one read_shard_grammar's time went, in seconds: waiting for the HDF5 lock, the file's
 /// opening and the datasets' location under it, the data (read and decoded outside the lock),
-/// the checks back under it, and the grammar's validation.
+/// the checks back under it, and the grammar's validation; `steps` splits the data's time
+/// (h5::BatchRead::Times: locating the chunks, first touch, then thread-seconds of reads,
+/// checksums, inflating and unpacking).
 struct ShardReadTimes {
   double lock_wait = 0, open = 0, data = 0, checks = 0, validate = 0;
+  h5::BatchRead::Times steps;
 };
 ShardGrammar read_shard_grammar(const std::filesystem::path& archive, const Manifest& manifest,
                                 uint32_t shard, unsigned threads = 0,

@@ -216,8 +216,8 @@ namespace {
 constexpr uint64_t kParallelValidateSymbols = uint64_t{1} << 16;
 /// Symbols per task of the parallel checks.
 constexpr uint64_t kValidateTaskSymbols = uint64_t{1} << 16;
-/// Largest memory for per-worker use counts (beyond it, one shared array and atomic increments).
-constexpr uint64_t kPerWorkerUsesBytes = uint64_t{256} << 20;
+/// Largest memory for the workers' own use counts and word marks (fewer workers beyond it).
+constexpr uint64_t kPerWorkerBytes = uint64_t{256} << 20;
 
 /// Whether `g` satisfies every invariant validate_grammar checks, decided on `threads` threads.
 /// Each rule is checked against the *stored* metadata of its children instead of values computed
@@ -280,49 +280,56 @@ bool valid_in_parallel(const ShardGrammar& g, unsigned threads) {
   };
   std::vector<RootPart> root_parts(tasks.size() - root_task0);
 
-  // Uses are counted per worker where that takes little memory (atomic increments cost more
-  // than the rest of the check), else in one array with atomic increments.
-  const size_t workers = std::min<size_t>(resolve_threads(threads), tasks.size());
-  const bool per_worker = uint64_t{workers} * R * sizeof(uint32_t) <= kPerWorkerUsesBytes;
-  std::vector<std::vector<uint32_t>> uses(per_worker ? workers : 1);
-  if (!per_worker) resize_on_huge_pages(uses[0], R);
-  std::vector<uint8_t> word_used(V, 0);
-  auto mark = [&](Symbol s) {
-    std::atomic_ref<uint8_t> u(word_used[s]);
-    if (u.load(std::memory_order_relaxed) == 0) u.store(1, std::memory_order_relaxed);
-  };
+  // Each worker counts the rules' uses and marks the words it sees in arrays of its own (R + 1
+  // counts, V + 1 bits: the last slot of each takes what is not a rule child or not a word), so
+  // the loops run without a branch on the kind of each symbol (otherwise mispredicted about
+  // every other symbol) and without atomics; merged afterwards. Workers are fewer where their
+  // arrays would take too much memory.
+  const uint64_t word_blocks = uint64_t{V} / 64 + 1;
+  const uint64_t worker_bytes = (uint64_t{R} + 1) * sizeof(uint32_t) + word_blocks * 8;
+  const size_t workers = std::max<size_t>(
+      1, std::min<size_t>({resolve_threads(threads), tasks.size(),
+                           static_cast<size_t>(kPerWorkerBytes / worker_bytes)}));
+  std::vector<std::vector<uint32_t>> uses(workers);
+  std::vector<std::vector<uint64_t>> seen(workers);
   std::atomic<size_t> next_task{0};
+  const Symbol* const sp = sym.data();
+  const uint64_t* const lengths = g.rule_length.data();
   parallel_for(workers, workers, [&](size_t w) {
-    uint32_t* counts = nullptr;
-    if (per_worker) {
-      resize_on_huge_pages(uses[w], R);
-      counts = uses[w].data();
-    }
-    auto use = [&](uint32_t c) {
-      if (counts)
-        ++counts[c];
-      else
-        std::atomic_ref<uint32_t>(uses[0][c]).fetch_add(1, std::memory_order_relaxed);
+    resize_on_huge_pages(uses[w], uint64_t{R} + 1);
+    seen[w].assign(word_blocks, 0);
+    uint32_t* const counts = uses[w].data();
+    uint64_t* const bits = seen[w].data();
+    // Symbols [begin, end) of a body whose rule children must be below `limit`; boundaries are
+    // allowed (and counted) in the root only. False when a symbol is neither.
+    auto scan = [&](uint64_t begin, uint64_t end, uint32_t limit, bool root_body,
+                    RootPart& part) {
+      bool bad = false;
+      uint64_t length = 0, boundaries = 0;
+      int64_t max_child = -1;
+      for (uint64_t i = begin; i < end; ++i) {
+        const Symbol s = sp[i];
+        const bool word = s < V;
+        const bool boundary = is_boundary(s);
+        const uint32_t c = s - V;  // the rule, when a rule
+        const bool child = !word && !boundary && c < limit;
+        bad |= !word && !child && !(boundary && root_body);
+        boundaries += boundary;
+        const uint64_t child_length = lengths[child ? c : 0];  // read whatever the kind
+        bad |= __builtin_add_overflow(length, word ? 1 : child ? child_length : 0, &length);
+        ++counts[child ? c : R];
+        max_child = std::max<int64_t>(max_child, child ? int64_t{c} : -1);
+        const uint32_t bit = word ? s : V;
+        bits[bit >> 6] |= uint64_t{1} << (bit & 63);
+      }
+      part = {max_child, length, boundaries};
+      return !bad;
     };
     for (size_t t; (t = next_task.fetch_add(1)) < tasks.size() && !failed();) {
       const Task& task = tasks[t];
+      RootPart part;
       if (task.first_rule == root) {
-        RootPart part;  // local: neighbouring parts share cache lines
-        for (uint64_t i = task.begin; i < task.end; ++i) {
-          const Symbol s = sym[i];
-          if (is_boundary(s)) {
-            ++part.boundaries;
-          } else if (s < V) {
-            ++part.length;
-            mark(s);
-          } else {
-            const uint32_t c = rule_of(s, V);
-            if (c >= root) return fail();
-            part.max_child = std::max<int64_t>(part.max_child, c);
-            if (__builtin_add_overflow(part.length, g.rule_length[c], &part.length)) return fail();
-            use(c);
-          }
-        }
+        if (!scan(task.begin, task.end, root, true, part)) return fail();
         root_parts[t - root_task0] = part;
         continue;
       }
@@ -331,23 +338,8 @@ bool valid_in_parallel(const ShardGrammar& g, unsigned threads) {
         while (r >= lo[h + 1]) ++h;
         const uint64_t begin = off[r], end = off[r + 1];
         if (begin >= end || end > num_symbols) return fail();  // decreasing, empty or beyond
-        int64_t max_child = -1;
-        uint64_t length = 0;
-        for (uint64_t i = begin; i < end; ++i) {
-          const Symbol s = sym[i];
-          if (s < V) {
-            ++length;
-            mark(s);
-          } else {
-            if (is_boundary(s)) return fail();
-            const uint32_t c = rule_of(s, V);
-            if (c >= r) return fail();
-            max_child = std::max<int64_t>(max_child, c);
-            if (__builtin_add_overflow(length, g.rule_length[c], &length)) return fail();
-            use(c);
-          }
-        }
-        if (length != g.rule_length[r]) return fail();
+        if (!scan(begin, end, r, false, part) || part.length != lengths[r]) return fail();
+        const int64_t max_child = part.max_child;
         if (h == 0 ? max_child >= 0 : max_child < lo[h - 1] || max_child >= lo[h]) return fail();
       }
     }
@@ -363,7 +355,13 @@ bool valid_in_parallel(const ShardGrammar& g, unsigned threads) {
     boundaries += part.boundaries;
   }
   if (root_length != g.rule_length[root]) return false;
-  if (std::find(word_used.begin(), word_used.end(), uint8_t{0}) != word_used.end()) return false;
+  for (uint64_t k = 0; k < word_blocks; ++k) {
+    uint64_t any = 0;
+    for (const std::vector<uint64_t>& b : seen) any |= b[k];
+    const uint64_t first = k * 64;  // bits of words [first, min(first + 64, V)) must all be set
+    const uint64_t want = V - first >= 64 ? ~uint64_t{0} : (uint64_t{1} << (V - first)) - 1;
+    if ((any & want) != want) return false;
+  }
   if (L - 1 == 0 ? root_max_child >= 0 : root_max_child < lo[L - 2] || root_max_child >= lo[L - 1])
     return false;
   const uint64_t rule_tasks = (R - 1) / kValidateTaskSymbols + 1;

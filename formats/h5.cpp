@@ -9,6 +9,7 @@
 #include <bit>
 #include <cctype>
 #include <cerrno>
+#include <chrono>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
@@ -17,6 +18,7 @@
 #include "common/big_alloc.h"
 #include "common/error.h"
 #include "common/parallel.h"
+#include "common/recycled_arrays.h"
 #include "formats/zlib_codec.h"
 
 static_assert(std::is_same_v<hid_t, gtadoc::h5::Id>, "h5::Id must be hid_t (HDF5 >= 1.10)");
@@ -801,7 +803,7 @@ struct BatchRead::Item {
   Pipeline pipeline;
   uint32_t es = 0;
   uint64_t chunk = 0;
-  UninitVector<unsigned char> raw;  // huge pages, not zero-filled
+  unsigned char* raw = nullptr;  // in the batch's block of stored chunks (BatchRead::run)
   std::vector<uint64_t> raw_offsets;
   // Where chunk k's stored bytes lie in the file open on `fd`: from byte file_offsets[k] on
   // (empty: H5Dread_chunk reads them). `ds` stays open until they are read, so `fd` does.
@@ -820,8 +822,9 @@ struct BatchRead::Item {
   bool read_chunks();
   // Reads chunk k as stored from `fd` into `raw`, entering no HDF5 call; false on any surprise.
   bool pread_chunk(uint64_t k);
-  // Checks, inflates, unshuffles and widens chunk k into `out`; false on any surprise.
-  bool decode(uint64_t k) const;
+  // Checks, inflates, unshuffles and widens chunk k into `out`; false on any surprise. Adds
+  // the nanoseconds of each step to `ns` (checksum, inflate, unpack).
+  bool decode(uint64_t k, std::atomic<uint64_t>* ns) const;
 };
 
 bool BatchRead::Item::plan_chunks(const std::optional<FileView>& view) {
@@ -905,7 +908,7 @@ bool BatchRead::Item::read_chunks() {
   for (uint64_t k = 0, chunks = num_chunks(); k < chunks; ++k) {
     hsize_t offset[1] = {k * chunk};
     uint32_t filter_mask = 0;
-    if (H5Dread_chunk(ds.id(), H5P_DEFAULT, offset, &filter_mask, raw.data() + raw_offsets[k]) <
+    if (H5Dread_chunk(ds.id(), H5P_DEFAULT, offset, &filter_mask, raw + raw_offsets[k]) <
             0 ||
         filter_mask != 0) {
       H5Eclear2(H5E_DEFAULT);
@@ -916,12 +919,27 @@ bool BatchRead::Item::read_chunks() {
 }
 
 bool BatchRead::Item::pread_chunk(uint64_t k) {
-  return pread_whole(fd, file_offsets[k], raw.data() + raw_offsets[k],
+  return pread_whole(fd, file_offsets[k], raw + raw_offsets[k],
                      raw_offsets[k + 1] - raw_offsets[k]);
 }
 
-bool BatchRead::Item::decode(uint64_t k) const {
-  const unsigned char* src = raw.data() + raw_offsets[k];
+namespace {
+uint64_t now_ns() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
+// Adds the time since `mark` to `into` and moves `mark` to now.
+void add_lap(std::atomic<uint64_t>& into, uint64_t& mark) {
+  const uint64_t t = now_ns();
+  into.fetch_add(t - mark, std::memory_order_relaxed);
+  mark = t;
+}
+}  // namespace
+
+bool BatchRead::Item::decode(uint64_t k, std::atomic<uint64_t>* ns) const {
+  uint64_t mark = now_ns();
+  const unsigned char* src = raw + raw_offsets[k];
   size_t len = raw_offsets[k + 1] - raw_offsets[k];
   if (pipeline.fletcher32) {
     // As H5Z's fletcher32 filter: the stored sum is little-endian; the byte-swapped sum of
@@ -933,6 +951,7 @@ bool BatchRead::Item::decode(uint64_t k) const {
     const uint32_t sum = fletcher32(src, len);
     const uint32_t reversed = ((sum & 0x00ff00ffu) << 8) | ((sum >> 8) & 0x00ff00ffu);
     if (stored != sum && stored != reversed) return false;
+    add_lap(ns[0], mark);
   }
   const uint64_t first = k * chunk;
   const uint64_t count = std::min(chunk, n - first);
@@ -948,7 +967,9 @@ bool BatchRead::Item::decode(uint64_t k) const {
     unsigned char* into = dst;
     if (!direct)
       into = (scratch = std::make_unique_for_overwrite<unsigned char[]>(chunk_bytes)).get();
-    if (!zlib_inflate_exact(src, len, into, chunk_bytes)) return false;
+    const bool inflated = zlib_inflate_exact(src, len, into, chunk_bytes);
+    add_lap(ns[1], mark);
+    if (!inflated) return false;
     if (direct) return true;
     data = into;
   } else if (len != chunk_bytes) {
@@ -958,6 +979,7 @@ bool BatchRead::Item::decode(uint64_t k) const {
     std::memcpy(dst, data, count * es);
   else
     unpack(data, es, plane, count, mem, dst);
+  add_lap(ns[2], mark);
   return true;
 }
 
@@ -980,6 +1002,8 @@ size_t BatchRead::add_raw(Id loc, const std::string& name, Width mem,
 void BatchRead::run() {
   init();
   const bool locked_read = locked_read_asked();
+  uint64_t mark = now_ns();
+  std::atomic<uint64_t> locate{0}, touch{0}, pread{0}, steps[3] = {0, 0, 0};
   // 1. HDF5: every dataset opened and checked, where its chunks lie in the file and their stored
   // sizes learnt.
   for (auto& it : items_) {
@@ -995,26 +1019,33 @@ void BatchRead::run() {
     }
     if (it->n > 0) it->fast = it->plan_chunks(locked_read ? std::nullopt : sec2_view(it->ds.id()));
   }
-  // 2. No HDF5 call: the outputs sized and the stored chunks' buffers touched, on threads. First
-  // touch of fresh memory is the slow part of a read (0.5 GB/s on a VM's 4 KiB pages); outside
-  // the lock, other threads' reads (the next shards) go on meanwhile. Buffers that pread fills
-  // are touched here too: left to pread's own page faults, 4 or 16 reads of deflated shards at
-  // once took 1.25x as long on 16 cores.
+  add_lap(locate, mark);
+  // 2. No HDF5 call: the outputs sized, on threads, and one block for every dataset's stored
+  // chunks. First touch of fresh memory is the slow part of a read (0.5 GB/s on a VM's 4 KiB
+  // pages); outside the lock, other threads' reads (the next shards) go on meanwhile. The block
+  // is a handed-back one where one is held (common/recycled_arrays.h: the previous reads'
+  // blocks, their pages in memory), and goes back once the chunks are decoded.
   {
     Unlocked others_may_read;
     parallel_for(items_.size(), resolve_threads(threads_), [&](size_t i) {
       Item& it = *items_[i];
       if (it.open_error) return;
       it.out = it.resize(it.n);
-      if (it.fast) it.raw.resize(it.raw_offsets.back());
     });
-    std::vector<std::pair<unsigned char*, size_t>> pages;  // (start, bytes) of 1 MiB blocks
+    uint64_t raw_bytes = 0;
     for (auto& it : items_)
-      for (size_t at = 0; it->fast && at < it->raw.size(); at += size_t{1} << 20)
-        pages.emplace_back(it->raw.data() + at, std::min(size_t{1} << 20, it->raw.size() - at));
-    parallel_for(pages.size(), resolve_threads(threads_),
-                 [&](size_t i) { std::memset(pages[i].first, 0, pages[i].second); });
+      if (!it->open_error && it->fast) raw_bytes += (it->raw_offsets.back() + 63) & ~uint64_t{63};
+    const uint64_t words = (raw_bytes + 3) / 4;
+    raw_block_ = recycled::take(words);
+    resize_on_huge_pages(raw_block_, words);  // a fresh block marked for huge pages
+    auto* at = reinterpret_cast<unsigned char*>(raw_block_.data());
+    for (auto& it : items_)
+      if (!it->open_error && it->fast) {
+        it->raw = at;
+        at += (it->raw_offsets.back() + 63) & ~uint64_t{63};
+      }
   }
+  add_lap(touch, mark);
   // 3. HDF5: the chunks not located in step 1 read as stored.
   std::vector<std::pair<Item*, uint64_t>> tasks;  // (dataset, chunk)
   for (auto& it : items_) {
@@ -1026,11 +1057,12 @@ void BatchRead::run() {
     }
     if (it->fast && it->file_offsets.empty() && !it->read_chunks()) {
       it->fast = false;
-      it->raw = UninitVector<unsigned char>();
+      it->raw = nullptr;
     }
     if (!it->fast) continue;
     for (uint64_t k = 0; k < it->num_chunks(); ++k) tasks.emplace_back(it.get(), k);
   }
+  add_lap(locate, mark);
   // 4. No HDF5 call: the located chunks read with pread, then every chunk's checksum verified,
   // inflated, unshuffled and widened, on threads. A chunk not read whole (an error, the end of a
   // truncated file) leaves its dataset to H5Dread in finish(), as a failed check does.
@@ -1039,23 +1071,30 @@ void BatchRead::run() {
     parallel_for(tasks.size(), resolve_threads(threads_), [&](size_t t) {
       auto [it, k] = tasks[t];
       if (it->failed.load(std::memory_order_relaxed)) return;
-      if (!it->file_offsets.empty() && !it->pread_chunk(k)) {
+      uint64_t started = now_ns();
+      const bool whole = it->file_offsets.empty() || it->pread_chunk(k);
+      add_lap(pread, started);
+      if (!whole) {
         it->short_read.store(true, std::memory_order_relaxed);
         it->failed.store(true, std::memory_order_relaxed);
         return;
       }
-      if (!it->decode(k)) it->failed.store(true, std::memory_order_relaxed);
+      if (!it->decode(k, steps)) it->failed.store(true, std::memory_order_relaxed);
     });
   }
+  // The located chunks' reads under the lock (step 3) count as locating them.
+  auto sec = [](const std::atomic<uint64_t>& ns) { return static_cast<double>(ns.load()) * 1e-9; };
+  times_ = Times{sec(locate), sec(touch), sec(pread), sec(steps[0]), sec(steps[1]), sec(steps[2])};
   // 5. HDF5: what was read closed; the rest waits for finish().
   for (auto& it : items_) {
     if (!it->fast) continue;
-    it->raw = UninitVector<unsigned char>();
+    it->raw = nullptr;
     if (!it->failed.load()) {
       it->done = true;
       it->ds.reset();
     }
   }
+  recycled::give(std::move(raw_block_));
 }
 
 uint64_t BatchRead::size(size_t i) const {

@@ -48,5 +48,27 @@ TEST(RecycledArrays, SmallArraysAndTheCapacity) {
   EXPECT_EQ(recycled::held(), 0u);
 }
 
+TEST(RecycledArrays, SixtyFourBitArraysAreKeptApartAndShareTheCapacity) {
+  Clean clean;
+  const size_t n = size_t{1} << 19;  // 4 MiB of uint64
+  std::vector<uint64_t> wide(n, 9);
+  const uint64_t* memory = wide.data();
+  recycled::give(std::move(wide));
+  EXPECT_EQ(recycled::held(), n * sizeof(uint64_t));
+  EXPECT_EQ(recycled::take<uint32_t>(2 * n).capacity(), 0u);  // not handed to the other type
+  std::vector<uint64_t> back = recycled::take<uint64_t>(n);
+  EXPECT_EQ(back.data(), memory);
+  EXPECT_EQ(recycled::held(), 0u);
+
+  recycled::set_capacity(3 * n * sizeof(uint64_t));  // 12 MiB: a 4 MiB and an 8 MiB array fit
+  recycled::give(std::move(back));                    // 4 MiB, uint64
+  recycled::give(std::vector<uint32_t>(2 * n, 1));    // 4 MiB, uint32
+  recycled::give(std::vector<uint32_t>(2 * n, 1));    // 4 MiB more: 12 MiB held
+  EXPECT_EQ(recycled::held(), 3 * n * sizeof(uint64_t));
+  recycled::give(std::vector<uint64_t>(n, 1));  // over: the oldest arrays go until it fits
+  EXPECT_EQ(recycled::held(), 3 * n * sizeof(uint64_t));
+  EXPECT_GE(recycled::take<uint64_t>(n).capacity(), n);
+}
+
 }  // namespace
 }  // namespace gtadoc
