@@ -411,14 +411,22 @@ ShardGrammar read_shard_grammar(const fs::path& archive, const Manifest& manifes
       h5::BatchRead batch(threads);
       body_lengths = recycled::take<uint64_t>(entry.rules);
       segments = recycled::take<uint64_t>(entry.num_docs);
-      const size_t local_i = local ? batch.add(gr.id(), "local_words", g.local_words) : 0;
-      const size_t body_i = batch.add(gr.id(), "rule_body_lengths", body_lengths);
+      // Sizes the manifest and the header give are checked before anything is allocated.
+      const size_t local_i = local ? batch.add(gr.id(), "local_words", g.local_words, g.num_words,
+                                               "size of /grammar/local_words")
+                                   : 0;
+      const size_t body_i =
+          batch.add(gr.id(), "rule_body_lengths", body_lengths, entry.rules, "number of rules");
       g.symbols = recycled::take(entry.symbols);  // pages already in memory, when one is held
-      const size_t symbols_i = batch.add(gr.id(), "symbols", g.symbols);
+      const size_t symbols_i =
+          batch.add(gr.id(), "symbols", g.symbols, entry.symbols, "number of symbols");
       const size_t levels_i = batch.add(gr.id(), "level_offsets", g.level_offsets);
-      const size_t length_i = batch.add(gr.id(), "rule_length", g.rule_length);
-      const size_t uses_i = batch.add(gr.id(), "rule_uses", g.rule_uses);
-      const size_t segments_i = batch.add(gr.id(), "doc_segment_lengths", segments);
+      const size_t length_i = batch.add(gr.id(), "rule_length", g.rule_length, entry.rules,
+                                        "size of /grammar/rule_length");
+      const size_t uses_i = batch.add(gr.id(), "rule_uses", g.rule_uses, entry.rules,
+                                      "size of /grammar/rule_uses");
+      const size_t segments_i = batch.add(gr.id(), "doc_segment_lengths", segments,
+                                          entry.num_docs, "size of /grammar/doc_segment_lengths");
       lap(spent.open);
       batch.run();
       lap(spent.data);

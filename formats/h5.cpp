@@ -791,6 +791,8 @@ struct BatchRead::Item {
   std::function<void*(uint64_t)> resize;
 
   std::exception_ptr open_error;  ///< from opening and checking the dataset
+  std::optional<uint64_t> expected;  ///< elements the caller knows the dataset holds
+  std::string expected_what;
   Dataset ds;
   uint64_t n = 0;
   void* out = nullptr;
@@ -1010,6 +1012,9 @@ void BatchRead::run() {
     try {
       with_context("dataset " + object_path(it->loc, it->name), [&] {
         auto [ds, n] = open_checked(it->loc, it->name, it->mem);
+        if (it->expected && n != *it->expected)
+          throw InputError(it->expected_what + " is " + std::to_string(n) + ", expected " +
+                           std::to_string(*it->expected));
         it->ds = std::move(ds);
         it->n = n;
       });
@@ -1095,6 +1100,11 @@ void BatchRead::run() {
     }
   }
   recycled::give(std::move(raw_block_));
+}
+
+void BatchRead::expect_size(size_t i, uint64_t expected, std::string what) {
+  items_.at(i)->expected = expected;
+  items_.at(i)->expected_what = std::move(what);
 }
 
 uint64_t BatchRead::size(size_t i) const {

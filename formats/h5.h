@@ -237,6 +237,16 @@ class BatchRead {
       return out.data();
     });
   }
+  /// As add(), for a dataset whose number of elements is known beforehand: any other size is
+  /// the dataset's error ("<what> is N, expected <expected>"), found before anything is
+  /// allocated for it.
+  template <class T>
+  size_t add(Id loc, const std::string& name, std::vector<T>& out, uint64_t expected,
+             std::string what) {
+    const size_t i = add(loc, name, out);
+    expect_size(i, expected, std::move(what));
+    return i;
+  }
   /// Reads every queued dataset (see above); throws only on failures outside the data (memory).
   void run();
   /// Where run()'s time went, in seconds: under the HDF5 lock (datasets opened, chunks
@@ -260,6 +270,7 @@ class BatchRead {
  private:
   struct Item;
   size_t add_raw(Id loc, const std::string& name, Width mem, std::function<void*(uint64_t)> resize);
+  void expect_size(size_t i, uint64_t expected, std::string what);
   unsigned threads_;
   std::vector<std::unique_ptr<Item>> items_;
   std::vector<uint32_t> raw_block_;  ///< every dataset's stored chunks, during run()

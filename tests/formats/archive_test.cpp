@@ -533,6 +533,15 @@ TEST(ArchiveErrors, MixedUpFiles) {
   Manifest wrong = read_manifest(dir.path());
   wrong.shards[0].rules += 1;
   expect_input_error([&] { read_shard_grammar(dir.path(), wrong, 0); }, {"number of rules"});
+  // Sizes the manifest gives are checked against the datasets before anything is allocated.
+  wrong = read_manifest(dir.path());
+  wrong.shards[0].symbols = uint64_t{1} << 40;
+  expect_input_error([&] { read_shard_grammar(dir.path(), wrong, 0); },
+                     {"number of symbols is", "expected 1099511627776"});
+  wrong = read_manifest(dir.path());
+  wrong.shards[0].rules = uint64_t{1} << 40;
+  expect_input_error([&] { read_shard_grammar(dir.path(), wrong, 0); },
+                     {"number of rules is", "expected 1099511627776"});
   wrong = read_manifest(dir.path());
   wrong.shards[0].words += 1;
   expect_input_error([&] { read_shard_layout(dir.path(), wrong, 0); }, {"number of gaps"});
