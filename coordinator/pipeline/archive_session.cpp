@@ -258,20 +258,29 @@ NcclComm* ArchiveSession::nccl() {
   return nccl_.get();
 }
 
+// The dictionary-sized tables below are made once per process: ranks that are threads of one
+// process share them (Comm::made_once), the maker using every such rank's threads.
 const Normalization& ArchiveSession::normalization(bool lowercase, bool alnum) {
-  auto it = norms_.find(norm_slot(lowercase, alnum));
-  if (it == norms_.end())
-    it = norms_
-             .emplace(norm_slot(lowercase, alnum),
-                      normalize_dictionary(manifest_->dict, lowercase, alnum))
-             .first;
-  return it->second;
+  const int slot = norm_slot(lowercase, alnum);
+  std::shared_ptr<const Normalization>& norm = norms_[slot];
+  if (!norm)
+    norm = comm_.made_once<Normalization>(
+        "normalization " + std::to_string(slot) + " " + path_.string(),
+        [&] { return normalize_dictionary(manifest_->dict, lowercase, alnum); });
+  return *norm;
 }
 
 const SequenceOrder& ArchiveSession::sequence_order(bool lowercase, bool alnum, uint32_t n) {
-  std::unique_ptr<SequenceOrder>& order = orders_[{norm_slot(lowercase, alnum), n}];
-  if (!order)
-    order = std::make_unique<SequenceOrder>(normalization(lowercase, alnum).dict, n, threads_);
+  const int slot = norm_slot(lowercase, alnum);
+  std::shared_ptr<const SequenceOrder>& order = orders_[{slot, n}];
+  if (!order) {
+    const Dictionary& dict = normalization(lowercase, alnum).dict;
+    const unsigned threads =
+        comm_.is_in_process() ? threads_ * static_cast<unsigned>(comm_.local_size()) : threads_;
+    order = comm_.made_once<SequenceOrder>(
+        "sequence order " + std::to_string(slot) + " " + std::to_string(n) + " " + path_.string(),
+        [&] { return SequenceOrder(dict, n, threads); });
+  }
   return *order;
 }
 

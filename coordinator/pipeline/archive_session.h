@@ -144,8 +144,9 @@ class ArchiveSession {
   std::vector<std::unique_ptr<LoadedShard>> loaded_;  ///< resident: shards (or their pieces)
   std::vector<uint32_t> loaded_ids_;                  ///< resident: the shard of each loaded_
   uint64_t resident_bytes_ = 0;
-  std::map<int, Normalization> norms_;
-  std::map<std::pair<int, uint32_t>, std::unique_ptr<SequenceOrder>> orders_;
+  // Shared by the ranks that are threads of one process (Comm::made_once): made once each.
+  std::map<int, std::shared_ptr<const Normalization>> norms_;
+  std::map<std::pair<int, uint32_t>, std::shared_ptr<const SequenceOrder>> orders_;
   std::map<std::pair<bool, bool>, std::unique_ptr<DocText>> doc_texts_;
   /// Reads and prepares this rank's shards ahead of their load, started during open().
   std::unique_ptr<ShardPrefetcher> prefetch_;
