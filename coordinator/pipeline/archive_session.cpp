@@ -277,9 +277,12 @@ const SequenceOrder& ArchiveSession::sequence_order(bool lowercase, bool alnum, 
     const Dictionary& dict = normalization(lowercase, alnum).dict;
     const unsigned threads =
         comm_.is_in_process() ? threads_ * static_cast<unsigned>(comm_.local_size()) : threads_;
+    Timer timer;
     order = comm_.made_once<SequenceOrder>(
         "sequence order " + std::to_string(slot) + " " + std::to_string(n) + " " + path_.string(),
         [&] { return SequenceOrder(dict, n, threads); });
+    spdlog::debug("sequence order of {} words ({}): {:.3f} s", dict.size(),
+                  order->identity() ? "their ids" : "sorted", timer.seconds());
   }
   return *order;
 }
