@@ -14,8 +14,8 @@ namespace gtadoc {
 
 class SequenceOrder {
  public:
-  /// `dict` is the (normalized) dictionary the word ids refer to; n >= 1. The table (when
-  /// needed) is sorted on `threads` threads.
+  /// `dict` is the (normalized) dictionary the word ids refer to, in byte order; n >= 1. The
+  /// table, when needed, is one pass over the words (`threads` is not used).
   SequenceOrder(const Dictionary& dict, uint32_t n, unsigned threads = 1);
   /// The order of n-grams already rewritten into ranks (to_ranks): integer tuple order.
   static SequenceOrder of_ranks(uint32_t n) { return SequenceOrder(n); }
