@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Scale on every GPU of one host, one run: builds this tree (and, given OLD_SRC, another version
+# of gtadoc to compare with), runs the GPU, read and validation unit tests, writes a SIZE corpus
+# with gtadoc_gen (model trained on /usr/include, seed 1) to /dev/shm (no write-back of the
+# corpus competes with the runs), compresses it, and times, every output compared with the first
+# one-GPU output: the warm `cat` of the archive; gtadoc_read_bench (the shards' reads by step,
+# half the cores' reads at once); `word-count --top 100` on 1 GPU (twice, alternating with the
+# old build), on every GPU (--gpus N) and on 2; the CPU engine; `sequence-count --top 100` on 1
+# GPU and on every GPU (-vv: where the shuffle's time goes); the one-GPU load by shard (-vv: the
+# read steps, the waits for reads); then `gtadoc serve --gpus N`: seconds until /healthz answers,
+# uncached `word-count --top 100` x7 and `sequence-count --top 100` x4 (ms each).
+#
+#   SIZE=32G OUT=/tmp/out scripts/bench/scale-gpus.sh            # GPU machine, 64 cores: ~9 min
+#   OLD_SRC=../old SIZE=32G scripts/bench/scale-gpus.sh            # and the old build's runs
+#
+# Writes $OUT/a-results.txt (the figures of docs/PERFORMANCE.md, "Scale") and $OUT/logs.tgz.
+set -u
+OUT=${OUT:-./device-out}; mkdir -p "$OUT"; OUT=$(cd "$OUT" && pwd)
+L=$(mktemp -d)/logs; mkdir -p $L
+export PATH=/usr/local/cuda/bin:$PATH OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0 LC_ALL=C
+START=$EPOCHREALTIME
+el() { awk -v a="$EPOCHREALTIME" -v b="$START" 'BEGIN{printf "%.0f", a-b}'; }
+R=$OUT/a-results.txt
+say() { echo "[$(el)s] $*" | tee -a "$R"; }
+since() { awk -v a="$EPOCHREALTIME" -v b="$1" 'BEGIN{printf "%.2f", a-b}'; }
+W=/tmp/gtadoc-scale-gpus; C=/dev/shm/gtadoc-scale-corpus
+pack() { tar -czf $OUT/logs.tgz -C "$(dirname $L)" logs 2>/dev/null; rm -rf "$C"; }
+trap pack EXIT
+SIZE=${SIZE:-32G}; NG=$(nvidia-smi -L | grep -c ^GPU)
+nproc | tee -a $R; nvidia-smi -L | tee -a $R
+OLD=${OLD_SRC:-}
+if [ -n "$OLD" ]; then
+  ( cmake -S "$OLD" -B build-old -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DGTADOC_BUILD_TESTS=OFF -DGTADOC_BUILD_BENCH=OFF >/dev/null && cmake --build build-old -j 24 --target gtadoc ) > $L/build-old.log 2>&1 &
+  OLDPID=$!
+fi
+cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 > $L/build.log 2>&1
+cmake --build build-device -j $(nproc) --target gtadoc worker_tests formats_tests common_tests gtadoc_gen gtadoc_read_bench >> $L/build.log 2>&1 || { say "BUILD FAILED"; tail -30 $L/build.log >> $R; exit 1; }
+say "build done"
+rm -rf $W $C; mkdir -p $W
+( ./build-device/scripts/datasets/gtadoc_gen train /usr/include -o $W/model.bin > $L/gen.log 2>&1 && ./build-device/scripts/datasets/gtadoc_gen generate $W/model.bin -o $C --bytes $SIZE --seed 1 >> $L/gen.log 2>&1; echo gen-done >> $L/gen.log ) &
+GENPID=$!
+for tst in "worker_tests:Gpu*:*Memory*:Vocab*:ShardLayout*:BatchPlan*" "formats_tests:ParallelValidate*:*Crafted*:*Read*" "common_tests:Recycled*"; do
+  b=${tst%%:*}; f=${tst#*:}
+  ./build-device/tests/$b --gtest_filter="$f" > $L/$b.log 2>&1; say "$b ($f) rc=$? $(grep -E '^\[  (PASSED|FAILED)' $L/$b.log | tr '\n' ' ')"
+done
+[ -n "$OLD" ] && { wait $OLDPID; say "old build rc=$?"; }
+wait $GENPID; say "gen: $(tail -2 $L/gen.log | head -1)"
+N=./build-device/gtadoc O=./build-old/gtadoc
+t() { local name=$1; shift; local s=$EPOCHREALTIME; timeout ${TMO:-60} "$@" > $W/out.$name 2> $L/err.$name; local rc=$?; say "$name rc=$rc $(since $s) s $(grep -o 'timings:.*' $L/err.$name | tail -1)"; }
+TMO=300 t compress /usr/bin/time -v $N compress $C -o $W/a.gtd
+grep -E "Maximum resident|Elapsed" $L/err.compress >> "$R"
+$N info $W/a.gtd | grep -E "documents|input bytes|vocabulary|shards|archive bytes" >> $R
+rm -rf $C
+cat $W/a.gtd/* > /dev/null; s=$EPOCHREALTIME; cat $W/a.gtd/* > /dev/null; say "cat warm $(since $s) s"
+./build-device/scripts/bench/gtadoc_read_bench $W/a.gtd $(( $(nproc) / 2 )) 2 2 2>&1 | tee -a $R
+for k in 1 2; do
+  t new-wc-g1-$k $N -v run $W/a.gtd word-count --top 100 --engine gpu
+  [ -n "$OLD" ] && t old-wc-g1-$k $O -v run $W/a.gtd word-count --top 100 --engine gpu
+done
+t new-wc-g$NG $N -v run $W/a.gtd word-count --top 100 --gpus $NG
+[ -n "$OLD" ] && t old-wc-g$NG $O -v run $W/a.gtd word-count --top 100 --gpus $NG
+t new-wc-g2 $N -v run $W/a.gtd word-count --top 100 --gpus 2
+t new-wc-cpu $N -v run $W/a.gtd word-count --top 100 --engine cpu
+t new-seq-g1 $N -v run $W/a.gtd sequence-count --top 100 --engine gpu
+t new-seq-g$NG-vv $N -vv run $W/a.gtd sequence-count --top 100 --gpus $NG
+t new-wc-g1-vv $N -vv run $W/a.gtd word-count --top 100 --engine gpu
+grep -h "ms: lock wait" $L/err.new-wc-g1-vv | awk '{for(i=1;i<=NF;i++){if($i=="wait")lw+=$(i+1); if($i=="open")op+=$(i+1); if($i=="checks")ck+=$(i+1); if($i=="[locate")lo+=$(i+1); if($i=="touch")to+=$(i+1); if($i=="validate")va+=$(i+1); if($i=="data")da+=$(i+1); if($i=="inflate")inf+=$(i+1)} n++} END {if(n) printf "wc 1 gpu reads: %d shards, ms per shard: lock wait %.2f open %.2f locate %.2f touch %.2f data %.2f inflate (thread-ms) %.2f checks %.2f validate %.2f\n", n, lw/n, op/n, lo/n, to/n, da/n, inf/n, ck/n, va/n}' | tee -a $R
+awk '/waited .* for the read/ { for (i=1;i<=NF;i++) { if ($i=="waited") w+=$(i+1); if ($i=="in" && $(i-1)=="loaded") l+=$(i+1); if ($i=="shards:") n+=$(i-1) } } END { if (n) printf "wc 1 gpu, %d shards: waited for reads %.3f s, loading %.3f s\n", n, w, l }' $L/err.new-wc-g1-vv | tee -a "$R"
+grep -h "device shuffle\|local reduce\|row exchange\|merged in" $L/err.new-seq-g$NG-vv | head -12 | cut -c1-220 | tee -a $R
+for f in $W/out.*wc*; do cmp -s $f $W/out.new-wc-g1-1 || say "DIFF $f"; done
+for f in $W/out.*seq*; do cmp -s $f $W/out.new-seq-g1 || say "DIFF $f"; done
+say compared
+port=$((20000 + RANDOM % 20000)); s=$EPOCHREALTIME
+$N -vv serve $W/a.gtd --listen 127.0.0.1:$port --gpus $NG > $L/serve.log 2>&1 & sp=$!
+for i in $(seq 1200); do curl -sf localhost:$port/healthz >/dev/null && break; sleep 0.05; done
+ready=$(since $s); q=""
+for k in 1 2 3 4 5 6 7; do s2=$EPOCHREALTIME; curl -sf localhost:$port/v1/query -H 'Cache-Control: no-cache' -d '{"task":"word-count","top":100,"format":"tsv"}' > $W/sv.$k; q="$q $(awk -v a=$EPOCHREALTIME -v b=$s2 'BEGIN{printf "%.1f", (a-b)*1000}')"; done
+say "serve --gpus $NG ready ${ready}s word-count --top 100 ms:$q"
+q=""; for k in 1 2 3 4; do s2=$EPOCHREALTIME; curl -sf localhost:$port/v1/query -H 'Cache-Control: no-cache' -d '{"task":"sequence-count","top":100,"format":"tsv"}' > $W/sq.$k; q="$q $(awk -v a=$EPOCHREALTIME -v b=$s2 'BEGIN{printf "%.1f", (a-b)*1000}')"; done
+say "serve --gpus $NG sequence-count --top 100 ms:$q"
+cmp -s $W/sv.1 $W/out.new-wc-g1-1 || say "DIFF serve wc"; cmp -s $W/sq.1 $W/out.new-seq-g1 || say "DIFF serve seq"
+kill $sp; wait $sp 2>/dev/null
+grep -h "ready\|warm\|prepar\|merged in\|listening" $L/serve.log | grep -v "shard [0-9]*:" | head -12 | cut -c1-220 | tee -a $R
+rm -rf $W
+say end
