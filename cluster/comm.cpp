@@ -6,7 +6,10 @@
 #define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <climits>
 #include <cstdio>
@@ -16,10 +19,15 @@
 #include <thread>
 #include <vector>
 
+#include "cluster/heartbeat.h"
 #include "cluster/local_group.h"
 #include "common/error.h"
 
 namespace gtadoc {
+
+namespace {
+Heartbeat* g_heartbeat = nullptr;  // the world communicator's, while it runs
+}  // namespace
 
 namespace detail {
 
@@ -45,6 +53,9 @@ namespace detail {
       where = " (rank " + std::to_string(rank) + ")";
     }
   }
+  // A peer that is gone makes MPI calls fail too: when the heartbeat finds which (it then ends
+  // the process, naming the rank and its host), that line is the one to print, not this one.
+  if (g_heartbeat != nullptr) g_heartbeat->settle(std::chrono::milliseconds(1500));
   throw InternalError("MPI call " + call + " failed: " + reason + where, file, line);
 }
 
@@ -134,6 +145,47 @@ std::string node_layout_note(MPI_Comm world, MPI_Comm node) {
   }
   return "MPI: " + std::to_string(size) + " ranks on " + std::to_string(count) + " nodes (" +
          nodes + "); between nodes Open MPI's network transport, no cross-memory reads";
+}
+
+/// Test hook GTADOC_FAULT_PAUSE="RANK:CALL:SECONDS[:FILE]": rank RANK of an MPI job sleeps
+/// SECONDS on entering the helper CALL (barrier, broadcast, send_bytes, gather, alltoall,
+/// alltoallv, alltoallv_records), after one line on standard error, so that a failure test can
+/// strike while the other ranks wait in that collective. Once per process; with FILE, at every
+/// such call that finds FILE, which it removes (once across restarts of a service).
+void fault_pause(const char* call, int rank) {
+  struct Spec {
+    int rank = -1;
+    std::string call, file;
+    int seconds = 0;
+  };
+  static const Spec spec = [] {
+    Spec s;
+    const char* v = std::getenv("GTADOC_FAULT_PAUSE");
+    if (v == nullptr) return s;
+    std::vector<std::string> f(1);
+    for (const char* c = v; *c != '\0'; ++c) {
+      if (*c == ':' && f.size() < 4)
+        f.emplace_back();
+      else
+        f.back() += *c;
+    }
+    if (f.size() < 3) return s;
+    s.rank = std::atoi(f[0].c_str());
+    s.call = f[1];
+    s.seconds = std::atoi(f[2].c_str());
+    if (f.size() == 4) s.file = f[3];
+    return s;
+  }();
+  if (spec.rank != rank || spec.call != call) return;
+  if (spec.file.empty()) {
+    static std::atomic<bool> done{false};
+    if (done.exchange(true)) return;
+  } else if (::unlink(spec.file.c_str()) != 0) {
+    return;
+  }
+  std::fprintf(stderr, "gtadoc: test hook: rank %d pauses %d s in %s\n", rank, spec.seconds, call);
+  std::fflush(stderr);
+  std::this_thread::sleep_for(std::chrono::seconds(spec.seconds));
 }
 
 /// NCCL's buffers through cudaMalloc and CUDA IPC instead of its cuMem* path
@@ -234,6 +286,7 @@ Comm& Comm::init(int& argc, char**& argv) {
     // grouped them, as the node-local decisions see it.
     if (comm->local_size_ != comm->size_)
       comm->mpi_->pml_note = node_layout_note(comm->mpi_->world, comm->mpi_->node);
+    if (comm->size_ > 1) comm->start_heartbeat();
   }
   g_world = std::move(comm);
   return *g_world;
@@ -267,16 +320,93 @@ Comm& Comm::world() {
   return *g_world;
 }
 
+void Comm::start_heartbeat() {
+  MPI_Comm world = mpi_->world;
+  // The timeout: a bad value on any rank ends the job with one line, rank 0's.
+  int timeout = 0;
+  std::string bad;
+  try {
+    timeout = heartbeat_timeout_from_env();
+  } catch (const UsageError& e) {
+    bad = e.what();
+  }
+  int any_bad = bad.empty() ? 0 : 1;
+  MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, &any_bad, 1, MPI_INT, MPI_MAX, world));
+  if (any_bad != 0) {
+    if (rank_ == 0)
+      throw UsageError(!bad.empty() ? bad
+                                    : "GTADOC_HEARTBEAT_TIMEOUT: a bad value on another rank");
+    finalize();
+    std::exit(static_cast<int>(ErrorKind::kUsage));
+  }
+  MPI_TRY(MPI_Bcast(&timeout, 1, MPI_INT, 0, world));  // rank 0's value for every rank
+  if (timeout == 0) return;
+
+  // Where rank 0 is, and which rank speaks for this node when rank 0 is lost.
+  int first = rank_, lowest_other = rank_ == 0 ? INT_MAX : rank_;
+  MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, mpi_->node));
+  MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, &lowest_other, 1, MPI_INT, MPI_MIN, mpi_->node));
+  std::unique_ptr<Heartbeat::Listener> listener;
+  std::string failed;  // rank 0: why it could not listen
+  if (rank_ == 0) {
+    try {
+      listener = Heartbeat::listen();
+    } catch (const Error& e) {
+      failed = e.what();
+    }
+  }
+  const Heartbeat::Card mine = Heartbeat::card(listener.get());
+  std::vector<Heartbeat::Card> cards(static_cast<size_t>(size_));
+  MPI_TRY(MPI_Allgather(&mine, sizeof mine, MPI_BYTE, cards.data(), sizeof mine, MPI_BYTE, world));
+  std::unique_ptr<Heartbeat> beat;
+  if (cards[0].port != 0) {
+    Heartbeat::Options o;
+    o.rank = rank_;
+    o.size = size_;
+    o.root_on_this_node = first == 0;
+    o.speaks_for_node = lowest_other == rank_;
+    o.timeout_seconds = timeout;
+    o.end_job = [](int code) {
+      int done = 0;
+      MPI_Finalized(&done);
+      if (!done) MPI_Abort(MPI_COMM_WORLD, code);
+    };
+    try {
+      beat = Heartbeat::start(o, std::move(cards), std::move(listener));
+    } catch (const Error& e) {
+      failed = e.what();
+    }
+  }
+  int ok = beat && beat->connected(std::chrono::seconds(7)) ? 1 : 0;
+  MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, world));
+  if (ok == 0) {
+    if (rank_ == 0)
+      std::fprintf(stderr,
+                   "gtadoc: warning: heartbeat off (%s): a rank that stops answering is not "
+                   "detected\n",
+                   !failed.empty() ? failed.c_str()
+                   : beat          ? beat->why().c_str()
+                                   : "start failed");
+    return;  // `beat` says goodbye to its peers
+  }
+  heartbeat_ = std::move(beat);
+  g_heartbeat = heartbeat_.get();
+}
+
 void Comm::finalize() {
   if (finalized_) return;
   finalized_ = true;
   if (!distributed_) return;
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (finalized) return;
-  if (mpi_->node != MPI_COMM_NULL) MPI_Comm_free(&mpi_->node);
-  if (mpi_->world != MPI_COMM_NULL) MPI_Comm_free(&mpi_->world);
-  if (mpi_->owns_init) MPI_Finalize();
+  if (!finalized) {
+    if (mpi_->node != MPI_COMM_NULL) MPI_Comm_free(&mpi_->node);
+    if (mpi_->world != MPI_COMM_NULL) MPI_Comm_free(&mpi_->world);
+    if (mpi_->owns_init) MPI_Finalize();
+  }
+  // Watching through MPI_Finalize (a rank lost there would hang it), then goodbye.
+  if (heartbeat_.get() == g_heartbeat) g_heartbeat = nullptr;
+  heartbeat_.reset();
 }
 
 void Comm::abort(int code) {
@@ -287,6 +417,7 @@ void Comm::abort(int code) {
     throw LocalGroupAborted();
   }
   if (distributed_ && !finalized_) {
+    if (heartbeat_) heartbeat_->ending(code);
     MPI_Abort(MPI_COMM_WORLD, code);
     std::_Exit(code);  // MPI_Abort should not return
   }
@@ -299,6 +430,7 @@ void Comm::set_max_message_bytes(size_t bytes) {
 }
 
 void Comm::barrier() {
+  if (distributed_) fault_pause("barrier", rank_);
   if (size_ == 1) return;
   if (group_) return group_->barrier();
   MPI_TRY(MPI_Barrier(mpi_->world));
@@ -315,6 +447,7 @@ void Comm::bcast_raw(void* data, size_t bytes, int root) {
 
 void Comm::broadcast(std::vector<uint8_t>& buf, int root) {
   GTADOC_EXPECTS(root >= 0 && root < size_, "broadcast root out of range");
+  if (distributed_) fault_pause("broadcast", rank_);
   if (size_ == 1) return;
   if (group_) return group_->broadcast(rank_, buf, root);
   uint64_t bytes = buf.size();
@@ -343,6 +476,7 @@ void Comm::broadcast_idle(std::vector<uint8_t>& buf, int root) {
 
 void Comm::send_bytes(std::span<const uint8_t> buf, int dest, int tag) {
   GTADOC_EXPECTS(dest >= 0 && dest < size_ && dest != rank_, "send_bytes: bad destination");
+  if (distributed_) fault_pause("send_bytes", rank_);
   if (group_) return group_->send(rank_, dest, tag, buf);
   uint64_t bytes = buf.size();
   MPI_TRY(MPI_Send(&bytes, 1, MPI_UINT64_T, dest, tag, mpi_->world));
@@ -414,6 +548,7 @@ bool Comm::allreduce_or(bool value) {
 
 std::vector<uint64_t> Comm::alltoall(std::span<const uint64_t> send) {
   GTADOC_EXPECTS(send.size() == static_cast<size_t>(size_), "alltoall needs one value per rank");
+  if (distributed_) fault_pause("alltoall", rank_);
   std::vector<uint64_t> out(send.begin(), send.end());
   if (size_ == 1) return out;
   if (group_) return group_->alltoall(rank_, send);
@@ -423,6 +558,7 @@ std::vector<uint64_t> Comm::alltoall(std::span<const uint64_t> send) {
 
 std::vector<std::vector<uint8_t>> Comm::gather(std::span<const uint8_t> buf, int root) {
   GTADOC_EXPECTS(root >= 0 && root < size_, "gather root out of range");
+  if (distributed_) fault_pause("gather", rank_);
   std::vector<std::vector<uint8_t>> out;
   if (size_ == 1) {
     out.emplace_back(buf.begin(), buf.end());
@@ -516,6 +652,7 @@ std::vector<T> Comm::alltoallv_impl(std::span<const T> send, std::span<const siz
                                     std::vector<size_t>* recv_counts) {
   const size_t p = static_cast<size_t>(size_);
   GTADOC_EXPECTS(send_counts.size() == p, "alltoallv needs one send count per rank");
+  if (distributed_) fault_pause("alltoallv", rank_);
   size_t send_total = 0;
   for (size_t c : send_counts) send_total += c;
   GTADOC_EXPECTS(send_total == send.size(), "alltoallv send counts do not match the buffer");
@@ -608,6 +745,7 @@ void Comm::alltoallv_records(uint32_t width, const uint32_t* keys, const uint64_
                      recv_first.size() == p,
                  "alltoallv_records needs one count and position per rank");
   GTADOC_EXPECTS(width >= 1, "alltoallv_records: records without keys");
+  if (distributed_) fault_pause("alltoallv_records", rank_);
   if (group_ && size_ > 1)
     return group_->alltoallv_records(rank_, width, keys, counts, send_count, send_first, out_keys,
                                      out_counts, recv_count, recv_first);

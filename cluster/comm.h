@@ -8,6 +8,11 @@
 // each), whose collectives read each other's memory (cluster/local_group.h). Every helper below
 // works in all three modes; with one rank it is a local copy.
 //
+// A job of several MPI ranks also runs a heartbeat (cluster/heartbeat.h), started by init and
+// stopped by finalize: a rank that stops answering (node, link, stopped process) ends the job
+// after GTADOC_HEARTBEAT_TIMEOUT seconds with one line naming it, where MPI would wait forever.
+// A single rank, in-process ranks and a process without MPI have none.
+//
 // Guarantees:
 //  - All helpers are collective: every rank of the world must call them in the same order with
 //    consistent arguments (same root, same op). Only the thread that called init may call them.
@@ -29,6 +34,7 @@
 namespace gtadoc {
 
 enum class ReduceOp { kSum, kMax, kMin };
+class Heartbeat;
 class LocalGroup;
 
 class Comm {
@@ -36,7 +42,9 @@ class Comm {
   /// Initializes the world communicator once (later calls return the same object). Detects a
   /// launcher from the environment: OMPI_COMM_WORLD_SIZE, PMIX_RANK, PMI_RANK, PMI_SIZE,
   /// MV2_COMM_WORLD_SIZE, or SLURM_PROCID with SLURM_NTASKS > 1. GTADOC_MPI=0 forces the local
-  /// mode, GTADOC_MPI=1 forces MPI. May consume MPI arguments from argc/argv.
+  /// mode, GTADOC_MPI=1 forces MPI. May consume MPI arguments from argc/argv. With several MPI
+  /// ranks, starts the heartbeat; a bad GTADOC_HEARTBEAT_TIMEOUT throws UsageError on rank 0
+  /// while the other ranks exit with its code, silently (one line for the job).
   static Comm& init(int& argc, char**& argv);
   /// The communicator created by init. Throws InternalError when init was not called.
   static Comm& world();
@@ -123,10 +131,12 @@ class Comm {
                          uint32_t* out_keys, uint64_t* out_counts,
                          std::span<const size_t> recv_count, std::span<const size_t> recv_first);
 
-  /// Ends the whole job with `code`: MPI_Abort when distributed, std::exit for a lone process;
+  /// Ends the whole job with `code`: MPI_Abort when distributed (the heartbeat's peers told first,
+  /// so that they do not report this process as lost), std::exit for a lone process;
   /// in-process ranks: abandon(), then throws LocalGroupAborted (the process goes on).
   [[noreturn]] void abort(int code);
-  /// Finalizes MPI if this process initialized it. Idempotent; also called at exit.
+  /// Finalizes MPI if this process initialized it, then stops the heartbeat (a goodbye to its
+  /// peers). Idempotent; also called at exit.
   void finalize();
 
   /// Largest single MPI message (bytes) before a helper splits it into rounds. Default 1 GiB;
@@ -145,8 +155,11 @@ class Comm {
   std::shared_ptr<const void> once_in_group(
       const std::string& key, const std::function<std::shared_ptr<const void>()>& make);
 
+  void start_heartbeat();
+
   std::unique_ptr<Mpi> mpi_;
-  std::shared_ptr<LocalGroup> group_;  // in-process ranks only
+  std::unique_ptr<Heartbeat> heartbeat_;  // several MPI ranks only
+  std::shared_ptr<LocalGroup> group_;     // in-process ranks only
   int rank_ = 0;
   int size_ = 1;
   int local_rank_ = 0;

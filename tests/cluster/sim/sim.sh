@@ -150,6 +150,8 @@ _sim_node_up() {
   echo "$holder" >"$SIM_DIR/run/$name.holder"
   readlink "/proc/$holder/ns/net" >"$SIM_DIR/run/$name.netns"
   vh=gs${id}h$k vn=gs${id}n$k
+  # A node killed a moment ago: the kernel may not have removed its veth pair yet.
+  ip link del "$vh" 2>/dev/null || true
   ip link add "$vh" type veth peer name "$vn" &&
     ip link set "$vn" netns "$holder" &&
     ip link set "$vh" master "$SIM_BRIDGE" &&
@@ -175,7 +177,12 @@ sim_start() {
   net=$(_sim_pick_subnet) || { _sim_log "no free 10.x.y.0/24"; return 1; }
   SIM_SUBNET=$net.0/24 SIM_GATEWAY=$net.1
   printf 'subnet %s\ngateway %s\n' "$SIM_SUBNET" "$SIM_GATEWAY" >>"$dir/state"
-  ip link add "$SIM_BRIDGE" type bridge && ip addr add "$SIM_GATEWAY/24" dev "$SIM_BRIDGE" &&
+  # A fixed MAC address of its own: a bridge otherwise takes its ports' lowest, which changes
+  # when a node's veth goes (a killed node), and the other nodes' ARP entries for this machine
+  # would point nowhere for half a minute.
+  ip link add "$SIM_BRIDGE" type bridge &&
+    ip link set "$SIM_BRIDGE" address "02:67:73:${id:0:2}:${id:2:2}:01" &&
+    ip addr add "$SIM_GATEWAY/24" dev "$SIM_BRIDGE" &&
     ip link set "$SIM_BRIDGE" up || { _sim_log "bridge set-up failed"; return 1; }
   SIM_NODES=() SIM_ADDRS=()
   {
