@@ -31,6 +31,7 @@
 #include "common/log.h"
 #include "common/parallel.h"
 #include "common/timer.h"
+#include "coordinator/cli.h"
 #include "coordinator/compress_memory.h"
 #include "coordinator/compress_spill.h"
 #include "coordinator/compress_vocabulary.h"
@@ -337,8 +338,9 @@ CompressStats compress(const std::vector<std::string>& inputs, const fs::path& o
   for (const auto& p : plan) sizes.push_back(p.bytes);
   const std::vector<uint32_t> mine = assign_by_size(sizes, comm.size())[comm.rank()];
   if (root)
-    spdlog::info("compress: {} documents, {} bytes, {} shards, {} ranks x {} threads", docs.size(),
-                 total_bytes, plan.size(), comm.size(), threads);
+    spdlog::info("compress: {}, {}, {}, {} x {}", counted(docs.size(), "document"),
+                 counted(total_bytes, "byte"), counted(plan.size(), "shard"),
+                 counted(comm.size(), "rank"), counted(threads, "thread"));
   if (root)
     spdlog::debug("compress: inputs listed and checked in {:.2f}s, archive started in {:.2f}s",
                   listed, timer.seconds());
@@ -436,9 +438,8 @@ CompressStats compress(const std::vector<std::string>& inputs, const fs::path& o
         ++(kept ? kept_count : spilled_count);
         if (!kept) spilled_bytes += bytes;
         spdlog::debug(
-            "compress: shard {} read: {} tokens, {} words of its own, {} ({}); planned {} "
-            "(resident {})",
-            w.index, w.tokens, w.local_words,
+            "compress: shard {} read: {}, {} of its own, {} ({}); planned {} (resident {})",
+            w.index, counted(w.tokens, "token"), counted(w.local_words, "word"),
             kept     ? "kept"
             : stream ? "spilled while read"
                      : "spilled",
@@ -451,10 +452,11 @@ CompressStats compress(const std::vector<std::string>& inputs, const fs::path& o
   });
   trim_heap();
   spdlog::info(
-      "compress: read {} shards in {:.2f}s: {} distinct words ({}), tokens of {} shards kept in "
-      "memory, {} spilled to disk ({})",
-      work.size(), read_timer.seconds(), vocab->size(), format_bytes(vocab->memory_bytes()),
-      kept_count.load(), spilled_count.load(), format_bytes(spilled_bytes.load()));
+      "compress: read {} in {:.2f}s: {} ({}), tokens of {} kept in memory, {} spilled to disk "
+      "({})",
+      counted(work.size(), "shard"), read_timer.seconds(), counted(vocab->size(), "distinct word"),
+      format_bytes(vocab->memory_bytes()), counted(kept_count.load(), "shard"),
+      spilled_count.load(), format_bytes(spilled_bytes.load()));
 
   // ------------------------------------------------- the dictionary: sort, merge across ranks
   // Moves a kept shard's tokens to its spill file.
@@ -514,7 +516,8 @@ CompressStats compress(const std::vector<std::string>& inputs, const fs::path& o
   uint64_t num_words = 0, dict_bytes = 0;  // the global dictionary's words and bytes
   run_collectively(comm, [&] {
     std::vector<uint32_t> order = vocab->sorted(threads);
-    spdlog::debug("compress: {} words sorted in {:.2f}s", order.size(), dict_timer.seconds());
+    spdlog::debug("compress: {} sorted in {:.2f}s", counted(order.size(), "word"),
+                  dict_timer.seconds());
     account_vocabulary();
     gate.hold(8 * words_here);
     to_global.resize(words_here);
@@ -570,8 +573,8 @@ CompressStats compress(const std::vector<std::string>& inputs, const fs::path& o
   account_vocabulary();
   gate.drop(4 * words_here);  // the sort order is gone; the id map stays
   trim_heap();
-  spdlog::debug("compress: dictionary of {} words ({} here) in {:.2f}s, {}", num_words, words_here,
-                dict_timer.seconds(),
+  spdlog::debug("compress: dictionary of {} ({} here) in {:.2f}s, {}", counted(num_words, "word"),
+                words_here, dict_timer.seconds(),
                 root ? (dict_spilled ? "set aside on disk while shards are encoded" : "in memory")
                      : "held by rank 0");
 
@@ -608,9 +611,8 @@ CompressStats compress(const std::vector<std::string>& inputs, const fs::path& o
   const uint64_t in_flight =
       model::shards_in_flight(budget, gate.used() - kept_total(), largest, shards_at_once);
   spdlog::info(
-      "compress: encoding {} shards, up to {} at once (estimate per shard up to {}, {} held of "
-      "{})",
-      work.size(), in_flight, format_bytes(largest), format_bytes(gate.used()),
+      "compress: encoding {}, up to {} at once (estimate per shard up to {}, {} held of {})",
+      counted(work.size(), "shard"), in_flight, format_bytes(largest), format_bytes(gate.used()),
       format_bytes(budget));
 
   // Each shard deflates its file on its share of the threads.
@@ -642,7 +644,8 @@ CompressStats compress(const std::vector<std::string>& inputs, const fs::path& o
   std::vector<WordId>().swap(to_global);
   gate.drop(4 * words_here);
   trim_heap();
-  spdlog::debug("compress: encoded {} shards in {:.2f}s", work.size(), encode_timer.seconds());
+  spdlog::debug("compress: encoded {} in {:.2f}s", counted(work.size(), "shard"),
+                encode_timer.seconds());
 
   // Shard tables to rank 0, which writes the manifest and moves the archive into place.
   std::string table;

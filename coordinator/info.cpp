@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "coordinator/cli.h"
 #include "coordinator/verify.h"
 #include "formats/archive.h"
 
@@ -98,7 +99,8 @@ std::string archive_info(const fs::path& archive, bool json, bool verify, bool* 
          "everything)");
   else if (report->ok)
     line("verified",
-         fmt::format("yes ({} shards, {} bytes read)", report->shards, report->bytes_read));
+         fmt::format("yes ({}, {} read)", counted(report->shards, "shard"),
+                     counted(report->bytes_read, "byte")));
   else
     line("verified", "NO: " + report->first_failure());
   return out;

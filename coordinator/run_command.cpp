@@ -7,6 +7,7 @@
 
 #include "cluster/collective_error.h"
 #include "cluster/comm.h"
+#include "cluster/rows/result_writer.h"
 #include "common/error.h"
 #include "common/timer.h"
 #include "coordinator/cli.h"
@@ -20,32 +21,16 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/// With --partitioned --force, an existing `dir` is replaced only when it is a partitioned
-/// result as gtadoc writes one: a directory holding a regular file _SUCCESS and otherwise only
-/// regular files part-NNNNN.tsv or part-NNNNN.json. UsageError (nothing deleted) otherwise; the
-/// cases AtomicOutput refuses itself (not a directory, the archive) are left to it.
+/// With --partitioned --force, an existing directory `dir` is replaced only when it is a
+/// partitioned result as gtadoc writes one (cluster/rows/result_writer.h,
+/// partitioned_output_problem: gtadoc's signed _SUCCESS and exactly the part files it names).
+/// UsageError (nothing deleted) otherwise; the cases AtomicOutput refuses itself (not a
+/// directory, the archive) are left to it.
 void check_partitioned_output(const std::string& dir) {
   std::error_code ec;
   if (!fs::is_directory(fs::symlink_status(dir, ec))) return;
-  auto refuse = [&](const std::string& why) {
+  if (const std::string why = partitioned_output_problem(dir); !why.empty())
     throw UsageError(dir + ": not a previous output (" + why + "); --force replaces only those");
-  };
-  if (!fs::is_regular_file(fs::symlink_status(fs::path(dir) / "_SUCCESS", ec)))
-    refuse("no _SUCCESS");
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    std::error_code st_ec;
-    const bool regular = fs::is_regular_file(it->symlink_status(st_ec));
-    if (name == "_SUCCESS" && regular) continue;
-    const size_t dot = name.rfind('.');
-    const std::string number =
-        dot == std::string::npos || name.rfind("part-", 0) != 0 ? "" : name.substr(5, dot - 5);
-    const std::string ext = dot == std::string::npos ? "" : name.substr(dot);
-    const bool part = number.size() >= 5 && (ext == ".tsv" || ext == ".json") &&
-                      number.find_first_not_of("0123456789") == std::string::npos;
-    if (!part || !regular) refuse(name + " is not a part file of a gtadoc result");
-  }
-  if (ec) refuse("cannot list: " + ec.message());
 }
 
 void validate(RunCommand& c) {

@@ -9,12 +9,15 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "common/error.h"
 #include "common/parallel.h"
+#include "common/temporaries.h"
 #include "common/timer.h"
+#include "coordinator/cli.h"
 #include "formats/archive.h"
 
 namespace gtadoc {
@@ -22,39 +25,146 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// SHA-256 of `file`, which must be a regular file (a symlink to one is followed): checked before
-// it is opened, opened without blocking (a FIFO swapped in meanwhile cannot block the open) and
-// checked again, and read up to the size it had then (a file that grows, or a device, is never
-// read without end). Sets `size` to the bytes read.
-Sha256 hash_regular_file(const fs::path& file, uint64_t& size) {
-  struct stat st {};
-  if (::stat(file.c_str(), &st) != 0)
-    throw InputError(file.string() + ": cannot open: " + std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) throw InputError(file.string() + ": cannot open: not a regular file");
-  const int fd = ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) throw InputError(file.string() + ": cannot open: " + std::strerror(errno));
-  struct Close {
-    int fd;
-    ~Close() { ::close(fd); }
-  } close_fd{fd};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
-    throw InputError(file.string() + ": cannot open: not a regular file");
-  Sha256Hasher h;
-  std::vector<uint8_t> buf(4 << 20);
-  const uint64_t total = static_cast<uint64_t>(st.st_size);
-  size = 0;
-  while (size < total) {
-    const ssize_t n = ::read(fd, buf.data(), std::min<uint64_t>(buf.size(), total - size));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw InputError(file.string() + ": read error: " + std::strerror(errno));
-    if (n == 0) throw InputError(file.string() + ": read error: the file shrank while read");
-    h.update({buf.data(), static_cast<size_t>(n)});
-    size += static_cast<uint64_t>(n);
+/// A file of the archive held open while it is verified. The name is resolved once, by an
+/// O_PATH open (which opens nothing: neither a FIFO's nor a device's open runs), and the
+/// descriptor is checked (fstat): anything but a regular file is refused ("cannot open: not a
+/// regular file"). The file is then opened for reading through that descriptor
+/// (/proc/self/fd/N, O_RDONLY | O_NONBLOCK | O_CLOEXEC; without /proc by its name, and refused
+/// unless it is the same file), and read only through it: there is no window in which the name
+/// can be pointed elsewhere between the check and the reads.
+class HeldFile {
+ public:
+  explicit HeldFile(const fs::path& file) : path_(file) {
+    auto fail = [&](int err) {
+      return InputError(file.string() + ": cannot open: " +
+                        (err == ENOENT ? "no such file" : std::strerror(err)));
+    };
+    const Fd named(::open(file.c_str(), O_PATH | O_CLOEXEC));
+    if (named.fd < 0) throw fail(errno);
+    struct stat st {};
+    if (::fstat(named.fd, &st) != 0) throw fail(errno);
+    const InputError not_regular(file.string() + ": cannot open: not a regular file");
+    if (!S_ISREG(st.st_mode)) throw not_regular;
+    fd_.fd = ::open(proc_path(named.fd).c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd_.fd < 0 && errno == ENOENT)  // no /proc: by name, then checked to be the same file
+      fd_.fd = ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd_.fd < 0) throw fail(errno);
+    struct stat now {};
+    if (::fstat(fd_.fd, &now) != 0) throw fail(errno);
+    if (!S_ISREG(now.st_mode) || now.st_dev != st.st_dev || now.st_ino != st.st_ino)
+      throw not_regular;
+    size_ = static_cast<uint64_t>(now.st_size);
   }
-  return h.finish();
-}
 
-VerifyCheck verify_shard(const fs::path& archive, const Manifest& m, uint32_t s,
+  int fd() const { return fd_.fd; }
+  /// The size when opened: nothing past it is read (a file that grows is not read without end).
+  uint64_t size() const { return size_; }
+  const fs::path& path() const { return path_; }
+
+  /// SHA-256 of the file's first size() bytes, read through the descriptor.
+  Sha256 sha256() const {
+    Sha256Hasher h;
+    std::vector<uint8_t> buf(4 << 20);
+    uint64_t done = 0;
+    while (done < size_) {
+      const ssize_t n = ::pread(fd_.fd, buf.data(), std::min<uint64_t>(buf.size(), size_ - done),
+                                static_cast<off_t>(done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) throw InputError(path_.string() + ": read error: " + std::strerror(errno));
+      if (n == 0) throw InputError(path_.string() + ": read error: the file shrank while read");
+      h.update({buf.data(), static_cast<size_t>(n)});
+      done += static_cast<uint64_t>(n);
+    }
+    return h.finish();
+  }
+
+  static std::string proc_path(int fd) { return "/proc/self/fd/" + std::to_string(fd); }
+
+ private:
+  struct Fd {
+    int fd = -1;
+    Fd() = default;
+    explicit Fd(int f) : fd(f) {}
+    Fd(const Fd&) = delete;
+    Fd& operator=(const Fd&) = delete;
+    ~Fd() {
+      if (fd >= 0) ::close(fd);
+    }
+  };
+  fs::path path_;
+  Fd fd_;
+  uint64_t size_ = 0;
+};
+
+/// The archive as the HDF5 readers see it. They open files by name, so verify hands them a
+/// private directory (in the temporary directory) whose `manifest.h5` and `shard-NNNNN.h5` are
+/// symbolic links to /proc/self/fd/N of the HeldFile it checked and hashed: every dataset read
+/// comes from that same open file. Where no such directory can be made (no /proc, no writable
+/// temporary directory) the readers get the archive itself. Messages name the archive's files
+/// either way (reported()).
+class ReaderView {
+ public:
+  explicit ReaderView(const fs::path& archive) : archive_(archive), dir_(archive) {
+    std::error_code ec;
+    std::string tmpl = (fs::temp_directory_path(ec) / "gtadoc-verify-XXXXXX").string();
+    if (ec || ::mkdtemp(tmpl.data()) == nullptr) return;
+    view_ = tmpl;
+    register_temporary(view_);  // a stop request removes it
+  }
+  ReaderView(const ReaderView&) = delete;
+  ReaderView& operator=(const ReaderView&) = delete;
+  ~ReaderView() {
+    if (view_.empty()) return;
+    std::error_code ec;
+    fs::remove_all(view_, ec);
+    unregister_temporary(view_);
+  }
+
+  /// Makes `file` (named as in the archive) what the readers open under dir(); true when the
+  /// view shows `file` itself (checked: the link resolves to its descriptor's file).
+  bool show(const HeldFile& file) {
+    if (view_.empty()) return false;
+    const fs::path link = view_ / file.path().filename();
+    ::unlink(link.c_str());
+    struct stat via {}, held {};
+    const bool ok = ::symlink(HeldFile::proc_path(file.fd()).c_str(), link.c_str()) == 0 &&
+                    ::stat(link.c_str(), &via) == 0 && ::fstat(file.fd(), &held) == 0 &&
+                    via.st_dev == held.st_dev && via.st_ino == held.st_ino;
+    if (ok) {
+      dir_ = view_;
+    } else {  // the readers fall back to the archive's names (checked when they open them)
+      std::error_code ec;
+      fs::remove_all(view_, ec);
+      unregister_temporary(view_);
+      view_.clear();
+      dir_ = archive_;
+    }
+    return ok;
+  }
+  /// Removes `file`'s link once its descriptor is to be closed.
+  void hide(const HeldFile& file) {
+    if (!view_.empty()) ::unlink((view_ / file.path().filename()).c_str());
+  }
+
+  /// The directory to hand to the readers.
+  const fs::path& dir() const { return dir_; }
+  /// A reader's message with the view's paths written as the archive's.
+  std::string reported(std::string message) const {
+    if (view_.empty()) return message;
+    const std::string from = view_.string(), to = archive_.string();
+    for (size_t at = message.find(from); at != std::string::npos;
+         at = message.find(from, at + to.size()))
+      message.replace(at, from.size(), to);
+    return message;
+  }
+
+ private:
+  fs::path archive_;
+  fs::path view_;  ///< the private directory; empty when there is none
+  fs::path dir_;
+};
+
+VerifyCheck verify_shard(const ReaderView& view, const Manifest& m, uint32_t s,
                          const Sha256& file_digest) {
   VerifyCheck c{"shard " + std::to_string(s), true, ""};
   const ShardEntry& e = m.shards[s];
@@ -64,11 +174,12 @@ VerifyCheck verify_shard(const fs::path& archive, const Manifest& m, uint32_t s,
     return c;
   };
   try {
-    ShardGrammar g = read_shard_grammar(archive, m, s);  // every grammar dataset, validated
-    ShardLayout layout = read_shard_layout(archive, m, s);
-    check_shard_documents(archive, m, s, g, layout);  // words and bytes against the document table
+    // Every grammar dataset, validated; the layout; words and bytes against the document table.
+    ShardGrammar g = read_shard_grammar(view.dir(), m, s);
+    ShardLayout layout = read_shard_layout(view.dir(), m, s);
+    check_shard_documents(view.dir(), m, s, g, layout);
   } catch (const InputError& err) {
-    return fail(err.what());
+    return fail(view.reported(err.what()));
   }
   // Datasets that read back consistently can still have been edited (rewritten through HDF5,
   // checksums and all): the file's digest says so.
@@ -76,8 +187,9 @@ VerifyCheck verify_shard(const fs::path& archive, const Manifest& m, uint32_t s,
   if (file_digest != e.sha256)
     return fail(fmt::format("SHA-256 of the file is {}..., the manifest records {}... (changed)",
                             to_hex(file_digest).substr(0, 16), to_hex(e.sha256).substr(0, 16)));
-  c.detail = fmt::format("{} documents, {} rules, {} symbols, depth {}, {} bytes, sha256 ok",
-                         e.num_docs, e.rules, e.symbols, e.depth, e.file_bytes);
+  c.detail = fmt::format("{}, {}, {}, depth {}, {}, sha256 ok", counted(e.num_docs, "document"),
+                         counted(e.rules, "rule"), counted(e.symbols, "symbol"), e.depth,
+                         counted(e.file_bytes, "byte"));
   return c;
 }
 
@@ -93,21 +205,25 @@ VerifyReport verify_archive(const fs::path& archive, unsigned threads) {
     return r;
   };
 
+  ReaderView view(archive);
   Manifest m;
   try {
-    m = read_manifest(archive);  // every manifest dataset and the tables' relations
+    // Every manifest dataset and the tables' relations, read from the file opened here.
+    const HeldFile manifest(archive / kManifestFile);
+    view.show(manifest);
+    m = read_manifest(view.dir());
+    view.hide(manifest);
+    r.bytes_read += manifest.size();
   } catch (const InputError& err) {
-    r.checks.push_back({"manifest", false, err.what()});
+    r.checks.push_back({"manifest", false, view.reported(err.what())});
     return finish();
   }
-  std::error_code ec;
-  const uint64_t manifest_bytes = fs::file_size(archive / kManifestFile, ec);
-  r.bytes_read += ec ? 0 : manifest_bytes;
   r.shards = static_cast<uint32_t>(m.shards.size());
-  r.checks.push_back(
-      {"manifest", true,
-       fmt::format("format {}, {} documents, {} words in the dictionary, {} shards",
-                   m.format_version, m.docs.size(), m.dict.size(), m.shards.size())});
+  r.checks.push_back({"manifest", true,
+                      fmt::format("format {}, {}, {} in the dictionary, {}", m.format_version,
+                                  counted(m.docs.size(), "document"),
+                                  counted(m.dict.size(), "word"),
+                                  counted(m.shards.size(), "shard"))});
 
   if (!m.content_sha256)
     r.checks.push_back({"content digest", false,
@@ -123,6 +239,7 @@ VerifyReport verify_archive(const fs::path& archive, unsigned threads) {
   std::set<std::string> expected{kManifestFile};
   for (uint32_t s = 0; s < m.shards.size(); ++s) expected.insert(shard_file_name(s));
   std::vector<std::string> extra;
+  std::error_code ec;
   for (const auto& entry : fs::directory_iterator(archive, ec))
     if (!expected.count(entry.path().filename().string()))
       extra.push_back(entry.path().filename().string());
@@ -136,28 +253,41 @@ VerifyReport verify_archive(const fs::path& archive, unsigned threads) {
                                     extra.size() == 1 ? "y" : "ies", list)});
   }
 
-  // File digests in parallel (plain reads), then each shard's datasets (HDF5 is serialized, its
-  // chunks are inflated on threads).
-  std::vector<Sha256> digests(m.shards.size());
-  std::vector<std::string> read_errors(m.shards.size());
-  std::atomic<uint64_t> hashed{0};
-  parallel_for(m.shards.size(), threads, [&](size_t s) {
-    const fs::path file = archive / shard_file_name(static_cast<uint32_t>(s));
-    try {
-      uint64_t size = 0;
-      digests[s] = hash_regular_file(file, size);
-      hashed += size;
-    } catch (const InputError& err) {
-      read_errors[s] = err.what();
+  // Shards in batches of a few per thread: each batch's files opened and hashed in parallel
+  // (plain reads), then each shard's datasets read from the same open files (HDF5 is
+  // serialized, its chunks are inflated on threads). A batch bounds the descriptors held.
+  const unsigned workers = resolve_threads(threads);
+  const size_t batch = std::max<size_t>(1, 2 * size_t{workers});
+  for (size_t first = 0; first < m.shards.size(); first += batch) {
+    const size_t n = std::min(batch, m.shards.size() - first);
+    std::vector<std::unique_ptr<HeldFile>> files(n);
+    std::vector<Sha256> digests(n);
+    std::vector<std::string> read_errors(n);
+    std::atomic<uint64_t> hashed{0};
+    parallel_for(n, threads, [&](size_t k) {
+      const uint32_t s = static_cast<uint32_t>(first + k);
+      try {
+        files[k] = std::make_unique<HeldFile>(archive / shard_file_name(s));
+        digests[k] = files[k]->sha256();
+        hashed += files[k]->size();
+      } catch (const InputError& err) {
+        files[k].reset();
+        read_errors[k] = err.what();
+      }
+    });
+    r.bytes_read += hashed.load();
+    for (size_t k = 0; k < n; ++k) {
+      const uint32_t s = static_cast<uint32_t>(first + k);
+      VerifyCheck c{"shard " + std::to_string(s), false, read_errors[k]};
+      if (files[k]) {
+        view.show(*files[k]);
+        c = verify_shard(view, m, s, digests[k]);
+        view.hide(*files[k]);
+        files[k].reset();
+      }
+      r.shards_ok += c.ok;
+      r.checks.push_back(std::move(c));
     }
-  });
-  r.bytes_read += hashed.load();
-  for (uint32_t s = 0; s < m.shards.size(); ++s) {
-    VerifyCheck c = read_errors[s].empty()
-                        ? verify_shard(archive, m, s, digests[s])
-                        : VerifyCheck{"shard " + std::to_string(s), false, read_errors[s]};
-    r.shards_ok += c.ok;
-    r.checks.push_back(std::move(c));
   }
   return finish();
 }
@@ -175,11 +305,11 @@ std::string VerifyReport::text() const {
   const size_t failed =
       std::count_if(checks.begin(), checks.end(), [](const VerifyCheck& c) { return !c.ok; });
   if (ok)
-    out += fmt::format("verified: {} ({} shards, {} bytes read, {:.2f}s)\n", archive, shards,
-                       bytes_read, seconds);
+    out += fmt::format("verified: {} ({}, {} read, {:.2f}s)\n", archive, counted(shards, "shard"),
+                       counted(bytes_read, "byte"), seconds);
   else
-    out +=
-        fmt::format("NOT verified: {} ({} of {} checks failed)\n", archive, failed, checks.size());
+    out += fmt::format("NOT verified: {} ({} of {} failed)\n", archive, failed,
+                       counted(checks.size(), "check"));
   return out;
 }
 
