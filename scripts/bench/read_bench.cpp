@@ -15,13 +15,11 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "common/error.h"
@@ -34,18 +32,6 @@ namespace {
 
 using namespace gtadoc;
 namespace fs = std::filesystem;
-
-// Runs body(i) for i in [0, n) on `threads` threads taking the next index as they finish.
-template <class Body>
-void each_on(unsigned threads, size_t n, Body body) {
-  std::atomic<size_t> next{0};
-  std::vector<std::thread> pool;
-  for (unsigned t = 0; t < threads; ++t)
-    pool.emplace_back([&] {
-      for (size_t i; (i = next.fetch_add(1)) < n;) body(i);
-    });
-  for (std::thread& t : pool) t.join();
-}
 
 }  // namespace
 
@@ -72,7 +58,7 @@ int main(int argc, char** argv) {
                 archive.c_str(), shards, bytes / 1e9, at_once, per_read);
 
     Timer floor_clock;
-    each_on(at_once, shards, [&](size_t s) {
+    parallel_for(shards, at_once, [&](size_t s) {
       const int fd = ::open(files[s].c_str(), O_RDONLY | O_CLOEXEC);
       if (fd < 0) return;
       std::vector<char> buf(size_t{1} << 20);
@@ -88,7 +74,7 @@ int main(int argc, char** argv) {
       ShardReadTimes sum;
       uint64_t symbols = 0;
       Timer clock;
-      each_on(at_once, shards, [&](size_t s) {
+      parallel_for(shards, at_once, [&](size_t s) {
         ShardReadTimes t;
         ShardGrammar g =
             read_shard_grammar(archive, manifest, static_cast<uint32_t>(s), per_read, &t);
