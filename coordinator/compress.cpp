@@ -40,6 +40,7 @@
 #include "coordinator/string_table.h"
 #include "coordinator/tokenize.h"
 #include "formats/archive.h"
+#include "formats/chunk_maps.h"
 #include "formats/atomic_output.h"
 
 namespace gtadoc {
@@ -227,6 +228,8 @@ void encode_shard(ShardWork& w, ShardTokens t, const std::vector<WordId>& to_glo
   // The file's SHA-256 (recorded in the manifest for gtadoc verify) while it is in the page cache
   // and the other threads still encode, rather than every file's at the end.
   w.entry.sha256 = sha256_file(file);
+  // Where its arrays' chunks lie, for reads without HDF5 (formats/chunk_maps.h).
+  w.entry.chunk_maps = map_shard_chunks(file);
   spdlog::debug(
       "compress: shard {} encoded in {:.2f}s: ids {:.2f}s, sequitur {:.2f}s, finalized {:.2f}s, "
       "deflated {:.2f}s, waited {:.2f}s for the file, written and hashed {:.2f}s",
@@ -656,6 +659,10 @@ CompressStats compress(const std::vector<std::string>& inputs, const fs::path& o
                        e.symbols, uint64_t{e.depth}, e.file_bytes})
       put(table, v);
     table.append(reinterpret_cast<const char*>(e.sha256.data()), e.sha256.size());
+    std::vector<uint64_t> maps;
+    append_chunk_maps(e.chunk_maps, maps);
+    put(table, maps.size());
+    for (uint64_t v : maps) put(table, v);
     for (uint32_t i = 0; i < w.plan.num_docs; ++i) {
       put(table, w.doc_bytes[i]);
       put(table, w.doc_words[i]);
@@ -685,6 +692,12 @@ CompressStats compress(const std::vector<std::string>& inputs, const fs::path& o
         GTADOC_EXPECTS(pos + e.sha256.size() <= t.size(), "truncated message");
         std::memcpy(e.sha256.data(), t.data() + pos, e.sha256.size());
         pos += e.sha256.size();
+        const uint64_t numbers = take(t, pos);
+        GTADOC_EXPECTS(numbers <= (t.size() - pos) / 8, "truncated message");
+        std::vector<uint64_t> maps(numbers);
+        for (uint64_t& v : maps) v = take(t, pos);
+        size_t at = 0;
+        e.chunk_maps = take_chunk_maps(maps, at);
         for (uint32_t i = 0; i < e.num_docs; ++i) {
           DocEntry& d = manifest.docs.at(e.first_doc + i);
           d.name = docs[e.first_doc + i].name;

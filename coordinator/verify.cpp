@@ -19,6 +19,7 @@
 #include "common/timer.h"
 #include "coordinator/cli.h"
 #include "formats/archive.h"
+#include "formats/chunk_maps.h"
 
 namespace gtadoc {
 namespace fs = std::filesystem;
@@ -178,6 +179,9 @@ VerifyCheck verify_shard(const ReaderView& view, const Manifest& m, uint32_t s,
     ShardGrammar g = read_shard_grammar(view.dir(), m, s);
     ShardLayout layout = read_shard_layout(view.dir(), m, s);
     check_shard_documents(view.dir(), m, s, g, layout);
+    // The chunk maps queries read the shard by, against where HDF5 finds the chunks.
+    if (!e.chunk_maps.empty() && map_shard_chunks(view.dir() / shard_file_name(s)) != e.chunk_maps)
+      return fail("the manifest's chunk maps do not match where the file stores its chunks");
   } catch (const InputError& err) {
     return fail(view.reported(err.what()));
   }
@@ -187,9 +191,9 @@ VerifyCheck verify_shard(const ReaderView& view, const Manifest& m, uint32_t s,
   if (file_digest != e.sha256)
     return fail(fmt::format("SHA-256 of the file is {}..., the manifest records {}... (changed)",
                             to_hex(file_digest).substr(0, 16), to_hex(e.sha256).substr(0, 16)));
-  c.detail = fmt::format("{}, {}, {}, depth {}, {}, sha256 ok", counted(e.num_docs, "document"),
+  c.detail = fmt::format("{}, {}, {}, depth {}, {}, sha256 ok{}", counted(e.num_docs, "document"),
                          counted(e.rules, "rule"), counted(e.symbols, "symbol"), e.depth,
-                         counted(e.file_bytes, "byte"));
+                         counted(e.file_bytes, "byte"), e.chunk_maps.empty() ? "" : ", chunk maps ok");
   return c;
 }
 

@@ -1,5 +1,9 @@
 #include "formats/archive.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
@@ -13,6 +17,7 @@
 #include "common/parallel.h"
 #include "common/recycled_arrays.h"
 #include "common/timer.h"
+#include "formats/chunk_maps.h"
 #include "formats/h5.h"
 
 namespace gtadoc {
@@ -379,6 +384,66 @@ void write_shard_file(const fs::path& file, uint64_t archive_id, uint32_t shard,
   write_shard_file(file, archive_id, prepare_shard_file(shard, g, layout, options));
 }
 
+namespace {
+
+// GTADOC_CHUNK_MAPS=0: shards are read through HDF5 even where the manifest records their chunk
+// maps (measurements).
+bool chunk_maps_wanted() {
+  static const bool wanted = [] {
+    const char* v = std::getenv("GTADOC_CHUNK_MAPS");
+    return v == nullptr || std::string_view(v) != "0";
+  }();
+  return wanted;
+}
+
+// Reads the grammar arrays of shard `file` by the entry's chunk maps, with open(2) and pread and
+// no HDF5 call. False (leaving the outputs to be filled again) when the entry has no maps, they
+// disagree with the entry, the file is not a regular file of the recorded size, or a chunk does
+// not decode as its map says: the caller then reads the file through HDF5, whose checks and
+// messages hold.
+bool read_located(const fs::path& file, const ShardEntry& entry, unsigned threads, ShardGrammar& g,
+                  std::vector<uint64_t>& body_lengths, std::vector<uint64_t>& segments,
+                  ShardReadTimes& spent) {
+  const std::vector<h5::ChunkMap>& maps = entry.chunk_maps;
+  if (maps.size() != kMappedArrays.size() || h5::locked_read_asked() || !chunk_maps_wanted())
+    return false;
+  // The maps' sizes are the manifest's (the HDF5 path checks the same against the datasets).
+  if (maps[0].n >= kBoundaryBit || maps[1].n != entry.rules || maps[2].n != entry.symbols ||
+      maps[4].n != entry.rules || maps[5].n != entry.rules || maps[6].n != entry.num_docs)
+    return false;
+  Timer clock;
+  const int fd = ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+      (entry.file_bytes != 0 && static_cast<uint64_t>(st.st_size) != entry.file_bytes) ||
+      !chunk_maps_fit(maps, static_cast<uint64_t>(st.st_size)))
+    return false;
+  spent.open += clock.seconds();
+  g.num_words = static_cast<uint32_t>(maps[0].n);
+  h5::BatchRead batch(threads);
+  g.symbols = recycled::take(entry.symbols);  // pages already in memory, when one is held
+  const size_t items[] = {batch.add_located(fd, maps[0], g.local_words),
+                          batch.add_located(fd, maps[1], body_lengths),
+                          batch.add_located(fd, maps[2], g.symbols),
+                          batch.add_located(fd, maps[3], g.level_offsets),
+                          batch.add_located(fd, maps[4], g.rule_length),
+                          batch.add_located(fd, maps[5], g.rule_uses),
+                          batch.add_located(fd, maps[6], segments)};
+  batch.run();
+  spent.data += clock.seconds() - spent.open;
+  spent.steps = batch.times();
+  spent.located =
+      std::all_of(std::begin(items), std::end(items), [&](size_t i) { return batch.direct(i); });
+  return spent.located;
+}
+
+}  // namespace
+
 ShardGrammar read_shard_grammar(const fs::path& archive, const Manifest& manifest, uint32_t shard,
                                 unsigned threads, ShardReadTimes* times) {
   const fs::path file = shard_path(archive, manifest, shard);
@@ -396,7 +461,9 @@ ShardGrammar read_shard_grammar(const fs::path& archive, const Manifest& manifes
   const ShardEntry& entry = manifest.shards[shard];
   const bool local = manifest.format_version >= 2;
   uint64_t num_symbols = 0;
-  {
+  // With the manifest's chunk maps: no HDF5 call and no lock at all (read_located). Without
+  // them, or when the file's stored bytes do not decode as they say, through HDF5.
+  if (!read_located(file, entry, threads, g, body_lengths, segments, spent)) {
     // Under the HDF5 lock only what calls HDF5: the file opened, its datasets read (their chunks
     // decoded outside the lock, BatchRead::run) and completed in order (a dataset the direct
     // path gave up on is read by H5Dread, whose error is then the one thrown), the file closed.
@@ -436,6 +503,8 @@ ShardGrammar read_shard_grammar(const fs::path& archive, const Manifest& manifes
       num_symbols = batch.size(symbols_i);
       for (size_t i : {symbols_i, levels_i, length_i, uses_i, segments_i}) batch.finish(i);
     });
+  } else {
+    num_symbols = g.symbols.size();
   }
   // The tables' relations, and the offsets derived from them, outside the lock.
   in_file(file, [&] {
@@ -748,6 +817,12 @@ void write_manifest_file(const fs::path& file, const Manifest& m, const ArchiveO
       digests.reserve(m.shards.size() * sizeof(Sha256));
       for (const S& s : m.shards) digests.insert(digests.end(), s.sha256.begin(), s.sha256.end());
       h5::write_array(sg.id(), "sha256", std::span<const uint8_t>(digests), Width::kU8, o);
+      if (std::any_of(m.shards.begin(), m.shards.end(),
+                      [](const S& s) { return !s.chunk_maps.empty(); })) {
+        std::vector<uint64_t> maps;
+        for (const S& s : m.shards) append_chunk_maps(s.chunk_maps, maps);
+        put_min(sg.id(), "chunk_maps", maps, o);
+      }
       sg.close();
       h5::write_string_attr(f.id(), "content_sha256",
                             to_hex(digest.valid() ? digest.get() : manifest_content_digest(m)));
@@ -836,15 +911,18 @@ Manifest read_manifest(const fs::path& archive, ManifestRead how) {
         {"input_bytes", nullptr, &s_in, 0}, {"words", nullptr, &s_words, 0},
         {"rules", nullptr, &s_rules, 0},    {"symbols", nullptr, &s_symbols, 0},
         {"file_bytes", nullptr, &s_file, 0}};
-    size_t first_doc_i = 0, digests_i = 0;
+    size_t first_doc_i = 0, digests_i = 0, maps_i = 0;
     std::vector<uint8_t> digests;  // optional: archives written before digests lack it
-    bool have_digests = false;
+    std::vector<uint64_t> maps;    // optional: archives written before chunk maps lack it
+    bool have_digests = false, have_maps = false;
     if (sg.ok()) {
       first_doc_i = batch.add(sg.id(), "first_doc", first_doc);
       for (Column& c : columns)
         c.index = c.v32 ? batch.add(sg.id(), c.name, *c.v32) : batch.add(sg.id(), c.name, *c.v64);
       have_digests = h5::has_link(sg.id(), "sha256");
       if (have_digests) digests_i = batch.add(sg.id(), "sha256", digests);
+      have_maps = h5::has_link(sg.id(), "chunk_maps");
+      if (have_maps) maps_i = batch.add(sg.id(), "chunk_maps", maps);
     }
     batch.run();
 
@@ -895,13 +973,23 @@ Manifest read_manifest(const fs::path& archive, ManifestRead how) {
     m.shards.resize(num_shards);
     for (size_t s = 0; s < num_shards; ++s)
       m.shards[s] = ShardEntry{first_doc[s], s_docs[s],  s_in[s],   s_words[s], s_rules[s],
-                               s_symbols[s], s_depth[s], s_file[s], Sha256{}};
+                               s_symbols[s], s_depth[s], s_file[s], Sha256{}, {}};
     if (have_digests) {
       batch.finish(digests_i);
       expect_equal(digests.size(), num_shards * sizeof(Sha256), "size of /shards/sha256");
       for (size_t s = 0; s < num_shards; ++s)
         std::copy_n(digests.begin() + s * sizeof(Sha256), sizeof(Sha256),
                     m.shards[s].sha256.begin());
+    }
+    if (have_maps) {
+      batch.finish(maps_i);
+      try {
+        size_t pos = 0;
+        for (ShardEntry& e : m.shards) e.chunk_maps = take_chunk_maps(maps, pos);
+        if (pos != maps.size()) throw InputError("more numbers than the shards' chunk maps");
+      } catch (const InputError& e) {
+        throw InputError(std::string("dataset /shards/chunk_maps: ") + e.what());
+      }
     }
     if (std::optional<std::string> hex = h5::read_string_attr(f.id(), "content_sha256")) {
       m.content_sha256 = sha256_from_hex(*hex);

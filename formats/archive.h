@@ -37,6 +37,9 @@ struct ShardEntry {
   uint32_t depth = 0;       ///< DAG depth (root height)
   uint64_t file_bytes = 0;  ///< size of the shard file on disk
   Sha256 sha256{};          ///< SHA-256 of the shard file; all zero when not recorded
+  /// Where the grammar arrays' chunks lie in the shard file (formats/chunk_maps.h, in the order
+  /// of kMappedArrays): the shard is then read without HDF5. Empty when not recorded.
+  std::vector<h5::ChunkMap> chunk_maps;
 };
 
 struct Manifest {
@@ -129,6 +132,7 @@ Manifest read_manifest(const std::filesystem::path& archive,
 /// (h5::BatchRead::Times: locating the chunks, first touch, then thread-seconds of reads,
 /// checksums, inflating and unpacking).
 struct ShardReadTimes {
+  bool located = false;  ///< read by the manifest's chunk maps, without HDF5
   double lock_wait = 0, open = 0, data = 0, checks = 0, validate = 0;
   h5::BatchRead::Times steps;
 };

@@ -774,14 +774,12 @@ bool pread_whole(int fd, uint64_t offset, unsigned char* buf, size_t len) {
   return true;
 }
 
-/// Whether the environment asks BatchRead for HDF5's chunk reads under the lock
-/// (GTADOC_H5_LOCKED_READ, for measurements and tests).
+}  // namespace
+
 bool locked_read_asked() {
   const char* v = std::getenv("GTADOC_H5_LOCKED_READ");
   return v != nullptr && *v != '\0';
 }
-
-}  // namespace
 
 // One dataset of a BatchRead.
 struct BatchRead::Item {
@@ -793,6 +791,7 @@ struct BatchRead::Item {
   std::exception_ptr open_error;  ///< from opening and checking the dataset
   std::optional<uint64_t> expected;  ///< elements the caller knows the dataset holds
   std::string expected_what;
+  bool located = false;  ///< added by its chunk map (add_located): no HDF5 id, no HDF5 call
   Dataset ds;
   uint64_t n = 0;
   void* out = nullptr;
@@ -906,6 +905,55 @@ bool BatchRead::Item::plan_chunks(const std::optional<FileView>& view) {
   return true;
 }
 
+std::optional<ChunkMap> chunk_map(Id loc, const std::string& name) {
+  init();
+  return with_context("dataset " + object_path(loc, name), [&]() -> std::optional<ChunkMap> {
+    BatchRead::Item it;
+    auto [ds, n] = open_checked(loc, name, Width::kU64);
+    it.ds = std::move(ds);
+    it.n = n;
+    ChunkMap map;
+    map.n = n;
+    if (n == 0) {  // nothing stored: any element size and chunk length describe it
+      map.element_bytes = 1;
+      map.chunk = 1;
+      return map;
+    }
+    if (!it.plan_chunks(sec2_view(it.ds.id())) || it.file_offsets.empty() ||
+        !it.pipeline.fletcher32)
+      return std::nullopt;
+    map.element_bytes = it.es;
+    map.chunk = it.chunk;
+    map.shuffle = it.pipeline.shuffle;
+    map.deflate = it.pipeline.deflate;
+    map.offsets = it.file_offsets;
+    map.sizes.resize(map.offsets.size());
+    for (size_t k = 0; k < map.sizes.size(); ++k)
+      map.sizes[k] = it.raw_offsets[k + 1] - it.raw_offsets[k];
+    return map;
+  });
+}
+
+std::string chunk_map_problem(const ChunkMap& m) {
+  const uint32_t es = m.element_bytes;
+  if (es != 1 && es != 2 && es != 4 && es != 8) return "element size " + std::to_string(es);
+  if (m.chunk == 0 || m.chunk > (uint64_t{1} << 30) / es)
+    return "chunk length " + std::to_string(m.chunk);
+  const uint64_t chunks = m.n / m.chunk + (m.n % m.chunk != 0);
+  if (m.offsets.size() != chunks || m.sizes.size() != chunks)
+    return std::to_string(m.offsets.size()) + " chunks for " + std::to_string(m.n) +
+           " elements in chunks of " + std::to_string(m.chunk);
+  constexpr uint64_t kMaxOffset = static_cast<uint64_t>(std::numeric_limits<off_t>::max());
+  const uint64_t most = 2 * m.chunk * es + 4096;
+  for (uint64_t k = 0; k < chunks; ++k) {
+    if (m.sizes[k] < 4 || m.sizes[k] > most)
+      return "chunk " + std::to_string(k) + " stores " + std::to_string(m.sizes[k]) + " bytes";
+    if (m.offsets[k] > kMaxOffset - m.sizes[k])
+      return "chunk " + std::to_string(k) + " lies beyond any file";
+  }
+  return "";
+}
+
 bool BatchRead::Item::read_chunks() {
   for (uint64_t k = 0, chunks = num_chunks(); k < chunks; ++k) {
     hsize_t offset[1] = {k * chunk};
@@ -985,9 +1033,7 @@ bool BatchRead::Item::decode(uint64_t k, std::atomic<uint64_t>* ns) const {
   return true;
 }
 
-BatchRead::BatchRead(unsigned threads) : threads_(threads) {
-  init();
-}
+BatchRead::BatchRead(unsigned threads) : threads_(threads) {}
 BatchRead::~BatchRead() = default;
 
 size_t BatchRead::add_raw(Id loc, const std::string& name, Width mem,
@@ -1001,14 +1047,45 @@ size_t BatchRead::add_raw(Id loc, const std::string& name, Width mem,
   return items_.size() - 1;
 }
 
+size_t BatchRead::add_located_raw(int fd, const ChunkMap& map, Width mem,
+                                  std::function<void*(uint64_t)> resize) {
+  GTADOC_EXPECTS(chunk_map_problem(map).empty(), "add_located: " + chunk_map_problem(map));
+  auto item = std::make_unique<Item>();
+  item->located = true;
+  item->name = "a located dataset";
+  item->mem = mem;
+  item->resize = std::move(resize);
+  item->n = map.n;
+  item->es = map.element_bytes;
+  item->chunk = map.chunk;
+  item->pipeline = Pipeline{map.shuffle, map.deflate, true};
+  item->fd = fd;
+  item->file_offsets = map.offsets;
+  item->raw_offsets.assign(map.sizes.size() + 1, 0);
+  for (size_t k = 0; k < map.sizes.size(); ++k)
+    item->raw_offsets[k + 1] = item->raw_offsets[k] + map.sizes[k];
+  item->fast = true;
+  if (map.element_bytes > static_cast<uint32_t>(mem)) {  // not for this memory type
+    item->fast = false;
+    item->failed.store(true);
+    item->n = 0;
+  }
+  items_.push_back(std::move(item));
+  return items_.size() - 1;
+}
+
 void BatchRead::run() {
-  init();
-  const bool locked_read = locked_read_asked();
+  const bool hdf5 = std::any_of(items_.begin(), items_.end(), [](const auto& it) {
+    return !it->located;
+  });
+  if (hdf5) init();
+  const bool locked_read = hdf5 && locked_read_asked();
   uint64_t mark = now_ns();
   std::atomic<uint64_t> locate{0}, touch{0}, pread{0}, steps[3] = {0, 0, 0};
   // 1. HDF5: every dataset opened and checked, where its chunks lie in the file and their stored
   // sizes learnt.
   for (auto& it : items_) {
+    if (it->located) continue;
     try {
       with_context("dataset " + object_path(it->loc, it->name), [&] {
         auto [ds, n] = open_checked(it->loc, it->name, it->mem);
@@ -1127,6 +1204,8 @@ void BatchRead::finish(size_t i) {
   Item& it = *items_.at(i);
   if (it.open_error) std::rethrow_exception(it.open_error);
   if (it.done) return;
+  if (it.located)
+    throw InputError("the stored chunks do not match the manifest's chunk map");
   init();
   with_context("dataset " + object_path(it.loc, it.name), [&] {
     H5_TRY(H5Dread(it.ds.id(), mem_type(it.mem), H5S_ALL, H5S_ALL, H5P_DEFAULT, it.out));

@@ -201,6 +201,31 @@ uint64_t dataset_size(Id loc, const std::string& name);
 template <class T>
 std::vector<T> read_array(Id loc, const std::string& name);
 
+/// Where the stored chunks of a 1-D unsigned integer dataset lie in its file and how they are
+/// filtered: what BatchRead::add_located needs to read the dataset without any HDF5 call. Only
+/// datasets whose chunks all carry a Fletcher32 checksum have one, so that a map which does not
+/// match its file is caught by the checksums (or by a stream that does not inflate).
+struct ChunkMap {
+  uint64_t n = 0;              ///< elements
+  uint32_t element_bytes = 0;  ///< stored element size: 1, 2, 4 or 8
+  uint64_t chunk = 0;          ///< elements per chunk
+  bool shuffle = false, deflate = false;
+  std::vector<uint64_t> offsets;  ///< file offset of each chunk's stored bytes
+  std::vector<uint64_t> sizes;    ///< stored bytes of each chunk, checksum included
+  bool operator==(const ChunkMap&) const = default;
+};
+/// The chunk map of dataset `name` below `loc` when every chunk can be read directly (the
+/// conditions of BatchRead's direct path, Fletcher32 on every chunk, at most 4096 chunks);
+/// nullopt otherwise. Throws InputError when the dataset is missing. The caller holds h5::Lock.
+std::optional<ChunkMap> chunk_map(Id loc, const std::string& name);
+/// Why `map` cannot describe a dataset (empty when it can): element size, chunk length,
+/// number of chunks for `n`, stored sizes and offsets within bounds. For maps read from a file.
+std::string chunk_map_problem(const ChunkMap& map);
+
+/// Whether GTADOC_H5_LOCKED_READ asks for HDF5's own chunk reads under the lock (measurements and
+/// tests): BatchRead then locates no chunk, and shards are not read by their chunk maps.
+bool locked_read_asked();
+
 /// Reads several whole 1-D unsigned integer datasets in one go. `run()`:
 /// 1. (HDF5 calls, on the calling thread) opens and checks every dataset and learns where each of
 ///    its chunks lies in the file and how many bytes it stores (H5Dget_chunk_info_by_coord), and
@@ -247,6 +272,19 @@ class BatchRead {
     expect_size(i, expected, std::move(what));
     return i;
   }
+  /// Queues a dataset known by its chunk map (chunk_map; chunk_map_problem must be empty) in the
+  /// file open on `fd`, which must stay open until run() returns: run() reads it with no HDF5
+  /// call, and needs no h5::Lock when every queued dataset is located so. When its stored bytes
+  /// do not decode as the map says (or its elements are wider than T), `direct(i)` is false and
+  /// `finish(i)` throws InputError; the caller then reads the file through HDF5.
+  template <class T>
+  size_t add_located(int fd, const ChunkMap& map, std::vector<T>& out) {
+    return add_located_raw(fd, map, width_of<T>(), [&out](uint64_t n) -> void* {
+      out.clear();
+      resize_on_huge_pages(out, n);
+      return out.data();
+    });
+  }
   /// Reads every queued dataset (see above); throws only on failures outside the data (memory).
   void run();
   /// Where run()'s time went, in seconds: under the HDF5 lock (datasets opened, chunks
@@ -269,7 +307,10 @@ class BatchRead {
 
  private:
   struct Item;
+  friend std::optional<ChunkMap> chunk_map(Id loc, const std::string& name);
   size_t add_raw(Id loc, const std::string& name, Width mem, std::function<void*(uint64_t)> resize);
+  size_t add_located_raw(int fd, const ChunkMap& map, Width mem,
+                         std::function<void*(uint64_t)> resize);
   void expect_size(size_t i, uint64_t expected, std::string what);
   unsigned threads_;
   std::vector<std::unique_ptr<Item>> items_;

@@ -100,10 +100,11 @@ void ShardPrefetcher::fill() {
       PreparedShard p = prepare_shard(engine_, std::move(g), threads);
       const h5::BatchRead::Times& d = spent.steps;
       spdlog::debug(
-          "shard {}: read {:.3f}-{:.3f} s (ms: lock wait {:.2f} open {:.2f} data {:.2f} [locate "
-          "{:.2f} touch {:.2f}; thread-ms: pread {:.2f} checksum {:.2f} inflate {:.2f} unpack "
-          "{:.2f}] checks {:.2f} validate {:.2f}), prepared on {} threads by {:.3f} s",
-          id, read_from, read_to, spent.lock_wait * 1e3, spent.open * 1e3, spent.data * 1e3,
+          "shard {}: read {:.3f}-{:.3f} s {} (ms: lock wait {:.2f} open {:.2f} data {:.2f} "
+          "[locate {:.2f} touch {:.2f}; thread-ms: pread {:.2f} checksum {:.2f} inflate {:.2f} "
+          "unpack {:.2f}] checks {:.2f} validate {:.2f}), prepared on {} threads by {:.3f} s",
+          id, read_from, read_to, spent.located ? "by its chunk maps" : "through HDF5",
+          spent.lock_wait * 1e3, spent.open * 1e3, spent.data * 1e3,
           d.locate * 1e3, d.touch * 1e3, d.pread * 1e3, d.checksum * 1e3, d.inflate * 1e3,
           d.unpack * 1e3, spent.checks * 1e3, spent.validate * 1e3, threads, clock_.seconds());
       return p;

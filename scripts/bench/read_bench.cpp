@@ -10,7 +10,8 @@
 // 2), the grammars dropped as they are read (their symbols handed back for the next reads, as
 // the GPU engine's load does once a shard is on the device: common/recycled_arrays.h). Prints
 // per round the seconds, GB/s of shard files, and where a read's time went (summed over the
-// shards, per shard in ms).
+// shards, per shard in ms). Where the manifest records chunk maps (formats/chunk_maps.h), each
+// round reads every shard by them, then again through HDF5 with the maps set aside.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -46,7 +47,15 @@ int main(int argc, char** argv) {
     const unsigned at_once = argc > 2 ? std::max(1, std::atoi(argv[2])) : std::max(1u, cores / 2);
     const unsigned per_read = argc > 3 ? std::max(1, std::atoi(argv[3])) : 2;
     const int rounds = argc > 4 ? std::max(1, std::atoi(argv[4])) : 2;
-    const Manifest manifest = read_manifest(archive, ManifestRead::kDeferDictionary);
+    Manifest manifest = read_manifest(archive, ManifestRead::kDeferDictionary);
+    // Each round reads the shards by their chunk maps (where the manifest records them), then
+    // through HDF5 (the maps set aside).
+    std::vector<std::vector<h5::ChunkMap>> maps(manifest.shards.size());
+    bool mapped = false;
+    for (size_t s = 0; s < maps.size(); ++s) {
+      mapped = mapped || !manifest.shards[s].chunk_maps.empty();
+      maps[s] = manifest.shards[s].chunk_maps;
+    }
     const size_t shards = manifest.shards.size();
     std::vector<fs::path> files(shards);
     uint64_t bytes = 0;
@@ -69,8 +78,13 @@ int main(int argc, char** argv) {
     const double floor = floor_clock.seconds();
     std::printf("read(2) of the files: %.3f s, %.2f GB/s\n", floor, bytes / 1e9 / floor);
 
-    for (int r = 0; r < rounds; ++r) {
+    for (int round = 0; round < rounds * (mapped ? 2 : 1); ++round) {
+      const int r = mapped ? round / 2 : round;
+      const bool by_maps = mapped && round % 2 == 0;
+      for (size_t s = 0; s < maps.size(); ++s)
+        manifest.shards[s].chunk_maps = by_maps ? maps[s] : std::vector<h5::ChunkMap>{};
       std::mutex m;
+      size_t located = 0;
       ShardReadTimes sum;
       uint64_t symbols = 0;
       Timer clock;
@@ -81,6 +95,7 @@ int main(int argc, char** argv) {
         const uint64_t n = g.symbols.size();
         recycled::give(std::move(g.symbols));  // as the GPU engine's load does
         std::lock_guard lock(m);
+        located += t.located;
         sum.lock_wait += t.lock_wait;
         sum.open += t.open;
         sum.data += t.data;
@@ -97,10 +112,10 @@ int main(int argc, char** argv) {
       const double sec = clock.seconds();
       const double per = 1e3 / static_cast<double>(std::max<size_t>(shards, 1));
       std::printf(
-          "round %d: %.3f s, %.2f GB/s of files, %.1f M symbols/s; per shard ms: lock wait %.2f "
-          "open %.2f data %.2f [locate %.2f touch %.2f; thread-ms: pread %.2f checksum %.2f "
-          "inflate %.2f unpack %.2f] checks %.2f validate %.2f\n",
-          r + 1, sec, bytes / 1e9 / sec, symbols / 1e6 / sec, sum.lock_wait * per, sum.open * per,
+          "round %d, %s (%zu by their maps): %.3f s, %.2f GB/s of files, %.1f M symbols/s; per "
+          "shard ms: lock wait %.2f open %.2f data %.2f [locate %.2f touch %.2f; thread-ms: "
+          "pread %.2f checksum %.2f inflate %.2f unpack %.2f] checks %.2f validate %.2f\n",
+          r + 1, by_maps ? "chunk maps" : "through HDF5", located, sec, bytes / 1e9 / sec, symbols / 1e6 / sec, sum.lock_wait * per, sum.open * per,
           sum.data * per, sum.steps.locate * per, sum.steps.touch * per, sum.steps.pread * per,
           sum.steps.checksum * per, sum.steps.inflate * per, sum.steps.unpack * per,
           sum.checks * per, sum.validate * per);

@@ -19,6 +19,7 @@
 #include "common/error.h"
 #include "coordinator/verify.h"
 #include "formats/archive.h"
+#include "formats/chunk_maps.h"
 #include "formats/digest.h"
 #include "tests/testutil/corpus.h"
 
@@ -330,6 +331,25 @@ Dictionary with_word(const Dictionary& dict, uint32_t id, const std::string& wor
   return d;
 }
 
+TEST(Verify, ChunkMapsAreCheckedAgainstTheFiles) {
+  SampleArchive a;  // compressed by gtadoc: every shard's chunk maps recorded
+  Manifest m = read_manifest(a.path);
+  for (const ShardEntry& e : m.shards) ASSERT_EQ(e.chunk_maps.size(), kMappedArrays.size());
+  VerifyReport ok = verify_archive(a.path, 2);
+  ASSERT_TRUE(ok.ok) << ok.text();
+  EXPECT_NE(ok.text().find("chunk maps ok"), std::string::npos) << ok.text();
+  // A map one byte off: queries fall back to HDF5 and answer the same; verify fails the shard.
+  m.shards[1].chunk_maps[2].offsets[0] += 1;
+  const fs::path copy = crafted_copy(a, m, a.tmp / "c.gtd");
+  auto want = run_gtadoc({"run", a.path.string(), "word-count"});
+  auto got = run_gtadoc({"run", copy.string(), "word-count"});
+  EXPECT_EQ(got.exit_code, 0) << got.err;
+  EXPECT_EQ(got.out, want.out);
+  VerifyReport r = verify_archive(copy, 2);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.text().find("chunk maps do not match"), std::string::npos) << r.text();
+}
+
 TEST(Crafted, DictionaryWordsWithWhitespaceOrEmptyAreRefused) {
   SampleArchive a;
   const Manifest m = read_manifest(a.path);
@@ -467,6 +487,10 @@ TEST(Crafted, SizeClaimsBeyondTheFileAreRefusedBeforeAllocating) {
     replace_with_claim(dir / shard_file_name(1), name, hsize_t{1} << 30);
     Manifest edited = m;
     edited.shards[1].file_bytes = fs::file_size(dir / shard_file_name(1));
+    // Without chunk maps: with them, the readers read the chunks the manifest points at (the
+    // original ones, still in the rewritten file, their checksums sound) and never meet the
+    // claim; `verify` does, comparing the maps with the file.
+    edited.shards[1].chunk_maps.clear();
     write_manifest_file(dir / kManifestFile, edited, ArchiveOptions{0, 1});
     const bool layout = std::string(name).starts_with("/layout");
     expect_every_reader_refuses(

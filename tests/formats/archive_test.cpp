@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "formats/chunk_maps.h"
 #include "formats/h5.h"
 #include "tests/testutil/corpus.h"
 #include "tests/testutil/grammars.h"
@@ -616,6 +617,141 @@ TEST(ArchiveErrors, WritersNeverOverwrite) {
       {(dir / shard_file_name(0)).string() + ": "});
   EXPECT_EQ(read_file(dir / kManifestFile), "keep me");
   EXPECT_EQ(read_file(dir / shard_file_name(0)), "keep me too");
+}
+
+// ------------------------------------------------------------------------------------ chunk maps
+
+// A one-shard archive whose manifest records the shard's chunk maps, as `compress` writes it.
+struct MappedArchive : SmallArchive {
+  MappedArchive(const fs::path& dir, int deflate, uint64_t seed = 7)
+      : SmallArchive(dir, 41, deflate, seed) {
+    manifest.shards[0].chunk_maps = map_shard_chunks(dir / shard_file_name(0));
+    fs::remove(dir / kManifestFile);
+    write_manifest_file(dir / kManifestFile, manifest, {deflate});
+  }
+};
+
+TEST_P(ArchiveDeflate, ChunkMapsDescribeEveryGrammarArray) {
+  TempDir dir;
+  // Over several chunks: 1 MiB chunks of 4-byte symbols hold 262,144 of them.
+  ShardGrammar g = random_grammar(70000, 0, 40, 20000, 40000, 5);
+  ASSERT_GT(g.symbols.size(), 262144u * 2);
+  write_shard_file(dir / shard_file_name(0), 3, 0, g, random_layout(g, 5, 5), {GetParam()});
+  std::vector<h5::ChunkMap> maps = map_shard_chunks(dir / shard_file_name(0));
+  ASSERT_EQ(maps.size(), kMappedArrays.size());
+  h5::File f = h5::open_file(dir / shard_file_name(0));
+  for (size_t i = 0; i < maps.size(); ++i) {
+    const std::string name = std::string("/grammar/") + kMappedArrays[i];
+    const h5::DatasetInfo info = h5::dataset_info(f.id(), name);
+    EXPECT_EQ(maps[i].n, info.size) << name;
+    EXPECT_EQ(maps[i].element_bytes, info.element_bytes) << name;
+    EXPECT_EQ(maps[i].chunk, info.chunk) << name;
+    EXPECT_EQ(maps[i].deflate, info.deflate) << name;
+    EXPECT_EQ(maps[i].shuffle, info.shuffle) << name;
+    EXPECT_EQ(h5::chunk_map_problem(maps[i]), "") << name;
+  }
+  EXPECT_GE(maps[2].offsets.size(), 3u);  // the symbols
+  // As numbers and back, several shards in a row.
+  std::vector<uint64_t> numbers;
+  append_chunk_maps(maps, numbers);
+  append_chunk_maps({}, numbers);
+  append_chunk_maps(maps, numbers);
+  size_t pos = 0;
+  EXPECT_EQ(take_chunk_maps(numbers, pos), maps);
+  EXPECT_TRUE(take_chunk_maps(numbers, pos).empty());
+  EXPECT_EQ(take_chunk_maps(numbers, pos), maps);
+  EXPECT_EQ(pos, numbers.size());
+}
+
+TEST_P(ArchiveDeflate, ShardReadByItsChunkMapsEqualsTheHdf5Read) {
+  TempDir dir;
+  MappedArchive a(dir.path(), GetParam());
+  const Manifest m = read_manifest(dir.path());
+  ASSERT_EQ(m.shards[0].chunk_maps, a.manifest.shards[0].chunk_maps);
+  ShardReadTimes t;
+  expect_same_grammar(a.grammar, read_shard_grammar(dir.path(), m, 0, 2, &t));
+  EXPECT_TRUE(t.located);
+  Manifest unmapped = m;
+  unmapped.shards[0].chunk_maps.clear();
+  expect_same_grammar(a.grammar, read_shard_grammar(dir.path(), unmapped, 0, 2, &t));
+  EXPECT_FALSE(t.located);
+}
+
+TEST_P(ArchiveDeflate, ChunkMapsThatMissTheFileFallBackToHdf5) {
+  TempDir dir;
+  MappedArchive a(dir.path(), GetParam());
+  Manifest m = read_manifest(dir.path());
+  ShardReadTimes t;
+  // Each array in turn pointed one byte off, or at a size one byte short: the checksums (or
+  // the inflate) catch it and the shard is read through HDF5, with the same values.
+  for (size_t i = 0; i < kMappedArrays.size(); ++i) {
+    for (int how = 0; how < 2; ++how) {
+      Manifest off = m;
+      h5::ChunkMap& map = off.shards[0].chunk_maps[i];
+      if (map.offsets.empty()) continue;
+      if (how == 0) map.offsets[0] += 1;
+      if (how == 1) map.sizes[0] -= 1;
+      expect_same_grammar(a.grammar, read_shard_grammar(dir.path(), off, 0, 2, &t));
+      EXPECT_FALSE(t.located) << kMappedArrays[i] << " " << how;
+    }
+  }
+  // A file replaced by one of another size: the HDF5 path's message.
+  write_file(dir / shard_file_name(0), read_file(dir / shard_file_name(0)) + "x");
+  expect_input_error([&] { read_shard_grammar(dir.path(), m, 0); },
+                     {"shard-00000.h5", "file size is"});
+}
+
+TEST(ArchiveErrors, ChunkMapsMustFitTheirFile) {
+  h5::ChunkMap a{100, 4, 64, false, true, {0, 100}, {50, 60}};
+  h5::ChunkMap b{10, 1, 16, false, false, {200}, {14}};
+  ASSERT_EQ(h5::chunk_map_problem(a), "");
+  ASSERT_EQ(h5::chunk_map_problem(b), "");
+  const std::vector<h5::ChunkMap> maps{a, b};
+  EXPECT_TRUE(chunk_maps_fit(maps, 214));
+  EXPECT_FALSE(chunk_maps_fit(maps, 213));  // the last chunk beyond the file
+  std::vector<h5::ChunkMap> overlapping = maps;
+  overlapping[1].offsets[0] = 159;  // into a's second chunk
+  EXPECT_FALSE(chunk_maps_fit(overlapping, 1000));
+  std::vector<h5::ChunkMap> claiming = maps;
+  claiming[1].n = 15;  // 15 one-byte elements from 14 stored bytes, not deflated
+  claiming[1].chunk = 16;
+  EXPECT_FALSE(chunk_maps_fit(claiming, 1000));
+  claiming = maps;
+  claiming[0].n = 110 * 1040 / 4 + 1;  // beyond deflate's largest expansion
+  claiming[0].chunk = claiming[0].n / 2 + 1;
+  EXPECT_FALSE(chunk_maps_fit(claiming, 1000));
+}
+
+TEST(ArchiveErrors, MalformedChunkMapsInTheManifest) {
+  TempDir dir;
+  MappedArchive a(dir.path(), 6);
+  std::vector<uint64_t> good;
+  append_chunk_maps(a.manifest.shards[0].chunk_maps, good);
+  auto take_all = [](std::vector<uint64_t> numbers) {
+    size_t pos = 0;
+    take_chunk_maps(numbers, pos);
+  };
+  std::vector<uint64_t> v = good;
+  v[0] = 3;  // three maps
+  expect_input_error([&] { take_all(v); }, {"3 chunk maps"});
+  v = good;
+  v[2] = 3;  // element bytes
+  expect_input_error([&] { take_all(v); }, {"local_words", "element size 3"});
+  v = good;
+  v[3] = 0;  // chunk length
+  expect_input_error([&] { take_all(v); }, {"chunk length 0"});
+  v = good;
+  v.resize(v.size() - 1);
+  expect_input_error([&] { take_all(v); }, {"cut short"});
+  v = good;
+  v[1] += v[3] * 5;  // elements beyond the chunks listed
+  expect_input_error([&] { take_all(v); }, {"chunks for"});
+  // In a manifest: read_manifest names the dataset.
+  Manifest m = a.manifest;
+  m.shards[0].chunk_maps.resize(2);
+  fs::remove(dir / kManifestFile);
+  write_manifest_file(dir / kManifestFile, m, {6});
+  expect_input_error([&] { read_manifest(dir.path()); }, {"/shards/chunk_maps", "2 chunk maps"});
 }
 
 TEST(H5, HelpersNameTheObject) {
