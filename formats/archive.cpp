@@ -426,7 +426,10 @@ bool read_located(const fs::path& file, const ShardEntry& entry, unsigned thread
   spent.open += clock.seconds();
   g.num_words = static_cast<uint32_t>(maps[0].n);
   h5::BatchRead batch(threads);
-  g.symbols = recycled::take(entry.symbols);  // pages already in memory, when one is held
+  // Pages already in memory, where held (common/recycled_arrays.h), as the HDF5 path takes them.
+  g.symbols = recycled::take(entry.symbols);
+  body_lengths = recycled::take<uint64_t>(entry.rules);
+  segments = recycled::take<uint64_t>(entry.num_docs);
   const size_t items[] = {batch.add_located(fd, maps[0], g.local_words),
                           batch.add_located(fd, maps[1], body_lengths),
                           batch.add_located(fd, maps[2], g.symbols),
@@ -505,6 +508,7 @@ ShardGrammar read_shard_grammar(const fs::path& archive, const Manifest& manifes
     });
   } else {
     num_symbols = g.symbols.size();
+    mark = clock.seconds();  // read_located counted its own time (open, data)
   }
   // The tables' relations, and the offsets derived from them, outside the lock.
   in_file(file, [&] {
