@@ -4,8 +4,9 @@
 # with gtadoc_gen (model trained on /usr/include, seed 1) to /dev/shm (no write-back of the
 # corpus competes with the runs), compresses it, and times, every output compared with the first
 # one-GPU output: the warm `cat` of the archive; gtadoc_read_bench (the shards' reads by step,
-# half the cores' reads at once); `word-count --top 100` on 1 GPU (twice, alternating with the
-# old build), on every GPU (--gpus N) and on 2; the CPU engine; `sequence-count --top 100` on 1
+# half the cores' reads at once, by the chunk maps and through HDF5); `word-count --top 100`
+# on 1 GPU (twice, alternating with GTADOC_CHUNK_MAPS=0 and the old build), on every GPU
+# (--gpus N, also with GTADOC_CHUNK_MAPS=0) and on 2; the CPU engine; `sequence-count --top 100` on 1
 # GPU and on every GPU (-vv: where the shuffle's time goes); the one-GPU load by shard (-vv: the
 # read steps, the waits for reads); then `gtadoc serve --gpus N`: seconds until /healthz answers,
 # uncached `word-count --top 100` x7 and `sequence-count --top 100` x4 (ms each).
@@ -55,8 +56,10 @@ cat $W/a.gtd/* > /dev/null; s=$EPOCHREALTIME; cat $W/a.gtd/* > /dev/null; say "c
 ./build-device/scripts/bench/gtadoc_read_bench $W/a.gtd $(( $(nproc) / 2 )) 2 2 2>&1 | tee -a $R
 for k in 1 2; do
   t new-wc-g1-$k $N -v run $W/a.gtd word-count --top 100 --engine gpu
+  GTADOC_CHUNK_MAPS=0 t new-wc-g1-hdf5-$k $N -v run $W/a.gtd word-count --top 100 --engine gpu
   [ -n "$OLD" ] && t old-wc-g1-$k $O -v run $W/a.gtd word-count --top 100 --engine gpu
 done
+GTADOC_CHUNK_MAPS=0 t new-wc-g$NG-hdf5 $N -v run $W/a.gtd word-count --top 100 --gpus $NG
 t new-wc-g$NG $N -v run $W/a.gtd word-count --top 100 --gpus $NG
 [ -n "$OLD" ] && t old-wc-g$NG $O -v run $W/a.gtd word-count --top 100 --gpus $NG
 t new-wc-g2 $N -v run $W/a.gtd word-count --top 100 --gpus 2
