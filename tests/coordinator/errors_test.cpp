@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "formats/archive.h"
+#include "formats/chunk_maps.h"
 #include "tests/testutil/corpus.h"
 
 namespace gtadoc {
@@ -279,7 +280,12 @@ TEST(RunErrors, OutputExistsCorruptShardAndMissingGpu) {
 
   fs::path shard = a.path / "shard-00001.h5";
   std::string bytes = testutil::read_file(shard);
-  size_t pos = bytes.size() / 2;  // inside the data of the largest datasets
+  // Inside the stored symbols, which every query reads (by the manifest's chunk maps: a byte
+  // elsewhere, in a part of the file no query of this task reads, is found by `verify`).
+  const Manifest m = read_manifest(a.path);
+  ASSERT_EQ(m.shards[1].chunk_maps.size(), kMappedArrays.size());
+  const h5::ChunkMap& symbols = m.shards[1].chunk_maps[2];
+  const size_t pos = symbols.offsets[0] + symbols.sizes[0] / 2;
   bytes[pos] = static_cast<char>(bytes[pos] ^ 0xFF);
   testutil::write_file(shard, bytes);
   auto c = run_gtadoc({"run", a.path.string(), "inverted-index", "--engine", "cpu", "-o",
