@@ -15,13 +15,16 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
 #include "cluster/heartbeat.h"
 #include "cluster/local_group.h"
 #include "common/error.h"
+#include "common/settings.h"
 
 namespace gtadoc {
 
@@ -77,11 +80,20 @@ bool env_set(const char* name) {
   return v != nullptr && *v != '\0';
 }
 
-bool launched_by_mpi() {
-  if (const char* force = std::getenv("GTADOC_MPI")) {
-    if (std::strcmp(force, "0") == 0) return false;
-    if (std::strcmp(force, "1") == 0) return true;
+/// `read()` of a setting read before MPI starts, or nullopt when its value is bad: the CLI's check
+/// of every setting, once MPI runs, then says so in one line for the job.
+template <typename Read>
+auto before_mpi(Read read) -> decltype(read()) {
+  try {
+    return read();
+  } catch (const UsageError&) {
+    return std::nullopt;
   }
+}
+
+bool launched_by_mpi() {
+  const std::optional<bool> force = before_mpi([] { return settings::flag_if_set("GTADOC_MPI"); });
+  if (force) return *force;
   for (const char* name :
        {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", "MV2_COMM_WORLD_SIZE"}) {
     if (env_set(name)) return true;
@@ -99,8 +111,9 @@ bool launched_by_mpi() {
 /// every rank of the job is on this node and no pml was chosen (OMPI_MCA_pml, which `mpirun --mca
 /// pml X` also sets); GTADOC_MPI_PML=default leaves Open MPI's own choice. Returns the log line.
 std::string prefer_shared_memory_pml() {
-  const char* keep = std::getenv("GTADOC_MPI_PML");
-  if (keep != nullptr && std::strcmp(keep, "default") == 0) return "";
+  const std::optional<std::string_view> keep =
+      before_mpi([] { return settings::word_if_set("GTADOC_MPI_PML"); });
+  if (keep == "default") return "";
   const char* size = std::getenv("OMPI_COMM_WORLD_SIZE");
   const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
   if (size == nullptr || local == nullptr || std::strcmp(size, local) != 0) return "";
@@ -160,14 +173,14 @@ void fault_pause(const char* call, int rank) {
   };
   static const Spec spec = [] {
     Spec s;
-    const char* v = std::getenv("GTADOC_FAULT_PAUSE");
-    if (v == nullptr) return s;
+    const std::optional<std::string> v = settings::text_if_set("GTADOC_FAULT_PAUSE");
+    if (!v) return s;
     std::vector<std::string> f(1);
-    for (const char* c = v; *c != '\0'; ++c) {
-      if (*c == ':' && f.size() < 4)
+    for (char c : *v) {
+      if (c == ':' && f.size() < 4)
         f.emplace_back();
       else
-        f.back() += *c;
+        f.back() += c;
     }
     if (f.size() < 3) return s;
     s.rank = std::atoi(f[0].c_str());

@@ -18,6 +18,7 @@
 #include "common/cpus.h"
 #include "common/error.h"
 #include "common/parallel.h"
+#include "common/settings.h"
 #include "common/timer.h"
 
 namespace gtadoc {
@@ -52,19 +53,14 @@ int read_remote(pid_t pid, void* local, uint64_t remote, size_t bytes) {
 }
 
 bool turned_off() {
-  const char* v = std::getenv("GTADOC_SHUFFLE_CMA");
-  return v != nullptr && std::string(v) == "0";
+  return !settings::flag("GTADOC_SHUFFLE_CMA");
 }
 
 }  // namespace
 
 void check_cross_memory_setting() {
-  const char* v = std::getenv("GTADOC_SHUFFLE_CMA");
-  if (v == nullptr || *v == '\0' || std::string(v) == "0" || std::string(v) == "1") return;
-  throw UsageError("GTADOC_SHUFFLE_CMA=" + one_line(v, 40) + ": expected 0 (off) or 1 (on)");
+  (void)turned_off();
 }
-
-namespace {}  // namespace
 
 bool cross_memory_expected() {
   if (turned_off()) return false;

@@ -31,11 +31,11 @@ bool cross_memory_possible(const Comm& comm);
 /// starts (the GPUs' narrowing depends on it): GTADOC_SHUFFLE_CMA is not 0, process_vm_readv is
 /// allowed (a read of this process's own memory: a seccomp filter would refuse it), and Yama's
 /// ptrace_scope lets a process read a sibling's memory (0, or 1 for root). A guess: the pull itself
-/// still falls back to MPI when a read fails.
+/// still falls back to MPI when a read fails. UsageError for a bad GTADOC_SHUFFLE_CMA.
 bool cross_memory_expected();
 
-/// UsageError when GTADOC_SHUFFLE_CMA is set to anything but 0, 1 or nothing (checked where a
-/// query's shuffle is chosen, with GTADOC_SHUFFLE).
+/// UsageError when GTADOC_SHUFFLE_CMA is set to anything but 0 or 1 (checked where a query's
+/// shuffle is chosen, with GTADOC_SHUFFLE).
 void check_cross_memory_setting();
 
 /// exchange_records' arguments; the own part must be left to the caller (counts 0).

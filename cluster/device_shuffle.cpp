@@ -3,20 +3,19 @@
 
 #include <spdlog/spdlog.h>
 
-#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "cluster/comm.h"
 #include "common/error.h"
+#include "common/settings.h"
 #include "common/timer.h"
 #include "worker/records.h"
 
 namespace gtadoc {
 
 std::string shuffle_setting() {
-  const char* v = std::getenv("GTADOC_SHUFFLE");
-  return v != nullptr && *v != '\0' ? v : "auto";
+  return std::string(settings::word("GTADOC_SHUFFLE"));
 }
 
 bool device_shuffle_wanted() {

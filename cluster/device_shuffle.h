@@ -29,8 +29,8 @@ namespace gtadoc {
 
 class Comm;
 
-/// GTADOC_SHUFFLE as set (auto | nccl | mpi | host; unset or empty: auto), unchecked: the one
-/// place it is read (use_nccl_shuffle, cluster/nccl_comm.h, rejects other values).
+/// GTADOC_SHUFFLE: auto | nccl | mpi | host (unset or empty: auto); UsageError for any other
+/// value (common/settings.h).
 std::string shuffle_setting();
 
 /// Whether records held on the GPUs of every rank move between them (NCCL or this MPI path),

@@ -26,6 +26,7 @@
 #include <utility>
 
 #include "common/error.h"
+#include "common/settings.h"
 #include "common/temporaries.h"
 
 namespace gtadoc {
@@ -144,16 +145,7 @@ void write_stderr(const std::string& line) {
 }  // namespace
 
 int heartbeat_timeout_from_env() {
-  const char* v = std::getenv("GTADOC_HEARTBEAT_TIMEOUT");
-  if (v == nullptr || *v == '\0') return 10;
-  const std::string s(v);
-  const bool digits =
-      s.size() <= 4 && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
-  const long n = digits ? std::strtol(v, nullptr, 10) : -1;
-  if (n < 0 || n > 3600)
-    throw UsageError("GTADOC_HEARTBEAT_TIMEOUT: " + user_text(s) +
-                     " is not a whole number of seconds 0-3600 (0 turns the heartbeat off)");
-  return static_cast<int>(n);
+  return static_cast<int>(settings::seconds("GTADOC_HEARTBEAT_TIMEOUT"));
 }
 
 Heartbeat::Listener::~Listener() {

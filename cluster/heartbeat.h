@@ -32,8 +32,9 @@
 
 namespace gtadoc {
 
-/// GTADOC_HEARTBEAT_TIMEOUT in seconds: unset or empty gives 10, "0" turns the heartbeat off,
-/// otherwise whole seconds 1-3600 in digits only. Anything else throws UsageError.
+/// GTADOC_HEARTBEAT_TIMEOUT in seconds (common/settings.h): unset or empty gives 10, "0" turns
+/// the heartbeat off, otherwise whole seconds 1-3600 in digits only. Anything else throws
+/// UsageError naming the variable and the value.
 int heartbeat_timeout_from_env();
 
 class Heartbeat {

@@ -67,7 +67,7 @@ bool use_nccl_shuffle(Comm& comm, bool gpu_engine, bool resident, bool large_shu
 
 /// Whether GTADOC_SHUFFLE and the kind of job leave NCCL possible (use_nccl_shuffle's choice before
 /// it asks the ranks): nccl yes, mpi and host no, auto for resident shards or a large shuffle
-/// (anything else: yes, use_nccl_shuffle then rejects it). Needs no MPI: the start-up asks it
+/// (UsageError for anything else). Needs no MPI: the start-up asks it
 /// before MPI starts (whether the ranks of a node must keep each other's GPUs visible,
 /// common/visible_gpus.h).
 bool shuffle_may_use_nccl(bool resident, bool large_shuffle);

@@ -6,6 +6,8 @@
 #include <deque>
 #include <mutex>
 
+#include "common/settings.h"
+
 #if defined(__linux__)
 #include <sys/mman.h>
 #include <unistd.h>
@@ -22,9 +24,7 @@ size_t rounded(size_t bytes) {
 
 /// GTADOC_BLOCK_CACHE_BYTES when set (it overrides every default), else `otherwise`.
 uint64_t from_environment(uint64_t otherwise) {
-  if (const char* v = std::getenv("GTADOC_BLOCK_CACHE_BYTES"); v != nullptr && *v != '\0')
-    return std::strtoull(v, nullptr, 10);
-  return otherwise;
+  return settings::bytes_if_set("GTADOC_BLOCK_CACHE_BYTES").value_or(otherwise);
 }
 
 struct Block {

@@ -5,6 +5,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/settings.h"
+
 namespace gtadoc {
 namespace {
 
@@ -128,8 +130,7 @@ int visible_gpus_from_env() {
 }
 
 std::string narrow_visible_gpus(bool peers_needed) {
-  const char* off = std::getenv("GTADOC_NARROW_GPUS");
-  if (off != nullptr && std::string_view(off) == "0") return "";
+  if (!settings::flag("GTADOC_NARROW_GPUS")) return "";
   const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
   const int ranks = ranks_on_node_from_env();
   const int local = local_rank_from_env();

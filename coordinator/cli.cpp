@@ -23,6 +23,7 @@
 #include "cluster/nccl_comm.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "common/settings.h"
 #include "common/units.h"
 #include "common/visible_gpus.h"
 #include "coordinator/compress.h"
@@ -218,15 +219,20 @@ int cli_main(int argc, char** argv) {
   int code = 0;
   // First, before MPI or CUDA start: the driver then initializes only the GPU this process uses
   // (all of them for a run on several GPUs without a launcher, `--gpus`).
-  const int gpus = ranks_in_job_from_env() == 1 ? gpus_asked(argc, argv) : 0;
-  const std::string narrowed =
-      gpus == -1 || gpus > 1 ? ""
-                             : narrow_visible_gpus(gpu_peers_needed(
-                                   argc, argv, ranks_on_node_from_env(), ranks_in_job_from_env()));
-  // A run or service told to use the GPU starts CUDA now, beside MPI's start.
-  if (gpu_engine_asked(argc, argv) || gpus == -1 || gpus > 1)
-    warm_up_gpu(std::max(0, local_rank_from_env()),
-                gpus == -1 ? visible_gpus_from_env() : std::max(1, gpus));
+  std::string narrowed;
+  try {
+    const int gpus = ranks_in_job_from_env() == 1 ? gpus_asked(argc, argv) : 0;
+    if (gpus != -1 && gpus <= 1)
+      narrowed = narrow_visible_gpus(
+          gpu_peers_needed(argc, argv, ranks_on_node_from_env(), ranks_in_job_from_env()));
+    // A run or service told to use the GPU starts CUDA now, beside MPI's start.
+    if (gpu_engine_asked(argc, argv) || gpus == -1 || gpus > 1)
+      warm_up_gpu(std::max(0, local_rank_from_env()),
+                  gpus == -1 ? visible_gpus_from_env() : std::max(1, gpus));
+  } catch (const UsageError&) {
+    // A bad GTADOC_* value: nothing narrowed or started; the check of every setting below, once
+    // MPI runs, refuses it with one line for the job.
+  }
   try {
     comm = &Comm::init(argc, argv);
     // Named explicitly: the usage line says `gtadoc`, not the path it was started by.
@@ -404,6 +410,8 @@ int cli_main(int argc, char** argv) {
     }
     init_logging(verbosity, comm->size() > 1 ? "rank " + std::to_string(comm->rank()) : "");
     g_verbosity = verbosity;
+    run_collectively(*comm, [] { settings::check_environment(); });
+    if (comm->rank() == 0) settings::log_environment();
     if (!narrowed.empty()) spdlog::debug("{}", narrowed);
     if (!comm->transport_note().empty() && comm->rank() == 0)
       spdlog::info("{}", comm->transport_note());

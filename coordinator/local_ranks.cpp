@@ -1,19 +1,22 @@
 // How many in-process ranks a command runs on. See local_ranks.h.
 #include "coordinator/local_ranks.h"
 
-#include <cstdlib>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "cluster/comm.h"
 #include "common/error.h"
+#include "common/settings.h"
 #include "common/visible_gpus.h"
 
 namespace gtadoc {
 
 namespace {
 
-constexpr int kMaxInProcessRanks = 64;
+/// --gpus and GTADOC_LOCAL_RANKS share the bound.
+constexpr int kMaxInProcessRanks =
+    static_cast<int>(settings::variable("GTADOC_LOCAL_RANKS").max);
 
 /// N in 1..kMaxInProcessRanks from `text`, or 0.
 int rank_count(std::string_view text) {
@@ -67,11 +70,8 @@ int in_process_rank_count(const std::string& gpus, std::string& engine, const Co
                             (visible == 1 ? " is" : "s are") + " visible");
     }
     if (n > 1) engine = "gpu";
-  } else if (const char* v = std::getenv("GTADOC_LOCAL_RANKS")) {
-    n = rank_count(v);
-    if (n == 0)
-      throw UsageError(std::string("GTADOC_LOCAL_RANKS: '") + std::string(v).substr(0, 40) +
-                       "' is not an integer from 1 to " + std::to_string(kMaxInProcessRanks));
+  } else if (const std::optional<uint64_t> v = settings::count_if_set("GTADOC_LOCAL_RANKS")) {
+    n = static_cast<int>(*v);
   }
   if (n > 1 && comm.is_distributed())
     throw UsageError(std::string(gpus.empty() ? "GTADOC_LOCAL_RANKS" : "--gpus") +

@@ -8,39 +8,17 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
-#include <mutex>
+#include <string_view>
 #include <utility>
 
 #include "common/error.h"
-#include "common/log.h"
-#include "common/units.h"
+#include "common/settings.h"
 
 namespace gtadoc {
 
-namespace {
-
-constexpr uint64_t kDefaultMinBytes = uint64_t{8} << 20;
-
-/// Warns once about a setting that is read when the result is written, after the query: a typo
-/// must not cost the query's answer, so it is ignored.
-void warn_once(const std::string& what) {
-  static std::once_flag warned;
-  std::call_once(warned, [&] { spdlog::warn("{}", what); });
-}
-
-}  // namespace
-
 uint64_t output_map_min_bytes() {
-  const char* env = std::getenv("GTADOC_OUTPUT_MAP_MIN_BYTES");
-  if (env == nullptr || *env == '\0') return kDefaultMinBytes;
-  try {
-    return parse_size(env, "GTADOC_OUTPUT_MAP_MIN_BYTES", true);
-  } catch (const UsageError& e) {
-    warn_once(std::string(e.what()) + "; the default (8 MiB) is used");
-    return kDefaultMinBytes;
-  }
+  return settings::bytes("GTADOC_OUTPUT_MAP_MIN_BYTES");
 }
 
 namespace {
@@ -48,12 +26,9 @@ namespace {
 enum class Where { kNowhere, kTmpfs, kAll };
 
 Where where_to_map() {
-  const char* env = std::getenv("GTADOC_OUTPUT_MAP");
-  const std::string v = env == nullptr ? "" : env;
-  if (v.empty() || v == "tmpfs") return Where::kTmpfs;
+  const std::string_view v = settings::word("GTADOC_OUTPUT_MAP");
   if (v == "all") return Where::kAll;
   if (v == "0") return Where::kNowhere;
-  warn_once("GTADOC_OUTPUT_MAP: '" + v + "' is not tmpfs, all or 0; taken as tmpfs");
   return Where::kTmpfs;
 }
 
@@ -146,9 +121,7 @@ OutputMapping OutputMapping::map(OutputFile& file, uint64_t file_size, uint64_t 
       return m;
     }
     m.how_ = "fallocate";
-    m.max_writers_ = kDiskMappingWriters;
-    if (const char* env = std::getenv("GTADOC_OUTPUT_MAP_WRITERS"); env != nullptr && *env != '\0')
-      m.max_writers_ = static_cast<unsigned>(std::strtoul(env, nullptr, 10));
+    m.max_writers_ = static_cast<unsigned>(settings::count("GTADOC_OUTPUT_MAP_WRITERS"));
   }
   const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
   const uint64_t start = offset / page * page;

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <string>
 
+#include "common/settings.h"
 #include "formats/atomic_output.h"
 
 namespace gtadoc {
@@ -62,13 +63,14 @@ class OutputMapping {
 
 /// Threads writing into a mapping of a disk file system at a time (GTADOC_OUTPUT_MAP=all), unless
 /// GTADOC_OUTPUT_MAP_WRITERS says otherwise (0: any number).
-inline constexpr unsigned kDiskMappingWriters = 4;
+inline constexpr unsigned kDiskMappingWriters =
+    static_cast<unsigned>(settings::default_number("GTADOC_OUTPUT_MAP_WRITERS"));
 
 /// Ranges below this many bytes are written with write_at (GTADOC_OUTPUT_MAP_MIN_BYTES, a size
 /// such as 0 or 64m, overrides the 8 MiB default). GTADOC_OUTPUT_MAP: unset or "tmpfs" maps on
 /// tmpfs only, "all" on every file system that can reserve the range, "0" nowhere. Both are read
-/// when a result is written, after its query: a value that is not one of these is ignored, with
-/// a warning.
+/// when a result is written, after its query; a bad value throws UsageError (common/settings.h;
+/// the CLI refuses it before any query starts).
 uint64_t output_map_min_bytes();
 
 }  // namespace gtadoc

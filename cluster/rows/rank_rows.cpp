@@ -13,6 +13,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "common/parallel.h"
+#include "common/settings.h"
 #include "common/timer.h"
 
 namespace gtadoc {
@@ -164,11 +165,8 @@ RecordBatch exchange_rows(Comm& comm, const RecordBatch& rows, const CountKeyLes
 }  // namespace
 
 bool top_rows_to_root(const QueryOptions& q) {
-  static const bool enabled = [] {
-    const char* v = std::getenv("GTADOC_TOP_TO_ROOT");
-    return v == nullptr || std::string(v) != "0";
-  }();
-  return enabled && count_ordered(q) && q.top > 0 && q.top <= kTopRowsToRoot;
+  return settings::flag("GTADOC_TOP_TO_ROOT") && count_ordered(q) && q.top > 0 &&
+         q.top <= kTopRowsToRoot;
 }
 
 RowPlan merge_row_runs(const RecordBatch& r, const std::vector<size_t>& runs,

@@ -21,6 +21,7 @@
 #include "common/cpus.h"
 #include "common/error.h"
 #include "common/parallel.h"
+#include "common/settings.h"
 #include "common/timer.h"
 
 namespace gtadoc {
@@ -159,8 +160,7 @@ void render_on_this_thread(const RowRenderer& renderer, uint64_t chunk_bytes,
 }
 
 bool device_row_order_wanted() {
-  const char* v = std::getenv("GTADOC_DEVICE_ROW_ORDER");
-  return v == nullptr || std::string(v) != "0";
+  return settings::flag("GTADOC_DEVICE_ROW_ORDER");
 }
 
 /// Records on a GPU reduced there, then downloaded. With `rows` (the owner's records of that
@@ -235,8 +235,7 @@ bool exchange_rows_on_gpus(Comm& comm, NcclComm* nccl, std::unique_ptr<DeviceRec
 }  // namespace
 
 bool device_records_wanted() {
-  const char* v = std::getenv("GTADOC_DEVICE_RECORDS");
-  return v == nullptr || std::string(v) != "0";
+  return settings::flag("GTADOC_DEVICE_RECORDS");
 }
 
 void check_filter_docs(const QuerySpec& spec, const Manifest& manifest) {

@@ -16,8 +16,8 @@
 #include "cluster/comm.h"
 #include "common/big_alloc.h"
 #include "common/error.h"
+#include "common/settings.h"
 #include "common/timer.h"
-#include "common/units.h"
 #include "coordinator/crash_report.h"
 #include "coordinator/info.h"
 #include "coordinator/pipeline/archive_session.h"
@@ -34,9 +34,6 @@ namespace asio = boost::asio;
 namespace {
 
 constexpr uint64_t kStreamChunk = uint64_t{4} << 20;
-/// What one response may hold in memory while its client reads it (four times this over all
-/// responses); the rest waits in a temporary file. GTADOC_SERVE_RESPONSE_MEMORY overrides it.
-constexpr uint64_t kResponseMemory = uint64_t{64} << 20;
 /// The longest timeout an option may set (a day): larger values are typing errors.
 constexpr double kMaxTimeoutSeconds = 86400;
 
@@ -225,7 +222,9 @@ void serve(Comm& comm, const ServeOptions& o) {
   big_block::set_capacity(big_block::resident_capacity());
   Listen listen;
   std::string token;
-  uint64_t response_memory = kResponseMemory;
+  // What one response may hold in memory while its client reads it (four times this over all
+  // responses); the rest waits in a temporary file (rank 0's).
+  uint64_t response_memory = 0;
   std::string spill_dir;
   run_collectively(comm, [&] {
     if (o.queue == 0) throw UsageError("--queue must be at least 1");
@@ -238,8 +237,7 @@ void serve(Comm& comm, const ServeOptions& o) {
         throw UsageError("timeouts may be at most " + std::to_string(kMaxTimeoutSeconds) +
                          " seconds");
     if (comm.rank() != 0) return;
-    if (const char* v = std::getenv("GTADOC_SERVE_RESPONSE_MEMORY"); v != nullptr && *v != '\0')
-      response_memory = parse_size(v, "GTADOC_SERVE_RESPONSE_MEMORY");
+    response_memory = settings::bytes("GTADOC_SERVE_RESPONSE_MEMORY");
     const char* tmp = std::getenv("TMPDIR");
     spill_dir = tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
     listen = parse_listen(o.listen);

@@ -66,7 +66,27 @@ GTADOC_LOCAL_RANKS=2 GTADOC_SHUFFLE_CMA=fasle refused GTADOC_SHUFFLE_CMA run a.g
 for v in 0 1; do
   GTADOC_SHUFFLE_CMA=$v "$BIN" run a.gtd word-count >/dev/null || fail "GTADOC_SHUFFLE_CMA=$v refused"
 done
+# Every GTADOC_* setting is parsed as strictly (common/settings.h): flags are 0 or 1, counts,
+# seconds and sizes lie in their ranges; a value that is set is checked before any work.
+GTADOC_TOP_TO_ROOT=yes refused GTADOC_TOP_TO_ROOT run a.gtd word-count
+GTADOC_H5_SERIAL_WRITE=2 refused GTADOC_H5_SERIAL_WRITE compress D -o t.gtd
+GTADOC_PREFETCH_DEPTH=0 refused GTADOC_PREFETCH_DEPTH run a.gtd word-count
+GTADOC_OUTPUT_MAP=yes refused GTADOC_OUTPUT_MAP run a.gtd word-count -o t
+GTADOC_OUTPUT_MAP_MIN_BYTES=12q refused GTADOC_OUTPUT_MAP_MIN_BYTES run a.gtd word-count
+GTADOC_GPU_MEMORY_LIMIT=lots refused GTADOC_GPU_MEMORY_LIMIT run a.gtd word-count --engine cpu
+GTADOC_HEARTBEAT_TIMEOUT=5s refused GTADOC_HEARTBEAT_TIMEOUT info a.gtd
 [[ ! -e t.gtd && ! -e t ]] || fail "a refused command left output"
+# -v logs each setting that is set; a set GTADOC_* variable gtadoc does not read is warned about
+# in one line, with or without -v.
+GTADOC_TOP_TO_ROOT=1 GTADOC_FAULT_INJECT=none GTADOC_PREFECH_DEPTH=8 "$BIN" -v run a.gtd \
+  word-count >/dev/null 2>err || fail "-v with settings: $(cat err)"
+grep -q "info: settings: GTADOC_TOP_TO_ROOT=1 (tuning)$" err ||
+  fail "-v: no settings line: $(cat err)"
+grep -q "settings: GTADOC_FAULT_INJECT=none (test hook set)$" err ||
+  fail "-v: no test hook line: $(cat err)"
+GTADOC_PREFECH_DEPTH=8 GTADOC_BINARY=x "$BIN" run a.gtd word-count >/dev/null 2>err
+[[ $(wc -l <err) -eq 1 ]] && grep -q "warning: settings: GTADOC_PREFECH_DEPTH set, but" err ||
+  fail "a misspelt setting: expected one warning: $(cat err)"
 
 # Sizes: k/m/g/t in either case, optional B or iB (powers of 1024).
 for size in 100 100B 64k 64K 64KiB 512m 512M 1MB 1mb 1MiB 1g 1GiB 1GB 2t 2TiB; do

@@ -9,12 +9,14 @@
 #include "cluster/partition.h"
 #include "cluster/shuffle.h"
 #include "common/error.h"
+#include "common/settings.h"
 
 namespace gtadoc {
 namespace {
 
 Comm& local_comm() {
   ::setenv("GTADOC_MPI", "0", 1);
+  settings::reread_for_tests();
   static int argc = 1;
   static char name[] = "comm_test";
   static char* args[] = {name, nullptr};

@@ -11,12 +11,14 @@
 #include "cluster/comm.h"
 #include "common/error.h"
 #include "common/hash.h"
+#include "common/settings.h"
 
 namespace gtadoc {
 namespace {
 
 Comm& local_comm() {
   ::setenv("GTADOC_MPI", "0", 1);  // a single local rank, whatever the environment says
+  settings::reread_for_tests();
   static int argc = 1;
   static char name[] = "partition_test";
   static char* args[] = {name, nullptr};

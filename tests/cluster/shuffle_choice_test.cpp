@@ -1,11 +1,12 @@
 // cluster/nccl_comm.h: which one-query shuffles take NCCL (large_shuffle_task: by task, ranks a
 // node and shard bytes per rank) and what
-// GTADOC_SHUFFLE leaves possible before MPI starts (shuffle_may_use_nccl).
+// GTADOC_SHUFFLE leaves possible before MPI starts (shuffle_may_use_nccl; another value is a usage
+// error).
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-
 #include "cluster/nccl_comm.h"
+#include "common/error.h"
+#include "tests/testutil/scoped_env.h"
 
 namespace gtadoc {
 namespace {
@@ -34,22 +35,23 @@ TEST(ShuffleChoice, LargeShufflesByTaskRanksPerNodeAndSize) {
 }
 
 TEST(ShuffleChoice, EnvironmentBeforeMpiStarts) {
-  const char* saved = std::getenv("GTADOC_SHUFFLE");
-  const std::string keep = saved != nullptr ? saved : "";
-  unsetenv("GTADOC_SHUFFLE");
-  EXPECT_TRUE(shuffle_may_use_nccl(true, false));    // resident
-  EXPECT_TRUE(shuffle_may_use_nccl(false, true));    // a large shuffle
-  EXPECT_FALSE(shuffle_may_use_nccl(false, false));  // one query, small shuffle
-  setenv("GTADOC_SHUFFLE", "mpi", 1);
-  EXPECT_FALSE(shuffle_may_use_nccl(true, true));
-  setenv("GTADOC_SHUFFLE", "nccl", 1);
-  EXPECT_TRUE(shuffle_may_use_nccl(false, false));
-  setenv("GTADOC_SHUFFLE", "bogus", 1);  // rejected later by use_nccl_shuffle: keep GPUs visible
-  EXPECT_TRUE(shuffle_may_use_nccl(false, false));
-  if (saved != nullptr)
-    setenv("GTADOC_SHUFFLE", keep.c_str(), 1);
-  else
-    unsetenv("GTADOC_SHUFFLE");
+  using testutil::ScopedEnv;
+  {
+    ScopedEnv unset("GTADOC_SHUFFLE", std::nullopt);
+    EXPECT_TRUE(shuffle_may_use_nccl(true, false));    // resident
+    EXPECT_TRUE(shuffle_may_use_nccl(false, true));    // a large shuffle
+    EXPECT_FALSE(shuffle_may_use_nccl(false, false));  // one query, small shuffle
+  }
+  {
+    ScopedEnv mpi("GTADOC_SHUFFLE", "mpi");
+    EXPECT_FALSE(shuffle_may_use_nccl(true, true));
+  }
+  {
+    ScopedEnv nccl("GTADOC_SHUFFLE", "nccl");
+    EXPECT_TRUE(shuffle_may_use_nccl(false, false));
+  }
+  ScopedEnv bogus("GTADOC_SHUFFLE", "bogus");
+  EXPECT_THROW(shuffle_may_use_nccl(false, false), UsageError);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "cluster/nccl_comm.h"
 #include "coordinator/cli.h"
 #include "tests/testutil/corpus.h"
+#include "tests/testutil/scoped_env.h"
 
 namespace gtadoc {
 namespace {
@@ -24,21 +25,8 @@ bool needed(std::initializer_list<const char*> args, int ranks_on_node, int rank
 
 class GpuPeersNeeded : public ::testing::Test {
  protected:
-  void SetUp() override {
-    const char* v = std::getenv("GTADOC_SHUFFLE");
-    had_ = v != nullptr;
-    if (had_) saved_ = v;
-    unsetenv("GTADOC_SHUFFLE");
-  }
-  void TearDown() override {
-    unsetenv("GTADOC_SHUFFLE_CMA");
-    if (had_)
-      setenv("GTADOC_SHUFFLE", saved_.c_str(), 1);
-    else
-      unsetenv("GTADOC_SHUFFLE");
-  }
-  bool had_ = false;
-  std::string saved_;
+  testutil::ScopedEnv shuffle_{"GTADOC_SHUFFLE", std::nullopt};
+  testutil::ScopedEnv cma_{"GTADOC_SHUFFLE_CMA", std::nullopt};
 };
 
 TEST_F(GpuPeersNeeded, ByCommandAndTask) {
@@ -57,7 +45,7 @@ TEST_F(GpuPeersNeeded, ByCommandAndTask) {
 TEST_F(GpuPeersNeeded, IndexTasksByTheArchiveSizePerRank) {
   // Cross-memory pulls off: the size rule decides (with them, a one-node job never takes NCCL
   // for one query: OneNodeWithPulls below).
-  setenv("GTADOC_SHUFFLE_CMA", "0", 1);
+  testutil::ScopedEnv cma("GTADOC_SHUFFLE_CMA", "0");
   // An archive directory whose shard files hold 3 x 384 MiB (sparse files: only sizes count).
   testutil::TempDir dir;
   const std::filesystem::path a = dir / "big.gtd";
@@ -85,7 +73,6 @@ TEST_F(GpuPeersNeeded, IndexTasksByTheArchiveSizePerRank) {
   EXPECT_TRUE(needed({"run", path.c_str(), "word-count", "-o", "ranked-inverted-index"}, 2, 2));
   // Not an archive (no manifest): size unknown, MPI.
   EXPECT_FALSE(needed({"run", dir.path().c_str(), "inverted-index"}, 2, 2));
-  unsetenv("GTADOC_SHUFFLE_CMA");
 }
 
 TEST_F(GpuPeersNeeded, OneNodeWithPulls) {
@@ -96,7 +83,6 @@ TEST_F(GpuPeersNeeded, OneNodeWithPulls) {
   testutil::write_file(a / "shard-00000.h5", "");
   std::filesystem::resize_file(a / "shard-00000.h5", 4 * kNcclShardBytesPerRank);
   const std::string path = a.string();
-  unsetenv("GTADOC_SHUFFLE_CMA");
   // Every rank on this node: no one-query NCCL where pulls are expected here; two nodes of two
   // ranks: the size rule.
   const bool pulls = cross_memory_expected();
@@ -108,9 +94,11 @@ TEST_F(GpuPeersNeeded, OneNodeWithPulls) {
 }
 
 TEST_F(GpuPeersNeeded, ShuffleOverride) {
-  setenv("GTADOC_SHUFFLE", "nccl", 1);
-  EXPECT_TRUE(needed({"run", "a.gtd", "word-count"}, 4));
-  setenv("GTADOC_SHUFFLE", "mpi", 1);
+  {
+    testutil::ScopedEnv nccl("GTADOC_SHUFFLE", "nccl");
+    EXPECT_TRUE(needed({"run", "a.gtd", "word-count"}, 4));
+  }
+  testutil::ScopedEnv mpi("GTADOC_SHUFFLE", "mpi");
   EXPECT_FALSE(needed({"run", "a.gtd", "ranked-inverted-index"}, 2));
   EXPECT_TRUE(needed({"serve", "a.gtd"}, 2));  // the service keeps every GPU
 }

@@ -2,7 +2,7 @@
 // give the same bytes as pwrite; ranges at any offset, of any size; the fallbacks (below the
 // threshold, GTADOC_OUTPUT_MAP=0, a disk file system by default) hand back an empty mapping;
 // tmpfs maps by default, without fallocate; GTADOC_OUTPUT_MAP=all maps a disk file system after
-// fallocate, with a cap on the threads writing into it at a time.
+// fallocate, with a cap on the threads writing into it at a time; a bad setting is a usage error.
 #include "formats/output_mapping.h"
 
 #include <gtest/gtest.h>
@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/settings.h"
 #include "tests/testutil/corpus.h"
 
 namespace gtadoc {
@@ -23,7 +24,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct EnvGuard {  // sets a variable for one test, restores it after
+struct EnvGuard {  // sets (nullptr: unsets) a variable for one test, restores it after
   std::string name;
   std::string old;
   bool had;
@@ -35,12 +36,14 @@ struct EnvGuard {  // sets a variable for one test, restores it after
       ::unsetenv(n);
     else
       ::setenv(n, value, 1);
+    settings::reread_for_tests();
   }
   ~EnvGuard() {
     if (had)
       ::setenv(name.c_str(), old.c_str(), 1);
     else
       ::unsetenv(name.c_str());
+    settings::reread_for_tests();
   }
 };
 
@@ -138,12 +141,17 @@ TEST(OutputMapping, SmallRangesAndTheSwitchFallBackToWrites) {
     EXPECT_EQ(m.how(), "GTADOC_OUTPUT_MAP=0");
   }
   {
-    EnvGuard min("GTADOC_OUTPUT_MAP_MIN_BYTES", "lots");  // ignored, with a warning
-    EXPECT_EQ(output_map_min_bytes(), uint64_t{8} << 20);
+    EnvGuard min("GTADOC_OUTPUT_MAP_MIN_BYTES", "lots");
+    EXPECT_THROW(output_map_min_bytes(), UsageError);
   }
   {
     EnvGuard min("GTADOC_OUTPUT_MAP_MIN_BYTES", "0");
-    EnvGuard bad("GTADOC_OUTPUT_MAP", "yes");  // taken as the default, with a warning
+    EnvGuard bad("GTADOC_OUTPUT_MAP", "yes");
+    EXPECT_THROW(OutputMapping::map(f, 4096, 0, 4096), UsageError);
+  }
+  {
+    EnvGuard min("GTADOC_OUTPUT_MAP_MIN_BYTES", "0");
+    EnvGuard dflt("GTADOC_OUTPUT_MAP", "tmpfs");
     const OutputMapping m = OutputMapping::map(f, 4096, 0, 4096);
     EXPECT_TRUE(m.how() == "tmpfs" || m.how() == "not tmpfs") << m.how();
   }

@@ -7,6 +7,7 @@
 
 #include "cluster/reduce.h"
 #include "common/error.h"
+#include "tests/testutil/scoped_env.h"
 #include "tests/worker/cpu_test_util.h"
 
 namespace gtadoc::testing_cpu {
@@ -213,9 +214,10 @@ TEST_F(CpuEngineTest, SelectorRespectsMemoryBudget) {
   QueryOptions q;
   q.task = Task::kTermVector;
   ShardRunStats stats;
-  setenv("GTADOC_CPU_TABLE_BUDGET", "0", 1);
-  engine->run(*shard, q, norm, stats);
-  unsetenv("GTADOC_CPU_TABLE_BUDGET");
+  {
+    testutil::ScopedEnv budget("GTADOC_CPU_TABLE_BUDGET", "0");
+    engine->run(*shard, q, norm, stats);
+  }
   EXPECT_EQ(stats.traversal, Traversal::kTopDown);
   EXPECT_NE(stats.selector_reason.find("budget"), std::string::npos) << stats.selector_reason;
 }

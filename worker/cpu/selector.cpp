@@ -3,19 +3,17 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
+#include <optional>
 #include <string>
 
+#include "common/settings.h"
 #include "worker/cpu/cpu_internal.h"
 
 namespace gtadoc::cpu {
 
 uint64_t table_memory_budget() {
-  if (const char* env = std::getenv("GTADOC_CPU_TABLE_BUDGET")) {
-    char* end = nullptr;
-    unsigned long long v = std::strtoull(env, &end, 10);
-    if (end != env) return v;
-  }
+  if (const std::optional<uint64_t> v = settings::bytes_if_set("GTADOC_CPU_TABLE_BUDGET"))
+    return *v;
   long pages = sysconf(_SC_PHYS_PAGES);
   long page = sysconf(_SC_PAGE_SIZE);
   if (pages <= 0 || page <= 0) return uint64_t{4} << 30;

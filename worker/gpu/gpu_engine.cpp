@@ -31,6 +31,7 @@
 #include "common/cpus.h"
 #include "common/error.h"
 #include "common/parallel.h"
+#include "common/settings.h"
 #include "common/timer.h"
 #include "worker/engine.h"
 #include "worker/gpu/gpu_internal.h"
@@ -51,20 +52,10 @@ int visible_devices() {
   return n;
 }
 
-/// A byte count from the environment variable `name`; kNoLimit when unset or not a number.
-uint64_t bytes_from_env(const char* name) {
-  if (const char* env = std::getenv(name)) {
-    char* end = nullptr;
-    const unsigned long long v = std::strtoull(env, &end, 10);
-    if (end != env) return v;
-  }
-  return MemoryPool::kNoLimit;
-}
-
 /// Bytes one query may allocate beyond what is resident (GTADOC_GPU_QUERY_MEMORY_LIMIT; unset =
 /// up to the whole device). Lets operators share a GPU, and tests force the fallbacks.
 uint64_t query_memory_limit() {
-  return bytes_from_env("GTADOC_GPU_QUERY_MEMORY_LIMIT");
+  return settings::bytes_if_set("GTADOC_GPU_QUERY_MEMORY_LIMIT").value_or(MemoryPool::kNoLimit);
 }
 
 /// Bytes the engine's pool may hold at once, resident shards and queries together
@@ -72,7 +63,7 @@ uint64_t query_memory_limit() {
 /// fails as on a full device: the caller runs what is loaded and goes on, or splits the shard.
 /// Tests use it to force those paths.
 uint64_t engine_memory_limit() {
-  return bytes_from_env("GTADOC_GPU_MEMORY_LIMIT");
+  return settings::bytes_if_set("GTADOC_GPU_MEMORY_LIMIT").value_or(MemoryPool::kNoLimit);
 }
 
 /// Bytes the resident shards may take: a third of the engine's memory (GTADOC_GPU_MEMORY_LIMIT,
@@ -227,10 +218,7 @@ double phase_clock() {
 }  // namespace
 
 PhaseLog::PhaseLog(cudaStream_t stream) : stream_(stream) {
-  static const bool on = [] {
-    const char* e = std::getenv("GTADOC_GPU_PHASES");
-    return e != nullptr && std::string(e) == "1";
-  }();
+  static const bool on = settings::flag("GTADOC_GPU_PHASES");
   enabled_ = on;
   if (enabled_) last_ = phase_clock();
 }
@@ -362,7 +350,7 @@ class GpuEngine final : public Engine {
                       const Normalization& norm, unsigned threads) override {
     if (q.traversal != Traversal::kAuto || doc_slot(q) == DocSlot::kNone || shards.size() < 2)
       return;
-    if (const char* env = std::getenv("GTADOC_GPU_PREPARE"); env && std::string(env) == "0") return;
+    if (!settings::flag("GTADOC_GPU_PREPARE")) return;
     if (!norm.identity && norm.cache_key == 0) return;  // a hand-made normalization: no cache
     check_sequence_length(q);
     const bool seq = is_sequence_task(q.task);
@@ -649,18 +637,10 @@ class GpuEngine final : public Engine {
     if (!lane_pool_ || lane_pool_->size() < n) lane_pool_ = std::make_unique<plan::ThreadPool>(n);
   }
 
-  /// GTADOC_GPU_LOAD_LANES (1-16), else 4.
-  static unsigned lanes_from_env() {
-    if (const char* v = std::getenv("GTADOC_GPU_LOAD_LANES")) {
-      const long n = std::strtol(v, nullptr, 10);
-      if (n >= 1 && n <= 16) return static_cast<unsigned>(n);
-    }
-    return 4;
-  }
-
   std::shared_ptr<DeviceContext> ctx_;
   std::mutex mu_;
-  const unsigned lanes_wanted_ = lanes_from_env();
+  /// GTADOC_GPU_LOAD_LANES (1-16), else 4.
+  const unsigned lanes_wanted_ = static_cast<unsigned>(settings::count("GTADOC_GPU_LOAD_LANES"));
   std::mutex load_mu_;  ///< one load_prepared_many at a time uses the lanes
   std::vector<std::shared_ptr<DeviceContext>> lanes_;
   std::unique_ptr<plan::ThreadPool> lane_pool_;
@@ -698,8 +678,7 @@ std::future<void>& warm_up_done() {
 }  // namespace
 
 void warm_up_gpu(int local_rank, int devices) {
-  const char* off = std::getenv("GTADOC_GPU_WARMUP");
-  if (off != nullptr && std::string(off) == "0") return;
+  if (!settings::flag("GTADOC_GPU_WARMUP")) return;
   std::lock_guard<std::mutex> lock(warm_up_mutex());
   if (warm_up_done().valid()) return;
   warm_up_done() = std::async(std::launch::async, [local_rank, devices] {

@@ -3,12 +3,12 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <string_view>
 #include <utility>
 
 #include "common/big_alloc.h"
 #include "common/error.h"
 #include "common/recycled_arrays.h"
+#include "common/settings.h"
 #include "common/timer.h"
 #include "worker/plan/radix_sort.h"
 
@@ -176,8 +176,7 @@ ShardLayout build_shard_layout(const ShardGrammar& g, const Exec& ex, StepTimes*
 }
 
 LayoutParts gpu_layout_parts() {
-  const char* v = std::getenv("GTADOC_GPU_HOST_BAGS");
-  return v != nullptr && std::string_view(v) == "1" ? LayoutParts::kAll : LayoutParts::kBodies;
+  return settings::flag("GTADOC_GPU_HOST_BAGS") ? LayoutParts::kAll : LayoutParts::kBodies;
 }
 
 void add_level_schedule(ShardLayout& layout, const ShardGrammar& g) {

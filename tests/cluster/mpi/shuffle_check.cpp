@@ -22,6 +22,7 @@
 #include "cluster/reduce.h"
 #include "cluster/shuffle.h"
 #include "common/hash.h"
+#include "common/settings.h"
 
 namespace gtadoc {
 namespace {
@@ -283,11 +284,14 @@ void check_shuffle(uint32_t width, const KeyLayout& layout, size_t n, size_t rou
   // Pulled from the other ranks' memory (cluster/cross_memory.h; every rank here shares one
   // node) and moved by MPI's rounds: the same records either way.
   setenv("GTADOC_SHUFFLE_CMA", "0", 1);
+  settings::reread_for_tests();
   const RecordBatch by_mpi = shuffle_records(c, parts, round_bytes);
   // Turned off on one rank only: no rank pulls, every rank falls back to MPI together.
   if (c.rank() != 1) unsetenv("GTADOC_SHUFFLE_CMA");
+  settings::reread_for_tests();
   const RecordBatch mixed = shuffle_records(c, parts, round_bytes);
   unsetenv("GTADOC_SHUFFLE_CMA");
+  settings::reread_for_tests();
   const RecordBatch got = shuffle_records(c, parts, round_bytes);
   EXPECT_EQ(by_mpi.keys, got.keys);
   EXPECT_EQ(by_mpi.counts, got.counts);
