@@ -75,8 +75,8 @@ constexpr Variable text_var(std::string_view name, Category c, std::string_view 
 
 inline constexpr Variable kVariables[] = {
     bytes_var("GTADOC_GPU_MEMORY_LIMIT", kOperator, 1, "",
-              "GPU memory the GPU engine may take, resident shards and queries together; "
-              "unset: the whole device"),
+              "GPU memory the GPU engine may take, resident shards and queries together "
+              "(run and serve --gpu-memory-limit win); unset: the whole device"),
     bytes_var("GTADOC_GPU_QUERY_MEMORY_LIMIT", kOperator, 1, "",
               "GPU memory one query may allocate beyond the resident shards"),
     word_var("GTADOC_SHUFFLE", kOperator, "auto|nccl|mpi|host", "auto",

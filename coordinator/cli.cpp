@@ -340,6 +340,7 @@ int cli_main(int argc, char** argv) {
                    "Without a launcher: serve from N GPUs of this machine (or all), one rank each "
                    "as a thread of this process (default 1)")
         ->type_name("N|all");
+    add_gpu_memory_limit_option(*sv, sopt.gpu_memory_limit);
     sv->add_option("--threads", sopt.threads,
                    "CPU threads per rank, 1..4096 (default: cores / ranks)")
         ->check(count_range(1, kMaxThreads, "leave it out for the default"))

@@ -10,11 +10,13 @@
 #include "cluster/rows/result_writer.h"
 #include "common/error.h"
 #include "common/timer.h"
+#include "common/units.h"
 #include "coordinator/cli.h"
 #include "coordinator/crash_report.h"
 #include "coordinator/pipeline/archive_session.h"
 #include "coordinator/pipeline/query_pipeline.h"
 #include "formats/atomic_output.h"
+#include "worker/engine.h"
 
 namespace gtadoc {
 namespace fs = std::filesystem;
@@ -124,6 +126,16 @@ void write_stats(StatsTarget* target, const RunCommand& c, Comm& comm, const Arc
 
 }  // namespace
 
+void add_gpu_memory_limit_option(CLI::App& app, uint64_t& bytes) {
+  app.add_option_function<std::string>(
+         "--gpu-memory-limit",
+         [&bytes](const std::string& v) { bytes = parse_size(v, "--gpu-memory-limit"); },
+         "GPU memory the GPU engine may take per rank, resident shards and queries together, "
+         "e.g. 40G (default: GTADOC_GPU_MEMORY_LIMIT, else the whole device; the CPU engine "
+         "ignores it)")
+      ->type_name("BYTES");
+}
+
 void add_run_options(CLI::App& app, RunCommand& c) {
   QueryOptions& q = c.spec.q;
   app.add_option("ARCHIVE", c.archive, "Archive directory (OUT.gtd)")->required()->type_name("DIR");
@@ -154,6 +166,7 @@ void add_run_options(CLI::App& app, RunCommand& c) {
                  "Without a launcher: run on N GPUs of this machine (or all), one rank each as a "
                  "thread of this process (default 1)")
       ->type_name("N|all");
+  add_gpu_memory_limit_option(app, c.gpu_memory_limit);
   app.add_flag("--force", c.force, "Replace an existing output");
   app.add_flag("--progress", c.progress_requested,
                "Show progress on rank 0 (shards loaded and traversed, bytes written) even when "
@@ -180,6 +193,7 @@ void execute_run(RunCommand& c, Comm& comm) {
     if (comm.rank() == 0) spdlog::info("--engine auto: cpu (this build has no GPU engine)");
   }
 #endif
+  set_gpu_memory_limit(c.gpu_memory_limit);
   SessionOptions options;
   options.archive = c.archive;
   options.engine = c.engine;

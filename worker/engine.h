@@ -141,6 +141,14 @@ bool gpu_memory(int local_rank, uint64_t* used, uint64_t* total);
 /// The GPU engine on `device` (worker/gpu). Throws ResourceError when no GPU is usable.
 std::unique_ptr<Engine> make_gpu_engine(int device);
 
+/// Caps the device memory of the GPU engines made from now on in this process at `bytes`, resident
+/// shards and queries together (`gtadoc run` and `serve` --gpu-memory-limit); 0 takes the cap
+/// back. The CPU engine ignores it.
+void set_gpu_memory_limit(uint64_t bytes);
+/// The cap a GPU engine made now takes, in bytes: set_gpu_memory_limit's, else
+/// GTADOC_GPU_MEMORY_LIMIT's (common/settings.h), else 0 (the whole device).
+uint64_t gpu_memory_limit();
+
 /// Starts CUDA and the primary context of the device make_gpu_engine(local_rank) will use, on a
 /// thread of its own, so that CUDA's start-up (0.25-0.4 s) overlaps what the process does
 /// before it asks for the engine (MPI's start, reading the manifest). For a process told to use

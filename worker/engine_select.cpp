@@ -1,7 +1,9 @@
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 
 #include "common/error.h"
+#include "common/settings.h"
 #include "worker/engine.h"
 
 #ifdef GTADOC_HAVE_CUDA
@@ -47,6 +49,19 @@ std::unique_ptr<Engine> make_gpu_engine(int) {
 void warm_up_gpu(int, int) {}
 void finish_gpu_warm_up() {}
 #endif
+
+namespace {
+std::atomic<uint64_t> g_gpu_memory_limit{0};  // set_gpu_memory_limit's
+}  // namespace
+
+void set_gpu_memory_limit(uint64_t bytes) {
+  g_gpu_memory_limit = bytes;
+}
+
+uint64_t gpu_memory_limit() {
+  if (const uint64_t option = g_gpu_memory_limit; option != 0) return option;
+  return settings::bytes_if_set("GTADOC_GPU_MEMORY_LIMIT").value_or(0);
+}
 
 int gpu_device_of(int local_rank) {
   const int n = gpu_count();

@@ -26,6 +26,7 @@
 #include "coordinator/serve/response_pipe.h"
 #include "coordinator/serve/response_writer.h"
 #include "coordinator/serve/service_state.h"
+#include "worker/engine.h"
 
 namespace gtadoc {
 
@@ -247,6 +248,7 @@ void serve(Comm& comm, const ServeOptions& o) {
                        " is not a loopback address: give --token-file FILE (clients then send "
                        "'Authorization: Bearer <token>')");
   });
+  set_gpu_memory_limit(o.gpu_memory_limit);
   SessionOptions so;
   so.archive = o.archive;
   so.engine = o.engine;

@@ -32,6 +32,7 @@ struct ServeOptions {
   double write_timeout_s = 10;          ///< a client accepting no response byte this long is cut
   double query_timeout_s = 60;          ///< from arrival to the last byte of the response
   size_t max_connections = 1024;
+  uint64_t gpu_memory_limit = 0;  ///< --gpu-memory-limit BYTES (0: not given; worker/engine.h)
 };
 
 /// Runs the service until SIGTERM/SIGINT (collective). Throws UsageError for bad options.

@@ -75,7 +75,13 @@ GTADOC_OUTPUT_MAP=yes refused GTADOC_OUTPUT_MAP run a.gtd word-count -o t
 GTADOC_OUTPUT_MAP_MIN_BYTES=12q refused GTADOC_OUTPUT_MAP_MIN_BYTES run a.gtd word-count
 GTADOC_GPU_MEMORY_LIMIT=lots refused GTADOC_GPU_MEMORY_LIMIT run a.gtd word-count --engine cpu
 GTADOC_HEARTBEAT_TIMEOUT=5s refused GTADOC_HEARTBEAT_TIMEOUT info a.gtd
+refused --gpu-memory-limit run a.gtd word-count --gpu-memory-limit 0
+refused --gpu-memory-limit serve a.gtd --gpu-memory-limit 12q
 [[ ! -e t.gtd && ! -e t ]] || fail "a refused command left output"
+# --gpu-memory-limit takes a size; the CPU engine ignores it.
+"$BIN" run a.gtd word-count --engine cpu --gpu-memory-limit 1GiB >out 2>err ||
+  fail "--gpu-memory-limit 1GiB refused: $(cat err)"
+grep -q "^alpha	2$" out || fail "--gpu-memory-limit: unexpected output: $(cat out)"
 # -v logs each setting that is set; a set GTADOC_* variable gtadoc does not read is warned about
 # in one line, with or without -v.
 GTADOC_TOP_TO_ROOT=1 GTADOC_FAULT_INJECT=none GTADOC_PREFECH_DEPTH=8 "$BIN" -v run a.gtd \

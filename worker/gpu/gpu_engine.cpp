@@ -59,20 +59,22 @@ uint64_t query_memory_limit() {
 }
 
 /// Bytes the engine's pool may hold at once, resident shards and queries together
-/// (GTADOC_GPU_MEMORY_LIMIT; unset = the whole device). A load past its share (load_memory_limit)
+/// (gpu_memory_limit(), worker/engine.h: --gpu-memory-limit, else GTADOC_GPU_MEMORY_LIMIT; unset =
+/// the whole device), taken when the engine is made. A load past its share (load_memory_limit)
 /// fails as on a full device: the caller runs what is loaded and goes on, or splits the shard.
 /// Tests use it to force those paths.
 uint64_t engine_memory_limit() {
-  return settings::bytes_if_set("GTADOC_GPU_MEMORY_LIMIT").value_or(MemoryPool::kNoLimit);
+  const uint64_t cap = gpu_memory_limit();
+  return cap != 0 ? cap : MemoryPool::kNoLimit;
 }
 
-/// Bytes the resident shards may take: a third of the engine's memory (GTADOC_GPU_MEMORY_LIMIT,
-/// or the device's), the rest left to the queries' workspace. Loads that fill the whole memory
+/// Bytes the resident shards may take: a third of the engine's memory (`engine_limit`, or the
+/// device's), the rest left to the queries' workspace. Loads that fill the whole memory
 /// leave a query none: a rank streaming more shards than fit ran its batch out of memory, and
 /// with half, the n-gram queries of the memory-capped pipeline check still did (they need over
 /// twice a shard's resident bytes).
-uint64_t load_memory_limit() {
-  uint64_t cap = engine_memory_limit();
+uint64_t load_memory_limit(uint64_t engine_limit) {
+  uint64_t cap = engine_limit;
   if (cap == MemoryPool::kNoLimit) {
     size_t free_b = 0, total_b = 0;
     CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
@@ -85,16 +87,16 @@ uint64_t load_memory_limit() {
 /// query's allocations are cheap; the rest goes back to the driver for NCCL and others.
 constexpr uint64_t kKeepBetweenQueries = uint64_t{512} << 20;
 
-/// A query's scope on the pool: applies its memory limit, and when the query is over (after its
-/// buffers are gone, on success or error) waits for the stream and trims the pool.
+/// A query's scope on the pool: applies its memory limit (and the engine's), and when the query is
+/// over (after its buffers are gone, on success or error) waits for the stream and trims the pool.
 class QueryScope {
  public:
-  QueryScope(DeviceContext& ctx, uint64_t query_limit) : ctx_(ctx) {
+  QueryScope(DeviceContext& ctx, uint64_t query_limit, uint64_t engine_limit) : ctx_(ctx) {
     MemoryPool& pool = ctx_.pool;
     pool.reset_peak();
     const uint64_t mine =
         query_limit == MemoryPool::kNoLimit ? MemoryPool::kNoLimit : pool.in_use() + query_limit;
-    pool.set_limit(std::min(mine, engine_memory_limit()));
+    pool.set_limit(std::min(mine, engine_limit));
   }
   ~QueryScope() {
     ctx_.pool.set_limit(MemoryPool::kNoLimit);
@@ -263,7 +265,7 @@ class GpuEngine final : public Engine {
       MemoryPool& pool;
       ~LimitScope() { pool.set_limit(MemoryPool::kNoLimit); }
     } limit{ctx_->pool};
-    ctx_->pool.set_limit(load_memory_limit());
+    ctx_->pool.set_limit(load_memory_limit(memory_limit_));
     auto shard = load_on(ctx_, prepared);
     PhaseLog phases(ctx_->stream.get());
     ctx_->pool.trim(kKeepBetweenQueries);  // the load's sort buffers are no longer needed
@@ -288,7 +290,7 @@ class GpuEngine final : public Engine {
     std::vector<LoadOutcome> out(shards.size());
     std::atomic<size_t> next{0};
     std::atomic<bool> failed{false};
-    const uint64_t cap = load_memory_limit();
+    const uint64_t cap = load_memory_limit(memory_limit_);
     lane_pool_->run([&](unsigned t) {
       if (t >= n_lanes) return;
       DeviceContext& lane = *lanes_[t];
@@ -381,7 +383,7 @@ class GpuEngine final : public Engine {
     check_sequence_length(q);
     std::lock_guard<std::mutex> lock(mu_);  // one query at a time on the stream and pool
     ctx_->activate();
-    QueryScope scope(*ctx_, query_memory_limit());
+    QueryScope scope(*ctx_, query_memory_limit(), memory_limit_);
     return query(s, q, norm, stats);
   }
 
@@ -461,7 +463,7 @@ class GpuEngine final : public Engine {
                         const QueryOptions& q, const Normalization& norm,
                         std::vector<ShardRunStats>& stats, unsigned threads) {
     if (e - b == 1) {
-      QueryScope scope(*ctx_, query_memory_limit());
+      QueryScope scope(*ctx_, query_memory_limit(), memory_limit_);
       return query(*list[b], q, norm, stats[b]);
     }
     BatchKey key;
@@ -472,7 +474,7 @@ class GpuEngine final : public Engine {
     }
     if (!too_big_.count(key)) {
       try {
-        QueryScope scope(*ctx_, query_memory_limit());
+        QueryScope scope(*ctx_, query_memory_limit(), memory_limit_);
         Timer build_timer;
         auto it = batches_.find(key);
         if (it == batches_.end()) {
@@ -638,6 +640,7 @@ class GpuEngine final : public Engine {
   }
 
   std::shared_ptr<DeviceContext> ctx_;
+  const uint64_t memory_limit_ = engine_memory_limit();  ///< the pool's bound (kNoLimit: none)
   std::mutex mu_;
   /// GTADOC_GPU_LOAD_LANES (1-16), else 4.
   const unsigned lanes_wanted_ = static_cast<unsigned>(settings::count("GTADOC_GPU_LOAD_LANES"));
