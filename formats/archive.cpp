@@ -15,6 +15,7 @@
 #include "common/big_alloc.h"
 #include "common/error.h"
 #include "common/parallel.h"
+#include "common/settings.h"
 #include "common/recycled_arrays.h"
 #include "common/timer.h"
 #include "formats/chunk_maps.h"
@@ -389,11 +390,7 @@ namespace {
 // GTADOC_CHUNK_MAPS=0: shards are read through HDF5 even where the manifest records their chunk
 // maps (measurements).
 bool chunk_maps_wanted() {
-  static const bool wanted = [] {
-    const char* v = std::getenv("GTADOC_CHUNK_MAPS");
-    return v == nullptr || std::string_view(v) != "0";
-  }();
-  return wanted;
+  return settings::flag("GTADOC_CHUNK_MAPS");
 }
 
 // Reads the grammar arrays of shard `file` by the entry's chunk maps, with open(2) and pread and

@@ -18,6 +18,7 @@
 #include "common/big_alloc.h"
 #include "common/error.h"
 #include "common/parallel.h"
+#include "common/settings.h"
 #include "common/recycled_arrays.h"
 #include "formats/zlib_codec.h"
 
@@ -450,8 +451,8 @@ uint64_t chunk_elements(uint64_t n, Width store) {
 
 /// Whether chunks are filtered here (else HDF5's pipeline filters them inside H5Dwrite).
 bool filter_here(uint64_t n, const WriteOptions& options) {
-  static const bool serial_env = std::getenv("GTADOC_H5_SERIAL_WRITE") != nullptr;
-  return n > 0 && options.parallel && !serial_env && std::endian::native == std::endian::little;
+  return n > 0 && options.parallel && !settings::flag("GTADOC_H5_SERIAL_WRITE") &&
+         std::endian::native == std::endian::little;
 }
 
 /// A new 1-D chunked dataset with the filters of `options` and a Fletcher32 checksum.
@@ -777,8 +778,7 @@ bool pread_whole(int fd, uint64_t offset, unsigned char* buf, size_t len) {
 }  // namespace
 
 bool locked_read_asked() {
-  const char* v = std::getenv("GTADOC_H5_LOCKED_READ");
-  return v != nullptr && *v != '\0';
+  return settings::flag("GTADOC_H5_LOCKED_READ");
 }
 
 // One dataset of a BatchRead.

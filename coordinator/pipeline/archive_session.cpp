@@ -17,6 +17,7 @@
 #include "common/cpus.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "common/settings.h"
 #include "common/recycled_arrays.h"
 #include "common/timer.h"
 #include "coordinator/crash_report.h"
@@ -30,8 +31,9 @@ namespace {
 /// Fault injection for the failure tests: GTADOC_FAULT_INJECT="RANK:SHARD:kill|segv|throw" makes
 /// that rank die by SIGKILL or SIGSEGV, or throw, when a query starts on that shard.
 void maybe_inject_fault(const Comm& comm, uint32_t shard) {
-  const char* spec = std::getenv("GTADOC_FAULT_INJECT");
-  if (spec == nullptr) return;
+  const std::optional<std::string> hook = settings::text_if_set("GTADOC_FAULT_INJECT");
+  if (!hook) return;
+  const char* spec = hook->c_str();
   int rank = -1;
   unsigned s = 0;
   char mode[16] = {0};
@@ -87,8 +89,7 @@ std::unique_ptr<ArchiveSession> ArchiveSession::open(Comm& comm, const SessionOp
   Timer timer;
   std::unique_ptr<ArchiveSession> s(new ArchiveSession(comm, options));
   if (s->options_.max_piece_symbols == 0)
-    if (const char* v = std::getenv("GTADOC_MAX_PIECE_SYMBOLS"))
-      s->options_.max_piece_symbols = std::strtoull(v, nullptr, 10);
+    s->options_.max_piece_symbols = settings::count("GTADOC_MAX_PIECE_SYMBOLS");
   // The archive's shard files (the grammar the engines traverse), listed once: they size both
   // the --engine auto choice and the shuffle's; 0 when the directory cannot be listed
   // (read_manifest then reports what is wrong).
@@ -318,7 +319,8 @@ RecordBatch ArchiveSession::collect(const QueryOptions& q, const Normalization& 
 
 RecordBatch ArchiveSession::run_loaded(std::vector<std::unique_ptr<LoadedShard>>& loaded,
                                        const std::vector<uint32_t>& ids, const QueryOptions& q,
-                                       const Normalization& norm, QueryTimings& t, bool batched) {
+                                       const Normalization& norm, QueryTimings& t, bool batched,
+                                       bool show_progress) {
   const std::string rank = comm_.size() > 1 ? "rank " + std::to_string(comm_.rank()) + ": " : "";
   for (uint32_t id : ids) {
     set_crash_context(rank + shard_where(id));
@@ -348,12 +350,13 @@ RecordBatch ArchiveSession::run_loaded(std::vector<std::unique_ptr<LoadedShard>>
       // Resident shards show no progress; streamed ones (the CPU engine's, side by side) count
       // as traversed when the batch is done.
       Progress progress("traversing", ptrs.size(), "shards",
-                        !options_.resident && options_.progress && comm_.rank() == 0);
+                        show_progress && !options_.resident && options_.progress &&
+                            comm_.rank() == 0);
       batch = engine_->run_batch(ptrs, q, norm, stats, threads_);
       progress.add(ptrs.size());
     } else {  // the shards in turn (Engine::run_batch's default), showing progress
       Progress progress("traversing", ptrs.size(), "shards",
-                        options_.progress && comm_.rank() == 0);
+                        show_progress && options_.progress && comm_.rank() == 0);
       std::vector<RecordBatch> parts;
       stats.assign(ptrs.size(), ShardRunStats{});
       for (size_t i = 0; i < ptrs.size(); ++i) {
@@ -390,9 +393,12 @@ RecordBatch ArchiveSession::collect_resident(const QueryOptions& q, const Normal
 
 RecordBatch ArchiveSession::collect_streaming(const QueryOptions& q, const Normalization& norm,
                                               QueryTimings& t) {
-  // Reads run one shard ahead of loading; every shard is loaded into the engine, then one
-  // batch runs over them. When the engine runs out of memory while loading, the shards loaded so
-  // far run as a batch and are dropped, and loading goes on with the rest.
+  // Reads run ahead of loading (ShardPrefetcher). The CPU engine loads every shard, then runs
+  // them side by side in one batch (CpuEngine::run_batch). The GPU engine runs each window of
+  // shards as soon as it is loaded, one shard after the other, and drops them: its per-shard
+  // set-up and traversal then overlap the reads of the shards behind, which bound a fresh run,
+  // instead of following the last read. When the engine runs out of memory while loading, the
+  // shards loaded so far run and are dropped, and loading goes on with the rest.
   std::vector<RecordBatch> parts;
   std::vector<std::unique_ptr<LoadedShard>> loaded;
   std::vector<uint32_t> ids;
@@ -400,11 +406,12 @@ RecordBatch ArchiveSession::collect_streaming(const QueryOptions& q, const Norma
     prefetch_ = std::make_unique<ShardPrefetcher>(path_, *manifest_, mine_, engine_name_, threads_,
                                                   options_.max_piece_symbols);
   // The CPU engine runs its shards side by side (CpuEngine::run_batch); the GPU engine runs them
-  // in turn here, showing progress (its batched pass is for resident shards).
+  // in turn here, window by window (its batched pass is for resident shards), its progress that
+  // of the loads.
   const bool side_by_side = engine_name_ == "cpu";
   auto flush = [&] {
     if (loaded.empty()) return;
-    parts.push_back(run_loaded(loaded, ids, q, norm, t, side_by_side));
+    parts.push_back(run_loaded(loaded, ids, q, norm, t, side_by_side, side_by_side));
     loaded.clear();
     ids.clear();
   };
@@ -462,6 +469,7 @@ RecordBatch ArchiveSession::collect_streaming(const QueryOptions& q, const Norma
                   w.shards, read_wait, std::max(0.0, load_timer.seconds() - read_wait),
                   prefetch_->elapsed());
     t.load += load_timer.seconds();
+    if (!side_by_side) flush();
     progress.add(w.shards);
   }
   progress.finish();

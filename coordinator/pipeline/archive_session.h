@@ -129,9 +129,11 @@ class ArchiveSession {
                    std::vector<uint32_t>& ids);
   /// `batched`: one Engine::run_batch over the shards (the GPU engine merges them into one DAG,
   /// worth it when the set is queried again); else the shards one after the other.
+  /// `show_progress`: a "traversing" progress line (rank 0, --progress or a terminal).
   RecordBatch run_loaded(std::vector<std::unique_ptr<LoadedShard>>& loaded,
                          const std::vector<uint32_t>& ids, const QueryOptions& q,
-                         const Normalization& norm, QueryTimings& t, bool batched);
+                         const Normalization& norm, QueryTimings& t, bool batched,
+                         bool show_progress = true);
 
   Comm& comm_;
   SessionOptions options_;

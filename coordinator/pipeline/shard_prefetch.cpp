@@ -2,38 +2,32 @@
 #include "coordinator/pipeline/shard_prefetch.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <memory>
 #include <utility>
 
 #include <spdlog/spdlog.h>
 
 #include "common/parallel.h"
+#include "common/settings.h"
 
 namespace gtadoc {
 
 unsigned ShardPrefetcher::depth_for(const std::string& engine, unsigned threads) {
-  if (const char* v = std::getenv("GTADOC_PREFETCH_DEPTH")) {
-    const long d = std::strtol(v, nullptr, 10);
-    if (d >= 1 && d <= 256) return static_cast<unsigned>(d);
-  }
+  if (const auto d = settings::count_if_set("GTADOC_PREFETCH_DEPTH"))
+    return static_cast<unsigned>(*d);
   if (engine != "gpu") return std::clamp(resolve_threads(threads) / 4, 2u, 16u);
   return std::clamp(resolve_threads(threads), 2u, 16u);
 }
 
 unsigned ShardPrefetcher::threads_each_for(unsigned threads) {
-  if (const char* v = std::getenv("GTADOC_PREPARE_THREADS")) {
-    const long t = std::strtol(v, nullptr, 10);
-    if (t >= 1 && t <= 4096) return static_cast<unsigned>(t);
-  }
+  if (const auto t = settings::count_if_set("GTADOC_PREPARE_THREADS"))
+    return static_cast<unsigned>(*t);
   return std::min(2u, std::max(1u, threads));
 }
 
 unsigned ShardPrefetcher::reads_at_once_for(unsigned depth, unsigned threads) {
-  if (const char* v = std::getenv("GTADOC_READS_AT_ONCE")) {
-    const long r = std::strtol(v, nullptr, 10);
-    if (r >= 1 && r <= 256) return std::min(depth, static_cast<unsigned>(r));
-  }
+  if (const auto r = settings::count_if_set("GTADOC_READS_AT_ONCE"))
+    return std::min(depth, static_cast<unsigned>(*r));
   return std::min(depth, std::max(2u, threads / 2));
 }
 

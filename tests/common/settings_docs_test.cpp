@@ -1,7 +1,6 @@
 // The settings registry (common/settings.h) against the source tree: docs/ENVIRONMENT.md's tables
 // list exactly its variables, each in its category, and exactly the names read elsewhere; and no
-// source file of gtadoc reads a GTADOC_* variable with getenv but common/settings.cpp (and the
-// files kNotYetOnTheRegistry names, a list that may only shrink).
+// source file of gtadoc reads a GTADOC_* variable with getenv but common/settings.cpp.
 #include "common/settings.h"
 
 #include <gtest/gtest.h>
@@ -18,16 +17,6 @@ namespace gtadoc {
 namespace {
 
 namespace fs = std::filesystem;
-
-/// Files that still call getenv("GTADOC_...") themselves; each is to read its variables through
-/// common/settings.h, and then leave this list (the test fails for a listed file that no longer
-/// calls it).
-const std::set<std::string> kNotYetOnTheRegistry = {
-    "coordinator/pipeline/archive_session.cpp",
-    "coordinator/pipeline/shard_prefetch.cpp",
-    "formats/archive.cpp",
-    "formats/h5.cpp",
-};
 
 std::string read_text(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);
@@ -128,12 +117,9 @@ TEST(SettingsDocs, OnlyTheRegistryReadsGtadocVariables) {
     }
   }
   for (const std::string& file : readers)
-    EXPECT_TRUE(file == "common/settings.cpp" || kNotYetOnTheRegistry.count(file))
+    EXPECT_EQ(file, "common/settings.cpp")
         << file << " reads a GTADOC_* variable with getenv: declare it in common/settings.h and "
         << "read it with the settings accessors";
-  for (const std::string& file : kNotYetOnTheRegistry)
-    EXPECT_TRUE(readers.count(file))
-        << file << " no longer calls getenv(\"GTADOC_...\"): remove it from kNotYetOnTheRegistry";
 }
 
 }  // namespace

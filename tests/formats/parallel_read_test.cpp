@@ -22,6 +22,7 @@
 #include "formats/h5.h"
 #include "tests/testutil/corpus.h"
 #include "tests/testutil/grammars.h"
+#include "tests/testutil/scoped_env.h"
 
 namespace gtadoc {
 namespace {
@@ -428,18 +429,8 @@ TEST(BatchRead, CorruptChunkFallsBackToHdf5AndItsMessage) {
   }
 }
 
-/// Sets an environment variable for its lifetime (GTADOC_H5_LOCKED_READ: BatchRead reads chunks
-/// with H5Dread_chunk under the HDF5 lock, the path files of other drivers take).
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
-  ~ScopedEnv() { unsetenv(name_); }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-};
+using testutil::ScopedEnv;  // GTADOC_H5_LOCKED_READ=1: BatchRead reads chunks with H5Dread_chunk
+                            // under the HDF5 lock, the path files of other drivers take
 
 /// What one BatchRead of one dataset gave: its values (as u64), how it read them and the error
 /// finish() threw ("" when none).
