@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -272,6 +273,22 @@ const std::string& Comm::transport_note() const {
   return mpi_->pml_note;
 }
 
+namespace {
+std::once_flag g_environment_once;
+std::string g_pml_note;  ///< prefer_shared_memory_pml's line, for the log once MPI runs
+}  // namespace
+
+void Comm::prepare_environment() {
+  std::call_once(g_environment_once, [] {
+    if (!launched_by_mpi()) return;
+    int initialized = 0;
+    MPI_TRY(MPI_Initialized(&initialized));
+    if (initialized) return;
+    g_pml_note = prefer_shared_memory_pml();
+    prefer_legacy_nccl_buffers();
+  });
+}
+
 Comm& Comm::init(int& argc, char**& argv) {
   if (g_world) return *g_world;
   std::unique_ptr<Comm> comm(new Comm());
@@ -279,8 +296,8 @@ Comm& Comm::init(int& argc, char**& argv) {
     int initialized = 0;
     MPI_TRY(MPI_Initialized(&initialized));
     if (!initialized) {
-      comm->mpi_->pml_note = prefer_shared_memory_pml();
-      prefer_legacy_nccl_buffers();
+      prepare_environment();
+      comm->mpi_->pml_note = g_pml_note;
       int provided = 0;
       MPI_TRY(MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided));
       comm->mpi_->owns_init = true;

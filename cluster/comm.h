@@ -46,6 +46,12 @@ class Comm {
   /// ranks, starts the heartbeat; a bad GTADOC_HEARTBEAT_TIMEOUT throws UsageError on rank 0
   /// while the other ranks exit with its code, silently (one line for the job).
   static Comm& init(int& argc, char**& argv);
+  /// When this process will start MPI (the launcher detection of init), sets what Open MPI and
+  /// NCCL read from the environment at their start: Open MPI's shared-memory transport when every
+  /// rank is on this node, NCCL's legacy buffers. setenv is not safe beside another thread's
+  /// getenv (CUDA's start reads the environment on the warm-up thread), so the CLI calls this
+  /// before any thread starts; init calls it too. Only the first call acts.
+  static void prepare_environment();
   /// The communicator created by init. Throws InternalError when init was not called.
   static Comm& world();
   /// `n` ranks that are threads of this process, without MPI: element r is rank r's

@@ -11,6 +11,7 @@
 #   E2E=0 scripts/device-check.sh                 # resident-query benchmark only (no gtadoc run)
 #   QUERY=0 scripts/device-check.sh               # no resident-query benchmark
 #   SANITIZE=0 scripts/device-check.sh            # skip compute-sanitizer
+#   RAW=0 scripts/device-check.sh                 # skip the raw-text GPU baseline's tests
 #   SERVE=0 scripts/device-check.sh               # no service latency benchmark
 #   WRITE=0 scripts/device-check.sh               # no write benchmark (WRITE_MIB: its size, 2048)
 #   PACK=0 scripts/device-check.sh                # logs stay loose (default: $OUT/logs.tar.gz)
@@ -159,7 +160,9 @@ step gpu-gtest "$WORKER_BIN" --gtest_filter='GpuEngineTest.*:GpuBatchTest.*:Batc
   --gtest_output="xml:$OUT/gpu-gtest.xml"
 
 # The raw-text GPU baseline (tests/reference/gpu/) against the CPU reference, on the device.
-if cmake --build "$BUILD_DIR" -j "$JOBS" --target raw_gpu_tests >"$OUT/raw-gpu-build.log" 2>&1; then
+if [ "${RAW:-1}" = 0 ]; then
+  note "SKIP  raw-gpu-tests (RAW=0)"
+elif cmake --build "$BUILD_DIR" -j "$JOBS" --target raw_gpu_tests >"$OUT/raw-gpu-build.log" 2>&1; then
   # SmallCorporaAllVariants (every task x option x format, over 300 s) runs with RAW_GPU_ALL=1.
   filter='-RawGpu.SmallCorporaAllVariants'
   [ "${RAW_GPU_ALL:-0}" = 1 ] && filter='*'

@@ -13,6 +13,11 @@
 #
 #   SIZE=32G OUT=/tmp/out scripts/bench/scale-gpus.sh            # GPU machine, 64 cores: ~9 min
 #   OLD_SRC=../old SIZE=32G scripts/bench/scale-gpus.sh            # and the old build's runs
+#   STAGE=prepare ...; STAGE=measure ...   # in two calls on one machine: the first builds, tests,
+#                                          # writes and compresses the corpus and keeps the archive
+#                                          # (in /tmp), the second times it (same OLD_SRC and SIZE)
+# CMAKE_PREFIX_PATH (CMake's own variable) points the builds at libraries outside the system's,
+# e.g. an unpacked libdeflate where the machine has none.
 #
 # Writes $OUT/a-results.txt (the figures of docs/PERFORMANCE.md, "Scale") and $OUT/logs.tgz.
 set -u
@@ -25,18 +30,22 @@ R=$OUT/a-results.txt
 say() { echo "[$(el)s] $*" | tee -a "$R"; }
 since() { awk -v a="$EPOCHREALTIME" -v b="$1" 'BEGIN{printf "%.2f", a-b}'; }
 W=/tmp/gtadoc-scale-gpus; C=/dev/shm/gtadoc-scale-corpus
+STAGE=${STAGE:-all}
 pack() { tar -czf $OUT/logs.tgz -C "$(dirname $L)" logs 2>/dev/null; rm -rf "$C"; }
 trap pack EXIT
 SIZE=${SIZE:-32G}; NG=$(nvidia-smi -L | grep -c ^GPU)
 nproc | tee -a $R; nvidia-smi -L | tee -a $R
 OLD=${OLD_SRC:-}
+N=./build-device/gtadoc O=./build-old/gtadoc
+t() { local name=$1; shift; local s=$EPOCHREALTIME; timeout ${TMO:-60} "$@" > $W/out.$name 2> $L/err.$name; local rc=$?; say "$name rc=$rc $(since $s) s $(grep -o 'timings:.*' $L/err.$name | tail -1)"; }
+if [ "$STAGE" != measure ]; then
 if [ -n "$OLD" ]; then
   ( cmake -S "$OLD" -B build-old -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DGTADOC_BUILD_TESTS=OFF -DGTADOC_BUILD_BENCH=OFF >/dev/null && cmake --build build-old -j 24 --target gtadoc ) > $L/build-old.log 2>&1 &
   OLDPID=$!
 fi
 cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 > $L/build.log 2>&1
 cmake --build build-device -j $(nproc) --target gtadoc worker_tests formats_tests common_tests gtadoc_gen gtadoc_read_bench >> $L/build.log 2>&1 || { say "BUILD FAILED"; tail -30 $L/build.log >> $R; exit 1; }
-say "build done"
+say "build done; $(grep -o "archive chunks: [a-z]*" $L/build.log | head -1)"
 rm -rf $W $C; mkdir -p $W
 ( ./build-device/scripts/datasets/gtadoc_gen train /usr/include -o $W/model.bin > $L/gen.log 2>&1 && ./build-device/scripts/datasets/gtadoc_gen generate $W/model.bin -o $C --bytes $SIZE --seed 1 >> $L/gen.log 2>&1; echo gen-done >> $L/gen.log ) &
 GENPID=$!
@@ -46,12 +55,13 @@ for tst in "worker_tests:Gpu*:*Memory*:Vocab*:ShardLayout*:BatchPlan*" "formats_
 done
 [ -n "$OLD" ] && { wait $OLDPID; say "old build rc=$?"; }
 wait $GENPID; say "gen: $(tail -2 $L/gen.log | head -1)"
-N=./build-device/gtadoc O=./build-old/gtadoc
-t() { local name=$1; shift; local s=$EPOCHREALTIME; timeout ${TMO:-60} "$@" > $W/out.$name 2> $L/err.$name; local rc=$?; say "$name rc=$rc $(since $s) s $(grep -o 'timings:.*' $L/err.$name | tail -1)"; }
 TMO=300 t compress /usr/bin/time -v $N compress $C -o $W/a.gtd
 grep -E "Maximum resident|Elapsed" $L/err.compress >> "$R"
 $N info $W/a.gtd | grep -E "documents|input bytes|vocabulary|shards|archive bytes" >> $R
 rm -rf $C
+[ "$STAGE" = prepare ] && { say "prepared $W/a.gtd"; exit 0; }
+fi
+[ -d $W/a.gtd ] || { say "no archive $W/a.gtd: run STAGE=prepare first"; exit 1; }
 cat $W/a.gtd/* > /dev/null; s=$EPOCHREALTIME; cat $W/a.gtd/* > /dev/null; say "cat warm $(since $s) s"
 ./build-device/scripts/bench/gtadoc_read_bench $W/a.gtd $(( $(nproc) / 2 )) 2 2 2>&1 | tee -a $R
 for k in 1 2; do

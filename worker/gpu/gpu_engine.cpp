@@ -290,17 +290,21 @@ class GpuEngine final : public Engine {
     std::vector<LoadOutcome> out(shards.size());
     std::atomic<size_t> next{0};
     std::atomic<bool> failed{false};
+    // Resident shards (the engine's pool) and the lanes' loads share one bound: each lane may
+    // take an equal share of what the bound leaves, so that lanes loading at the same moment
+    // cannot together pass it. A shard larger than its lane's share fails here and is loaded
+    // on its own afterwards (load_prepared), against the whole bound.
     const uint64_t cap = load_memory_limit(memory_limit_);
+    uint64_t used = ctx_->pool.in_use();
+    for (unsigned t = 0; t < n_lanes; ++t) used += lanes_[t]->pool.in_use();
+    const uint64_t share = cap > used ? (cap - used) / n_lanes : 0;
     lane_pool_->run([&](unsigned t) {
       if (t >= n_lanes) return;
       DeviceContext& lane = *lanes_[t];
       lane.activate();
+      const uint64_t lane_bound = lane.pool.in_use() + share;
       for (size_t i = next++; i < shards.size() && !failed; i = next++) {
-        // Resident shards (the engine's pool) and every lane's load share one bound.
-        uint64_t others = ctx_->pool.in_use();
-        for (const auto& l : lanes_)
-          if (l.get() != &lane) others += l->pool.in_use();
-        lane.pool.set_limit(lane.pool.in_use() + (cap > others ? cap - others : 0));
+        lane.pool.set_limit(lane_bound);
         try {
           loaded[i] = load_on(lanes_[t], shards[i]);
         } catch (...) {
