@@ -395,10 +395,12 @@ RecordBatch ArchiveSession::collect_streaming(const QueryOptions& q, const Norma
                                               QueryTimings& t) {
   // Reads run ahead of loading (ShardPrefetcher). The CPU engine loads every shard, then runs
   // them side by side in one batch (CpuEngine::run_batch). The GPU engine runs each window of
-  // shards as soon as it is loaded, one shard after the other, and drops them: its per-shard
-  // set-up and traversal then overlap the reads of the shards behind, which bound a fresh run,
-  // instead of following the last read. When the engine runs out of memory while loading, the
-  // shards loaded so far run and are dropped, and loading goes on with the rest.
+  // shards, one shard after the other, on a thread of its own while the next window loads (its
+  // load lanes and the query have streams of their own), and drops them: the per-shard set-up
+  // and traversal overlap the reads and loads of the shards behind instead of following the last
+  // one. When the engine runs out of memory while loading, the window still running ends first
+  // and the load is tried again; then the shards loaded so far run and are dropped, and loading
+  // goes on with the rest.
   std::vector<RecordBatch> parts;
   std::vector<std::unique_ptr<LoadedShard>> loaded;
   std::vector<uint32_t> ids;
@@ -409,9 +411,33 @@ RecordBatch ArchiveSession::collect_streaming(const QueryOptions& q, const Norma
   // in turn here, window by window (its batched pass is for resident shards), its progress that
   // of the loads.
   const bool side_by_side = engine_name_ == "cpu";
+  // The window running beside the loads (GPU engine), its records appended to `parts` in order.
+  std::future<RecordBatch> running;
+  struct JoinRunning {  // an error thrown while a window runs waits for it (its error is dropped)
+    std::future<RecordBatch>& f;
+    ~JoinRunning() {
+      if (f.valid()) f.wait();
+    }
+  } join_running{running};
+  auto finish_running = [&] {
+    if (running.valid()) parts.push_back(running.get());
+  };
   auto flush = [&] {
+    finish_running();
     if (loaded.empty()) return;
     parts.push_back(run_loaded(loaded, ids, q, norm, t, side_by_side, side_by_side));
+    loaded.clear();
+    ids.clear();
+  };
+  auto run_beside = [&] {
+    finish_running();
+    if (loaded.empty()) return;
+    running = std::async(std::launch::async, [this, &q, &norm, &t, batch = std::move(loaded),
+                                              batch_ids = std::move(ids)]() mutable {
+      RecordBatch out = run_loaded(batch, batch_ids, q, norm, t, false, false);
+      batch.clear();  // the shards are freed on the thread that ran them
+      return out;
+    });
     loaded.clear();
     ids.clear();
   };
@@ -433,6 +459,11 @@ RecordBatch ArchiveSession::collect_streaming(const QueryOptions& q, const Norma
       try {
         loaded.push_back(engine_->load_prepared(w.pieces[k]));  // w.pieces[k] kept if it throws
       } catch (const ResourceError&) {
+        if (running.valid()) {  // the window running beside holds memory until it ends
+          finish_running();
+          --k;
+          continue;
+        }
         // Records the engine keeps on its device (device-resident records) go to host memory
         // first: the loads and the batch's query need the room.
         const bool spilled = engine_->spill_records();
@@ -469,7 +500,7 @@ RecordBatch ArchiveSession::collect_streaming(const QueryOptions& q, const Norma
                   w.shards, read_wait, std::max(0.0, load_timer.seconds() - read_wait),
                   prefetch_->elapsed());
     t.load += load_timer.seconds();
-    if (!side_by_side) flush();
+    if (!side_by_side) run_beside();
     progress.add(w.shards);
   }
   progress.finish();
