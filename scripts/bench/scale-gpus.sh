@@ -9,7 +9,8 @@
 # (--gpus N, also with GTADOC_CHUNK_MAPS=0) and on 2; the CPU engine; `sequence-count --top 100` on 1
 # GPU and on every GPU (-vv: where the shuffle's time goes); the one-GPU load by shard (-vv: the
 # read steps, the waits for reads); then `gtadoc serve --gpus N`: seconds until /healthz answers,
-# uncached `word-count --top 100` x7 and `sequence-count --top 100` x4 (ms each).
+# uncached `word-count --top 100` x7 and `sequence-count --top 100` x4 (ms each); a second start
+# with GTADOC_GPU_PHASES=1: the merged DAGs' build by phase.
 #
 #   SIZE=32G OUT=/tmp/out scripts/bench/scale-gpus.sh            # GPU machine, 64 cores: ~9 min
 #   OLD_SRC=../old SIZE=32G scripts/bench/scale-gpus.sh            # and the old build's runs
@@ -73,6 +74,9 @@ GTADOC_CHUNK_MAPS=0 t new-wc-g$NG-hdf5 $N -v run $W/a.gtd word-count --top 100 -
 t new-wc-g$NG $N -v run $W/a.gtd word-count --top 100 --gpus $NG
 [ -n "$OLD" ] && t old-wc-g$NG $O -v run $W/a.gtd word-count --top 100 --gpus $NG
 t new-wc-g2 $N -v run $W/a.gtd word-count --top 100 --gpus 2
+for lanes in 1 8 16; do
+  GTADOC_GPU_LOAD_LANES=$lanes t new-wc-g1-lanes$lanes $N -v run $W/a.gtd word-count --top 100 --engine gpu
+done
 t new-wc-cpu $N -v run $W/a.gtd word-count --top 100 --engine cpu
 t new-seq-g1 $N -v run $W/a.gtd sequence-count --top 100 --engine gpu
 t new-seq-g$NG-vv $N -vv run $W/a.gtd sequence-count --top 100 --gpus $NG
@@ -93,6 +97,12 @@ q=""; for k in 1 2 3 4; do s2=$EPOCHREALTIME; curl -sf localhost:$port/v1/query 
 say "serve --gpus $NG sequence-count --top 100 ms:$q"
 cmp -s $W/sv.1 $W/out.new-wc-g1-1 || say "DIFF serve wc"; cmp -s $W/sq.1 $W/out.new-seq-g1 || say "DIFF serve seq"
 kill $sp; wait $sp 2>/dev/null
-grep -h "ready\|warm\|prepar\|merged in\|listening" $L/serve.log | grep -v "shard [0-9]*:" | head -12 | cut -c1-220 | tee -a $R
+grep -h "ready\|warm\|prepar\|merged\|listening\|manifest read" $L/serve.log | grep -v "shard [0-9]*:" | head -12 | cut -c1-220 | tee -a $R
+# Where the service's start goes: the merged DAGs' build by phase (a second start, not queried).
+port=$((port + 1))
+GTADOC_GPU_PHASES=1 $N -vv serve $W/a.gtd --listen 127.0.0.1:$port --gpus $NG > $L/serve-phases.log 2>&1 & sp=$!
+for i in $(seq 1200); do curl -sf localhost:$port/healthz >/dev/null && break; sleep 0.05; done
+kill $sp; wait $sp 2>/dev/null
+grep -h "phases: batch\|manifest read\|ready in" $L/serve-phases.log | cut -c1-400 | tee -a $R
 rm -rf $W
 say end
