@@ -16,8 +16,8 @@
 #include "common/big_alloc.h"
 #include "common/error.h"
 #include "common/parallel.h"
-#include "common/settings.h"
 #include "common/recycled_arrays.h"
+#include "common/settings.h"
 #include "common/timer.h"
 #include "formats/chunk_maps.h"
 #include "formats/h5.h"
@@ -491,10 +491,10 @@ ShardGrammar read_shard_grammar(const fs::path& archive, const Manifest& manifes
       const size_t levels_i = batch.add(gr.id(), "level_offsets", g.level_offsets);
       const size_t length_i = batch.add(gr.id(), "rule_length", g.rule_length, entry.rules,
                                         "size of /grammar/rule_length");
-      const size_t uses_i = batch.add(gr.id(), "rule_uses", g.rule_uses, entry.rules,
-                                      "size of /grammar/rule_uses");
-      const size_t segments_i = batch.add(gr.id(), "doc_segment_lengths", segments,
-                                          entry.num_docs, "size of /grammar/doc_segment_lengths");
+      const size_t uses_i =
+          batch.add(gr.id(), "rule_uses", g.rule_uses, entry.rules, "size of /grammar/rule_uses");
+      const size_t segments_i = batch.add(gr.id(), "doc_segment_lengths", segments, entry.num_docs,
+                                          "size of /grammar/doc_segment_lengths");
       lap(spent.open);
       batch.run();
       lap(spent.data);
@@ -1005,7 +1005,7 @@ Manifest read_manifest(const fs::path& archive, ManifestRead how) {
     m.shards.resize(num_shards);
     for (size_t s = 0; s < num_shards; ++s)
       m.shards[s] = ShardEntry{first_doc[s], s_docs[s],  s_in[s],   s_words[s], s_rules[s],
-                               s_symbols[s], s_depth[s], s_file[s], Sha256{}, {}};
+                               s_symbols[s], s_depth[s], s_file[s], Sha256{},   {}};
     if (have_digests) {
       batch.finish(digests_i);
       expect_equal(digests.size(), num_shards * sizeof(Sha256), "size of /shards/sha256");

@@ -17,8 +17,8 @@
 #include "common/cpus.h"
 #include "common/error.h"
 #include "common/log.h"
-#include "common/settings.h"
 #include "common/recycled_arrays.h"
+#include "common/settings.h"
 #include "common/timer.h"
 #include "coordinator/crash_report.h"
 #include "formats/grammar_pieces.h"
@@ -141,8 +141,9 @@ std::unique_ptr<ArchiveSession> ArchiveSession::open(Comm& comm, const SessionOp
       Timer manifest_timer;
       // Ranks that are threads of one process read it once (the HDF5 library serializes their
       // reads) and share it, the dictionary with it.
-      s->manifest_ = comm.made_once<Manifest>("manifest " + s->path_.string(),
-                                              [&] { return read_manifest(s->path_, ManifestRead::kDeferDictionary); });
+      s->manifest_ = comm.made_once<Manifest>("manifest " + s->path_.string(), [&] {
+        return read_manifest(s->path_, ManifestRead::kDeferDictionary);
+      });
       spdlog::debug("manifest read in {:.3f} s", manifest_timer.seconds());
       std::vector<uint64_t> sizes;
       for (const auto& sh : s->manifest_->shards) sizes.push_back(sh.input_bytes);
@@ -349,9 +350,9 @@ RecordBatch ArchiveSession::run_loaded(std::vector<std::unique_ptr<LoadedShard>>
     if (batched) {
       // Resident shards show no progress; streamed ones (the CPU engine's, side by side) count
       // as traversed when the batch is done.
-      Progress progress("traversing", ptrs.size(), "shards",
-                        show_progress && !options_.resident && options_.progress &&
-                            comm_.rank() == 0);
+      Progress progress(
+          "traversing", ptrs.size(), "shards",
+          show_progress && !options_.resident && options_.progress && comm_.rank() == 0);
       batch = engine_->run_batch(ptrs, q, norm, stats, threads_);
       progress.add(ptrs.size());
     } else {  // the shards in turn (Engine::run_batch's default), showing progress

@@ -2,10 +2,12 @@
 #include "worker/plan/batch_plan.h"
 
 #include <algorithm>
+#include <atomic>
 #include <limits>
 #include <string>
 
 #include "common/error.h"
+#include "common/parallel.h"
 #include "worker/plan/id_set.h"
 
 namespace gtadoc {
@@ -32,9 +34,13 @@ BatchPlan plan_batch(std::span<const BatchShardShape> shards) {
     inner += s.level_offsets.back();
     docs += s.num_docs;
     rules_total += s.level_offsets.back();
-    GTADOC_EXPECTS(std::is_sorted(s.local_words.begin(), s.local_words.end()),
-                   "batch plan: local words not ascending");
   }
+  // Batches of hundreds of shards: the per-shard passes below run side by side.
+  std::atomic<bool> sorted{true};
+  parallel_for(shards.size(), 0, [&](size_t i) {
+    if (!std::is_sorted(shards[i].local_words.begin(), shards[i].local_words.end())) sorted = false;
+  });
+  GTADOC_EXPECTS(sorted.load(), "batch plan: local words not ascending");
   GTADOC_EXPECTS(inner + docs < std::numeric_limits<uint32_t>::max() / 2,
                  "batch plan: too many rules and documents in one batch");
   p.inner = static_cast<uint32_t>(inner);
@@ -57,13 +63,16 @@ BatchPlan plan_batch(std::span<const BatchShardShape> shards) {
     for (uint32_t i = 0; i < p.shards; ++i) {
       const uint32_t c = count(shards[i], h);
       if (c == 0) continue;
-      const uint32_t lo = shards[i].level_offsets[h];
-      for (uint32_t k = 0; k < c; ++k) p.rule_map[p.rule_base[i] + lo + k] = next + k;
-      p.blocks.push_back({i, lo, next, c});
+      p.blocks.push_back({i, shards[i].level_offsets[h], next, c});
       next += c;
     }
   }
   p.level_offsets[H] = next;
+  parallel_for(p.blocks.size(), 0, [&](size_t k) {
+    const BatchBlock& b = p.blocks[k];
+    for (uint32_t j = 0; j < b.count; ++j)
+      p.rule_map[p.rule_base[b.shard] + b.src_unit + j] = b.dst_unit + j;
+  });
   GTADOC_EXPECTS(next == p.inner, "batch plan: levels do not cover the rules");
 
   // Documents, shard after shard.
@@ -96,8 +105,12 @@ BatchPlan plan_batch(std::span<const BatchShardShape> shards) {
   p.word_map.resize(total_words);
   for (size_t i = 0, at = 0; i < shards.size(); ++i) {
     p.word_base[i] = at;
-    for (WordId w : shards[i].local_words) p.word_map[at++] = words.rank_of(w);
+    at += shards[i].local_words.size();
   }
+  parallel_for(shards.size(), 0, [&](size_t i) {
+    uint64_t at = p.word_base[i];
+    for (WordId w : shards[i].local_words) p.word_map[at++] = words.rank_of(w);
+  });
   return p;
 }
 
@@ -105,27 +118,37 @@ std::vector<BatchSegment> plan_segments(const BatchPlan& plan,
                                         std::span<const std::span<const uint64_t>> offsets,
                                         std::vector<uint64_t>& merged_offsets) {
   GTADOC_EXPECTS(offsets.size() == plan.shards, "plan_segments: one offset array per shard");
+  // Where each block's range starts in the merged array (one pass over the blocks), then the
+  // merged offsets of the blocks' units filled side by side: a batch of hundreds of shards has
+  // hundreds of millions of units.
+  const size_t n = plan.blocks.size();
+  std::vector<uint64_t> start(n + 1, 0);
   std::vector<BatchSegment> segs;
-  segs.reserve(plan.blocks.size());
-  merged_offsets.assign(uint64_t{plan.units()} + 1, 0);
-  uint64_t dst = 0;
-  for (const BatchBlock& b : plan.blocks) {
+  segs.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    const BatchBlock& b = plan.blocks[i];
     const std::span<const uint64_t> off = offsets[b.shard];
     GTADOC_EXPECTS(uint64_t{b.src_unit} + b.count < off.size(),
                    "plan_segments: offsets shorter than the shard's units");
     const uint64_t src = off[b.src_unit], end = off[b.src_unit + b.count];
     GTADOC_EXPECTS(src <= end, "plan_segments: decreasing offsets");
+    if (end > src)
+      segs.push_back({start[i], src, end - src, b.shard,
+                      static_cast<int64_t>(b.dst_unit) - static_cast<int64_t>(b.src_unit)});
+    start[i + 1] = start[i] + (end - src);
+  }
+  merged_offsets.assign(uint64_t{plan.units()} + 1, 0);
+  parallel_for(n, 0, [&](size_t i) {
+    const BatchBlock& b = plan.blocks[i];
+    const std::span<const uint64_t> off = offsets[b.shard];
+    const uint64_t src = off[b.src_unit];
     for (uint32_t k = 0; k < b.count; ++k) {
       GTADOC_EXPECTS(off[b.src_unit + k] <= off[b.src_unit + k + 1],
                      "plan_segments: decreasing offsets");
-      merged_offsets[b.dst_unit + k] = dst + (off[b.src_unit + k] - src);
+      merged_offsets[b.dst_unit + k] = start[i] + (off[b.src_unit + k] - src);
     }
-    if (end > src)
-      segs.push_back({dst, src, end - src, b.shard,
-                      static_cast<int64_t>(b.dst_unit) - static_cast<int64_t>(b.src_unit)});
-    dst += end - src;
-  }
-  merged_offsets[plan.units()] = dst;
+  });
+  merged_offsets[plan.units()] = start[n];
   return segs;
 }
 
