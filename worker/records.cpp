@@ -1,5 +1,6 @@
 #include "worker/records.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "common/error.h"
@@ -81,11 +82,54 @@ bool keys_increasing(const RecordBatch& b) {
   return true;
 }
 
+// Merges k > 2 increasing batches in one pass: a min-heap of the batches by their next key (one
+// output written once, where a tree of two-way merges writes every record log2(k) times).
+RecordBatch merge_many(const std::vector<RecordBatch>& in, uint32_t w) {
+  size_t total = 0;
+  for (const RecordBatch& b : in) total += b.size();
+  RecordBatch out;
+  out.width = w;
+  out.keys.resize(total * w);
+  out.counts.resize(total);
+  std::vector<size_t> at(in.size(), 0);
+  auto key = [&](uint32_t b) { return in[b].keys.data() + at[b] * w; };
+  // std heap order: the batch whose next key is smallest on top.
+  auto later = [&](uint32_t x, uint32_t y) { return key_less(key(y), key(x), w); };
+  std::vector<uint32_t> heap;
+  for (uint32_t b = 0; b < in.size(); ++b)
+    if (in[b].size() > 0) heap.push_back(b);
+  std::make_heap(heap.begin(), heap.end(), later);
+  size_t n = 0;
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), later);
+    const uint32_t b = heap.back();
+    const uint32_t* k = key(b);
+    if (n > 0 && std::memcmp(out.keys.data() + (n - 1) * w, k, w * sizeof(uint32_t)) == 0) {
+      out.counts[n - 1] += in[b].counts[at[b]];
+    } else {
+      std::memcpy(out.keys.data() + n * w, k, w * sizeof(uint32_t));
+      out.counts[n++] = in[b].counts[at[b]];
+    }
+    if (++at[b] < in[b].size())
+      std::push_heap(heap.begin(), heap.end(), later);
+    else
+      heap.pop_back();
+  }
+  out.keys.resize(n * w);
+  out.counts.resize(n);
+  return out;
+}
+
 RecordBatch merge_increasing(std::vector<RecordBatch>&& batches, uint32_t width) {
   if (batches.empty()) {
     RecordBatch empty;
     empty.width = width;
     return empty;
+  }
+  if (batches.size() > 2) {
+    RecordBatch out = merge_many(batches, width);
+    batches.clear();
+    return out;
   }
   while (batches.size() > 1) {
     std::vector<RecordBatch> next;
