@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "common/error.h"
-#include "coordinator/compress_memory.h"
-#include "coordinator/compress_spill.h"
-#include "coordinator/compress_vocabulary.h"
+#include "coordinator/compress/memory.h"
+#include "coordinator/compress/spill.h"
+#include "coordinator/compress/vocabulary.h"
 #include "formats/archive.h"
 #include "tests/testutil/corpus.h"
 

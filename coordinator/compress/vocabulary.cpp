@@ -1,4 +1,4 @@
-#include "coordinator/compress_vocabulary.h"
+#include "coordinator/compress/vocabulary.h"
 
 #include <sys/mman.h>
 

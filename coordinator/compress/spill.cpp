@@ -1,4 +1,4 @@
-#include "coordinator/compress_spill.h"
+#include "coordinator/compress/spill.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

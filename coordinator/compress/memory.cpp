@@ -1,4 +1,4 @@
-#include "coordinator/compress_memory.h"
+#include "coordinator/compress/memory.h"
 
 #include <sys/resource.h>
 #include <unistd.h>

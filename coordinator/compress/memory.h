@@ -3,7 +3,7 @@
 // work only when its estimate fits next to what is already held.
 //
 // The estimates are upper bounds for ordinary input, derived from the data structures' growth
-// rules (coordinator/sequitur.cpp, string_table.h, compress_vocabulary.h) and checked against
+// rules (coordinator/sequitur.cpp, string_table.h, compress/vocabulary.h) and checked against
 // measured peaks: Sequitur on incompressible text (every digram distinct) is the worst case
 // (32 MiB of random words: 236 MiB measured, 268 MiB planned); on real text a shard needs
 // 35-50% of its estimate (man pages 103 of 215 MiB, C headers 73 of 197 MiB).
