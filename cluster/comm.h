@@ -1,12 +1,13 @@
 // The process's communicator: the only door to MPI in gtadoc (mpi.h is included by cluster/*.cpp
-// only, never by a header). Comm::init decides once, at start, whether the process was started
-// by an MPI launcher (mpirun/mpiexec, srun, PMI/PMIx): if so MPI is initialized (thread level
-// FUNNELED, errors returned instead of aborting, so every failure becomes an InternalError
-// through MPI_TRY); otherwise the process is one local rank and MPI is never touched (the
-// single-node fallback, docs/REFERENCE.md §1). Without a launcher a job may also run as several
-// ranks that are threads of this process (Comm::in_process_ranks: `gtadoc run --gpus N`, one GPU
-// each), whose collectives read each other's memory (cluster/local_group.h). Every helper below
-// works in all three modes; with one rank it is a local copy.
+// and the cluster layer's private cluster/comm_mpi.h only, never by a public header). Comm::init
+// decides once, at start, whether the process was started by an MPI launcher (mpirun/mpiexec,
+// srun, PMI/PMIx; cluster/launcher.h): if so MPI is initialized (thread level FUNNELED, errors
+// returned instead of aborting, so every failure becomes an InternalError through MPI_TRY);
+// otherwise the process is one local rank and MPI is never touched (the single-node fallback,
+// docs/REFERENCE.md §1). Without a launcher a job may also run as several ranks that are threads
+// of this process (Comm::in_process_ranks: `gtadoc run --gpus N`, one GPU each), whose
+// collectives read each other's memory (cluster/local_group.h). Every helper below works in all
+// three modes; with one rank it is a local copy.
 //
 // A job of several MPI ranks also runs a heartbeat (cluster/heartbeat.h), started by init and
 // stopped by finalize: a rank that stops answering (node, link, stopped process) ends the job
@@ -151,7 +152,7 @@ class Comm {
   void set_max_message_bytes(size_t bytes);
 
  private:
-  struct Mpi;  // MPI handles; defined in comm.cpp so mpi.h stays out of this header
+  struct Mpi;  // MPI handles; defined in comm_mpi.h so mpi.h stays out of this header
   Comm();
 
   template <typename T>
