@@ -26,6 +26,7 @@
 #include "common/settings.h"
 #include "common/units.h"
 #include "common/visible_gpus.h"
+#include "coordinator/cli_commands.h"
 #include "coordinator/compress.h"
 #include "coordinator/crash_report.h"
 #include "coordinator/decompress.h"
@@ -41,27 +42,6 @@
 namespace gtadoc {
 
 namespace {
-
-/// A CLI11 check for a count: an integer in [lo, hi] (no sign, no suffix); the message names the
-/// option (CLI11 puts it in front) and the range.
-CLI::Validator count_range(uint64_t lo, uint64_t hi, const std::string& meaning = "") {
-  return CLI::Validator(
-      [lo, hi, meaning](std::string& v) -> std::string {
-        const std::string range = "an integer from " + std::to_string(lo) + " to " +
-                                  std::to_string(hi) + (meaning.empty() ? "" : "; " + meaning);
-        if (v.empty() || v.size() > 20 || v.find_first_not_of("0123456789") != std::string::npos)
-          return "'" + v.substr(0, 40) + "' is not " + range;
-        const unsigned long long x = std::strtoull(v.c_str(), nullptr, 10);
-        if (v.size() == 20 && v > "18446744073709551615")
-          return "'" + v + "' is out of range: " + range;
-        if (x < lo || x > hi) return "'" + v + "' is out of range: " + range;
-        return "";
-      },
-      "", "count");
-}
-
-constexpr uint64_t kMaxThreads = 4096;
-constexpr uint64_t kMaxCount = 1000000000000ull;  // --top, --min-count: 10^12
 
 /// A one-line message under 200 characters: newlines become spaces, CLI11's long texts are cut.
 std::string short_line(std::string m, size_t max = 185) {
@@ -247,135 +227,18 @@ int cli_main(int argc, char** argv) {
     int verbosity = 0;
     app.add_flag("-v,--verbose", verbosity, "More log output (-vv for debug)");
 
-    // compress
-    CLI::App* c = app.add_subcommand("compress", "Compress documents into a sharded archive");
-    std::vector<std::string> inputs;
-    std::string c_out, shard_size;
-    CompressOptions copt;
-    c->add_option("INPUT", inputs, "Files or directories (each regular file is a document)")
-        ->required()
-        ->type_name("PATH");
-    c->add_option("-o,--output", c_out, "Archive directory to create (OUT.gtd)")
-        ->required()
-        ->type_name("OUT.gtd");
-    c->add_option("--shard-size", shard_size, "Target input bytes per shard (default 32M)")
-        ->type_name("BYTES");
-    c->add_option("--shards", copt.shards, "Number of shards, 1..1000000 (overrides --shard-size)")
-        ->check(count_range(1, 1000000))
-        ->type_name("N");
-    c->add_option("--threads", copt.threads, "Worker threads, 1..4096 (default: usable CPUs)")
-        ->check(count_range(1, kMaxThreads, "leave it out for the default"))
-        ->type_name("N");
-    c->add_flag("--force", copt.force, "Replace an existing output");
-    c->add_option("--deflate-level", copt.deflate_level,
-                  "HDF5 deflate level for the arrays, 0 (off) to 9 (default 4)")
-        ->check(count_range(0, 9))
-        ->type_name("0-9");
-    c->add_option_function<std::string>(
-         "--memory-budget",
-         [&copt](const std::string& v) { copt.memory_budget = parse_size(v, "--memory-budget"); },
-         "Peak memory to plan for, per rank, e.g. 512M or 4G (default: a quarter of the RAM or "
-         "cgroup limit, shared by the ranks of a node)")
-        ->type_name("BYTES");
-
-    // decompress
-    CLI::App* d = app.add_subcommand("decompress", "Rebuild documents from an archive");
-    std::string d_archive, d_out;
-    DecompressOptions dopt;
-    d->add_option("ARCHIVE", d_archive, "Archive directory")->required()->type_name("DIR");
-    d->add_option("-o,--output", d_out, "Directory to create")->required()->type_name("DIR");
-    d->add_option("--doc", dopt.docs, "Only this document (repeatable)")->type_name("NAME");
-    d->add_option("--threads", dopt.threads, "Worker threads, 1..4096 (default: usable CPUs)")
-        ->check(count_range(1, kMaxThreads, "leave it out for the default"))
-        ->type_name("N");
-    d->add_flag("--force", dopt.force, "Replace an existing output");
-
-    // info
-    CLI::App* i = app.add_subcommand("info", "Describe an archive");
-    std::string i_archive;
-    bool i_json = false;
-    i->add_option("ARCHIVE", i_archive, "Archive directory")->required()->type_name("DIR");
-    i->add_flag("--json", i_json, "Print JSON");
-    bool i_verify = false;
-    i->add_flag("--verify", i_verify, "Also verify the archive (as gtadoc verify) and say so");
-
-    // verify
-    CLI::App* v = app.add_subcommand(
-        "verify", "Read every dataset and check checksums, structure, references and digests");
-    std::string v_archive;
-    bool v_json = false;
-    unsigned v_threads = 0;
-    v->add_option("ARCHIVE", v_archive, "Archive directory")->required()->type_name("DIR");
-    v->add_flag("--json", v_json, "Print the report as JSON");
-    v->add_option("--threads", v_threads, "Worker threads, 1..4096 (default: usable CPUs)")
-        ->check(count_range(1, kMaxThreads, "leave it out for the default"))
-        ->type_name("N");
-
-    // run
-    CLI::App* r = app.add_subcommand("run", "Run an analytics task on an archive");
+    CompressCommand compress_cmd;
+    CLI::App* c = add_compress_command(app, compress_cmd);
+    DecompressCommand decompress_cmd;
+    CLI::App* d = add_decompress_command(app, decompress_cmd);
+    InfoCommand info_cmd;
+    CLI::App* i = add_info_command(app, info_cmd);
+    VerifyCommand verify_cmd;
+    CLI::App* v = add_verify_command(app, verify_cmd);
     RunCommand run_cmd;
-    add_run_options(*r, run_cmd);
-    run_cmd.top->check(count_range(0, kMaxCount));
-    run_cmd.min_count->check(count_range(0, kMaxCount));
-    run_cmd.n->check(count_range(2, 8));
-    r->get_option("--threads")->check(count_range(1, kMaxThreads, "leave it out for the default"));
-    for (const char* count : {"--top", "--min-count", "--n", "--threads"})
-      r->get_option(count)->type_name("N");
-
-    // serve
-    CLI::App* sv = app.add_subcommand("serve", "Serve queries over HTTP with the shards resident");
-    ServeOptions sopt;
-    std::string cache_bytes = "256M", max_body = "1M";
-    sv->add_option("ARCHIVE", sopt.archive, "Archive directory")->required()->type_name("DIR");
-    sv->add_option("--listen", sopt.listen,
-                   "Address to listen on (default 127.0.0.1:8080; port 0 = any free port)")
-        ->type_name("HOST:PORT");
-    sv->add_option("--token-file", sopt.token_file,
-                   "File holding the bearer token clients must send (required off loopback)")
-        ->type_name("FILE");
-    sv->add_option("--engine", sopt.engine,
-                   "auto (default: the GPU when one is visible), gpu or cpu")
-        ->type_name("auto|gpu|cpu");
-    std::string serve_gpus;
-    sv->add_option("--gpus", serve_gpus,
-                   "Without a launcher: serve from N GPUs of this machine (or all), one rank each "
-                   "as a thread of this process (default 1)")
-        ->type_name("N|all");
-    add_gpu_memory_limit_option(*sv, sopt.gpu_memory_limit);
-    sv->add_option("--threads", sopt.threads,
-                   "CPU threads per rank, 1..4096 (default: cores / ranks)")
-        ->check(count_range(1, kMaxThreads, "leave it out for the default"))
-        ->type_name("N");
-    sv->add_option("--http-threads", sopt.http_threads,
-                   "HTTP I/O threads on rank 0, 1 to 64 (default 2)")
-        ->check(count_range(1, 64))
-        ->type_name("1-64");
-    sv->add_option("--queue", sopt.queue,
-                   "Queries that may wait for the cluster, 1..1000000 (default 64)")
-        ->check(count_range(1, 1000000))
-        ->type_name("N");
-    sv->add_option("--cache-bytes", cache_bytes, "Result cache bound (default 256M; 0 = off)")
-        ->type_name("BYTES");
-    sv->add_option("--max-body", max_body, "Largest request body (default 1M)")
-        ->type_name("BYTES");
-    sv->add_option("--read-timeout", sopt.read_timeout_s,
-                   "Seconds a request may take to arrive (default 10)")
-        ->type_name("SECONDS");
-    sv->add_option("--header-timeout", sopt.header_timeout_s,
-                   "Seconds a new or idle connection may take to send a request's headers "
-                   "(default 5)")
-        ->type_name("SECONDS");
-    sv->add_option("--write-timeout", sopt.write_timeout_s,
-                   "Seconds a client may accept no byte of its response before it is cut "
-                   "(default 10)")
-        ->type_name("SECONDS");
-    sv->add_option("--query-timeout", sopt.query_timeout_s,
-                   "Seconds from a request's arrival to its last response byte (default 60)")
-        ->type_name("SECONDS");
-    sv->add_option("--max-connections", sopt.max_connections,
-                   "Open connections at most, 1..1000000 (default 1024)")
-        ->check(count_range(1, 1000000))
-        ->type_name("N");
+    CLI::App* r = add_run_command(app, run_cmd);
+    ServeCommand serve_cmd;
+    CLI::App* sv = add_serve_command(app, serve_cmd);
     for (CLI::App* sub : {&app, c, d, i, v, r, sv}) sub->footer(kValuePolicy);
     std::vector<std::string> commands;
     for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
@@ -426,8 +289,8 @@ int cli_main(int argc, char** argv) {
         throw UsageError("-o -: " + sub->get_name() +
                          " writes a directory, which cannot go to standard output");
     };
-    check_output(c, c_out, false);
-    check_output(d, d_out, false);
+    check_output(c, compress_cmd.output, false);
+    check_output(d, decompress_cmd.output, false);
     check_output(r, run_cmd.output, true);
     if (c->parsed() || d->parsed() || r->parsed()) {
       // A stop request (SIGINT, SIGTERM) removes this command's temporaries and exits 128+signal.
@@ -436,34 +299,38 @@ int cli_main(int argc, char** argv) {
     }
 
     if (c->parsed()) {
-      if (!shard_size.empty()) copt.shard_size = parse_size(shard_size, "--shard-size");
-      copt.progress = progress;
-      CompressStats s = compress(inputs, c_out, copt, *comm);
+      if (!compress_cmd.shard_size.empty())
+        compress_cmd.options.shard_size = parse_size(compress_cmd.shard_size, "--shard-size");
+      compress_cmd.options.progress = progress;
+      CompressStats s =
+          compress(compress_cmd.inputs, compress_cmd.output, compress_cmd.options, *comm);
       if (comm->rank() == 0)
         spdlog::info("compressed {} ({} bytes, {}) into {}, {} bytes, {:.2f}s",
                      counted(s.documents, "document"), s.input_bytes, counted(s.words, "word"),
                      counted(s.shards, "shard"), s.archive_bytes, s.seconds);
     } else if (d->parsed()) {
-      dopt.progress = progress;
-      run_collectively(*comm, [&] { require_archive(d_archive); });
-      if (comm->rank() == 0) decompress(d_archive, d_out, dopt);
+      decompress_cmd.options.progress = progress;
+      run_collectively(*comm, [&] { require_archive(decompress_cmd.archive); });
+      if (comm->rank() == 0)
+        decompress(decompress_cmd.archive, decompress_cmd.output, decompress_cmd.options);
       comm->barrier();
     } else if (i->parsed()) {
       run_collectively(*comm, [&] {
         if (comm->rank() != 0) return;
-        require_archive(i_archive);
+        require_archive(info_cmd.archive);
         bool verified = false;
-        write_stdout(archive_info(i_archive, i_json, i_verify, &verified));
-        if (i_verify && !verified) throw InputError(i_archive + ": verification failed");
+        write_stdout(archive_info(info_cmd.archive, info_cmd.json, info_cmd.verify, &verified));
+        if (info_cmd.verify && !verified)
+          throw InputError(info_cmd.archive + ": verification failed");
       });
     } else if (v->parsed()) {
       run_collectively(*comm, [&] {
         if (comm->rank() != 0) return;
-        require_archive(v_archive);
-        VerifyReport report = verify_archive(v_archive, v_threads);
-        write_stdout(v_json ? report.json() : report.text());
+        require_archive(verify_cmd.archive);
+        VerifyReport report = verify_archive(verify_cmd.archive, verify_cmd.threads);
+        write_stdout(verify_cmd.json ? report.json() : report.text());
         if (!report.ok)
-          throw InputError(v_archive + ": verification failed: " + report.first_failure());
+          throw InputError(verify_cmd.archive + ": verification failed: " + report.first_failure());
       });
     } else if (r->parsed()) {
       run_cmd.progress = progress;
@@ -476,14 +343,14 @@ int cli_main(int argc, char** argv) {
       else
         execute_run(run_cmd, *comm);
     } else if (sv->parsed()) {
-      sopt.cache_bytes = parse_size(cache_bytes, "--cache-bytes", true);
-      sopt.max_body = parse_size(max_body, "--max-body");
-      run_collectively(*comm, [&] { require_archive(sopt.archive); });
-      const int ranks = in_process_rank_count(serve_gpus, sopt.engine, *comm);
+      serve_cmd.options.cache_bytes = parse_size(serve_cmd.cache_bytes, "--cache-bytes", true);
+      serve_cmd.options.max_body = parse_size(serve_cmd.max_body, "--max-body");
+      run_collectively(*comm, [&] { require_archive(serve_cmd.options.archive); });
+      const int ranks = in_process_rank_count(serve_cmd.gpus, serve_cmd.options.engine, *comm);
       if (ranks > 1)
-        code = run_in_process(ranks, [&](Comm& rank) { serve(rank, sopt); });
+        code = run_in_process(ranks, [&](Comm& rank) { serve(rank, serve_cmd.options); });
       else
-        serve(*comm, sopt);
+        serve(*comm, serve_cmd.options);
     }
   } catch (...) {
     bool collective = false;
