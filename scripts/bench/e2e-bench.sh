@@ -174,34 +174,12 @@ if [ "${#wanted[@]}" -gt 0 ]; then
   say "collecting files under: $ROOTS"
   # Writes DATA/.lists/NAME.list (NUL-separated paths) for every generated corpus.
   # shellcheck disable=SC2086
-  python3 - "$DATA/.lists" "$LARGE_MB" "${wanted[*]}" $ROOTS <<'PY' 2>&1 | tee -a "$LOG"
-import os, re, stat, sys, zlib
+  PYTHONPATH="scripts/bench${PYTHONPATH:+:$PYTHONPATH}" \
+    python3 - "$DATA/.lists" "$LARGE_MB" "${wanted[*]}" $ROOTS <<'PY' 2>&1 | tee -a "$LOG"
+import os, re, sys, zlib
+from corpus_files import corpus_files
 out, large_mb, wanted, roots = sys.argv[1], float(sys.argv[2]), sys.argv[3].split(), sys.argv[4:]
-EXTS = {".py", ".pyi", ".h", ".hpp", ".c", ".cc", ".cpp", ".cxx", ".inl", ".cu", ".cuh", ".rst",
-        ".txt", ".md", ".html", ".tex", ".pm", ".pl", ".cmake", ".sh", ".js", ".xml"}
-real = sorted({os.path.realpath(r) for r in roots if os.path.isdir(r)})
-real = [r for r in real if not any(r != o and r.startswith(o.rstrip("/") + "/") for o in real)]
-found = []
-for root in real:
-    for dirpath, dirnames, filenames in os.walk(root):
-        for f in filenames:
-            if os.path.splitext(f)[1] not in EXTS:
-                continue
-            p = os.path.join(dirpath, f)
-            if re.search(r"[\s\x00-\x1f\x7f]", p):
-                continue
-            try:
-                st = os.lstat(p)
-            except OSError:
-                continue
-            if stat.S_ISREG(st.st_mode) and 0 < st.st_size < 2 * 1024 * 1024 and os.access(p, os.R_OK):
-                found.append((os.fsencode(p), st.st_size, (st.st_dev, st.st_ino)))
-found.sort()
-seen, files = set(), []
-for p, size, ino in found:
-    if ino not in seen:
-        seen.add(ino)
-        files.append((p, size))
+files = corpus_files(roots)
 total = sum(s for _, s in files)
 print(f"found {len(files)} files, {total / 1e6:.1f} MB")
 os.makedirs(out, exist_ok=True)

@@ -41,37 +41,17 @@ if [ -n "${CORPUS_MB:-}" ]; then
       done
     fi
     # shellcheck disable=SC2086
-    python3 - "$DATA/$c.list" "$CORPUS_MB" $ROOTS <<'PY'
-import os, re, stat, sys
+    PYTHONPATH="scripts/bench${PYTHONPATH:+:$PYTHONPATH}" \
+      python3 - "$DATA/$c.list" "$CORPUS_MB" $ROOTS <<'PY'
+import sys
+from corpus_files import corpus_files
 out, mb, roots = sys.argv[1], float(sys.argv[2]), sys.argv[3:]
-EXTS = {".py", ".pyi", ".h", ".hpp", ".c", ".cc", ".cpp", ".cxx", ".inl", ".cu", ".cuh", ".rst",
-        ".txt", ".md", ".html", ".tex", ".pm", ".pl", ".cmake", ".sh", ".js", ".xml"}
-real = sorted({os.path.realpath(r) for r in roots if os.path.isdir(r)})
-real = [r for r in real if not any(r != o and r.startswith(o.rstrip("/") + "/") for o in real)]
-found = []
-for root in real:
-    for dirpath, _, filenames in os.walk(root):
-        for f in filenames:
-            if os.path.splitext(f)[1] not in EXTS:
-                continue
-            p = os.path.join(dirpath, f)
-            if re.search(r"[\s\x00-\x1f\x7f]", p):
-                continue
-            try:
-                st = os.lstat(p)
-            except OSError:
-                continue
-            if stat.S_ISREG(st.st_mode) and 0 < st.st_size < 2 * 1024 * 1024 and os.access(p, os.R_OK):
-                found.append((os.fsencode(p), st.st_size, (st.st_dev, st.st_ino)))
-found.sort()
-seen, chosen, acc = set(), [], 0
-for p, size, ino in found:
+chosen, acc = [], 0
+for p, size in corpus_files(roots):
     if acc >= mb * 1e6:
         break
-    if ino not in seen:
-        seen.add(ino)
-        chosen.append(p)
-        acc += size
+    chosen.append(p)
+    acc += size
 print(f"corpus: {len(chosen)} files, {acc / 1e6:.1f} MB")
 with open(out, "wb") as f:
     f.write(b"".join(p + b"\0" for p in chosen))

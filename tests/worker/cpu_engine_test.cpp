@@ -266,7 +266,7 @@ TEST_F(CpuEngineTest, ThreadCountsAndDefaultNormalization) {
       Normalization none;  // default: identity without an explicit remap
       ShardRunStats stats;
       RecordBatch r = engine->run(*shard, q, none, stats);
-      EXPECT_EQ(diff(brute_force(g, none, q), to_map(r, 3)), "");
+      EXPECT_EQ(record_diff(brute_force(g, none, q), to_map(r, 3)), "");
     }
   }
 }

@@ -10,13 +10,13 @@
 #include <cstdint>
 #include <map>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "formats/dictionary.h"
 #include "formats/grammar.h"
 #include "tests/testutil/brute_force.h"
+#include "tests/testutil/record_diff.h"
 #include "worker/engine.h"
 #include "worker/query.h"
 #include "worker/records.h"
@@ -25,6 +25,7 @@ namespace gtadoc::testing_cpu {
 
 using Expected = testutil::BruteForceRecords;
 using testutil::brute_force;
+using testutil::record_diff;
 
 /// ~40 words: case variants, words --alnum trims or drops, bytes >= 0x80, in byte order.
 inline Dictionary test_dictionary() {
@@ -145,36 +146,6 @@ inline Expected to_map(const RecordBatch& b, uint32_t width) {
   return out;
 }
 
-inline std::string key_string(const std::vector<uint32_t>& k) {
-  std::ostringstream os;
-  os << "[";
-  for (size_t i = 0; i < k.size(); ++i) os << (i ? "," : "") << k[i];
-  os << "]";
-  return os.str();
-}
-
-/// "" when equal, else a description of the first differences.
-inline std::string diff(const Expected& want, const Expected& got) {
-  if (want == got) return "";
-  std::ostringstream os;
-  os << want.size() << " expected records, " << got.size() << " returned;";
-  int shown = 0;
-  for (const auto& [k, c] : want) {
-    auto it = got.find(k);
-    if (it == got.end() || it->second != c) {
-      os << " " << key_string(k) << " want " << c << " got "
-         << (it == got.end() ? std::string("none") : std::to_string(it->second)) << ";";
-      if (++shown == 5) return os.str();
-    }
-  }
-  for (const auto& [k, c] : got)
-    if (!want.count(k)) {
-      os << " unexpected " << key_string(k) << " = " << c << ";";
-      if (++shown == 5) break;
-    }
-  return os.str();
-}
-
 struct TaskConfig {
   Task task;
   bool per_doc = false;
@@ -222,7 +193,7 @@ inline int run_matrix(const ShardGrammar& g, const Dictionary& dict,
             ShardRunStats stats;
             RecordBatch b = engine->run(*shard, q, norm, stats);
             ++runs;
-            EXPECT_EQ(diff(want, to_map(b, key_layout(q).width)), "");
+            EXPECT_EQ(record_diff(want, to_map(b, key_layout(q).width)), "");
             if (t == Traversal::kAuto) {
               EXPECT_FALSE(stats.selector_reason.empty());
             } else {

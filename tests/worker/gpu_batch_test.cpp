@@ -21,7 +21,6 @@
 #include <memory>
 #include <optional>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -29,6 +28,7 @@
 #include "formats/dictionary.h"
 #include "formats/grammar.h"
 #include "tests/testutil/grammars.h"
+#include "tests/testutil/record_diff.h"
 #include "worker/query.h"
 #include "worker/records.h"
 
@@ -47,25 +47,6 @@ Rows reduced(const RecordBatch& b, uint32_t width) {
     r[std::vector<uint32_t>(k.begin(), k.end())] += b.counts[i];
   }
   return r;
-}
-
-std::string difference(const Rows& want, const Rows& got) {
-  if (want == got) return "";
-  std::ostringstream os;
-  os << want.size() << " keys expected, " << got.size() << " returned;";
-  int shown = 0;
-  for (const auto& [k, c] : want) {
-    auto it = got.find(k);
-    if (it == got.end() || it->second != c) {
-      os << " [";
-      for (uint32_t x : k) os << x << ",";
-      os << "] want " << c << " got " << (it == got.end() ? 0 : it->second) << ";";
-      if (++shown == 5) break;
-    }
-  }
-  for (const auto& [k, c] : got)
-    if (!want.count(k) && ++shown <= 8) os << " unexpected key of count " << c << ";";
-  return os.str();
 }
 
 /// 3 case variants and a punctuated form of 16 words, and punctuation --alnum drops.
@@ -167,7 +148,7 @@ class GpuBatchTest : public ::testing::Test {
           }
           std::vector<ShardRunStats> stats;
           const RecordBatch got = engine->run_batch(shards, q, norm, stats, 2);
-          EXPECT_EQ(difference(want, reduced(got, width)), "");
+          EXPECT_EQ(testutil::record_diff(want, reduced(got, width)), "");
           ASSERT_EQ(stats.size(), shards.size());
           for (const ShardRunStats& st : stats) {
             EXPECT_GE(st.init_s, 0);
@@ -295,7 +276,7 @@ TEST_F(GpuBatchTest, OutOfMemoryFallsBackToSmallerBatches) {
         for (int round = 0; round < 2; ++round) {  // the second call reuses what fitted
           std::vector<ShardRunStats> stats;
           const RecordBatch got = engine->run_batch(pointers(loaded), q, norm, stats, 2);
-          EXPECT_EQ(difference(want, reduced(got, width)), "");
+          EXPECT_EQ(testutil::record_diff(want, reduced(got, width)), "");
           EXPECT_EQ(stats.size(), loaded.size());
         }
         ++exact;

@@ -8,6 +8,7 @@
 
 #include "tests/testutil/brute_force.h"
 #include "tests/testutil/engine_cases.h"
+#include "tests/testutil/record_diff.h"
 
 #include "worker/engine.h"
 #include "worker/plan/shard_layout.h"
@@ -190,34 +191,11 @@ Rows canonical(const RecordBatch& b, uint32_t width, const std::string& who) {
   return rows;
 }
 
-std::string key_text(const std::vector<uint32_t>& k) {
-  std::ostringstream os;
-  os << "[";
-  for (size_t i = 0; i < k.size(); ++i) os << (i ? "," : "") << k[i];
-  return os.str() + "]";
-}
-
-/// "" when equal, else the first differences.
+/// "" when equal, else the first differences (tests/testutil/record_diff.h).
 std::string difference(const Rows& want, const Rows& got) {
   if (want == got) return "";
-  std::map<std::vector<uint32_t>, uint64_t> w(want.begin(), want.end()), g(got.begin(), got.end());
-  std::ostringstream os;
-  os << want.size() << " records expected, " << got.size() << " returned;";
-  int shown = 0;
-  for (const auto& [k, c] : w) {
-    auto it = g.find(k);
-    if (it == g.end() || it->second != c) {
-      os << " " << key_text(k) << " want " << c << " got "
-         << (it == g.end() ? std::string("none") : std::to_string(it->second)) << ";";
-      if (++shown == 6) return os.str();
-    }
-  }
-  for (const auto& [k, c] : g)
-    if (!w.count(k)) {
-      os << " unexpected " << key_text(k) << " = " << c << ";";
-      if (++shown == 6) break;
-    }
-  return os.str();
+  return testutil::record_diff(testutil::BruteForceRecords(want.begin(), want.end()),
+                               testutil::BruteForceRecords(got.begin(), got.end()));
 }
 
 using testutil::TaskCase;
