@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "coordinator/pipeline/shard_prefetch.h"
 #include "formats/archive.h"
 #include "tests/testutil/corpus.h"
+#include "tests/testutil/scoped_env.h"
 #include "worker/plan/shard_layout.h"
 
 namespace gtadoc {
@@ -121,20 +123,26 @@ namespace gtadoc {
 namespace {
 
 TEST(ShardPrefetch, ThreadsPerPreparationAreTwoOrTheSetting) {
-  ::unsetenv("GTADOC_PREPARE_THREADS");
-  EXPECT_EQ(ShardPrefetcher::threads_each_for(16), 2u);
-  EXPECT_EQ(ShardPrefetcher::threads_each_for(32), 2u);
-  EXPECT_EQ(ShardPrefetcher::threads_each_for(2), 2u);
-  EXPECT_EQ(ShardPrefetcher::threads_each_for(1), 1u);
-  ::setenv("GTADOC_PREPARE_THREADS", "3", 1);
-  EXPECT_EQ(ShardPrefetcher::threads_each_for(16), 3u);
-  ::setenv("GTADOC_PREPARE_THREADS", "0", 1);  // out of range: the default
-  EXPECT_EQ(ShardPrefetcher::threads_each_for(16), 2u);
-  ::unsetenv("GTADOC_PREPARE_THREADS");
+  {
+    testutil::ScopedEnv unset("GTADOC_PREPARE_THREADS", std::nullopt);
+    EXPECT_EQ(ShardPrefetcher::threads_each_for(16), 2u);
+    EXPECT_EQ(ShardPrefetcher::threads_each_for(32), 2u);
+    EXPECT_EQ(ShardPrefetcher::threads_each_for(2), 2u);
+    EXPECT_EQ(ShardPrefetcher::threads_each_for(1), 1u);
+  }
+  {
+    testutil::ScopedEnv three("GTADOC_PREPARE_THREADS", "3");
+    EXPECT_EQ(ShardPrefetcher::threads_each_for(16), 3u);
+  }
+  {
+    testutil::ScopedEnv zero("GTADOC_PREPARE_THREADS", "0");  // out of range: refused
+    EXPECT_THROW(ShardPrefetcher::threads_each_for(16), UsageError);
+  }
 }
 
 TEST(ShardPrefetch, DepthAndReadsAtOnce) {
-  ::unsetenv("GTADOC_PREFETCH_DEPTH");
+  testutil::ScopedEnv depth("GTADOC_PREFETCH_DEPTH", std::nullopt);
+  testutil::ScopedEnv reads("GTADOC_READS_AT_ONCE", std::nullopt);
   EXPECT_EQ(ShardPrefetcher::depth_for("cpu", 2), 2u);
   EXPECT_EQ(ShardPrefetcher::depth_for("cpu", 32), 8u);
   EXPECT_EQ(ShardPrefetcher::depth_for("cpu", 256), 16u);
