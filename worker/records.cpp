@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 
 #include "common/error.h"
 #include "common/parallel.h"
@@ -82,9 +83,11 @@ bool keys_increasing(const RecordBatch& b) {
   return true;
 }
 
-// Merges k > 2 increasing batches in one pass: a min-heap of the batches by their next key (one
-// output written once, where a tree of two-way merges writes every record log2(k) times).
+// Merges k > 2 increasing batches in one pass: a min-heap of the batches by their next key.
+// kWidth: the key width known at compile time (the word tasks' 1), or 0 to use `w`.
+template <uint32_t kWidth>
 RecordBatch merge_many(const std::vector<RecordBatch>& in, uint32_t w) {
+  if constexpr (kWidth != 0) w = kWidth;
   size_t total = 0;
   for (const RecordBatch& b : in) total += b.size();
   RecordBatch out;
@@ -93,8 +96,12 @@ RecordBatch merge_many(const std::vector<RecordBatch>& in, uint32_t w) {
   out.counts.resize(total);
   std::vector<size_t> at(in.size(), 0);
   auto key = [&](uint32_t b) { return in[b].keys.data() + at[b] * w; };
+  auto less = [&](const uint32_t* x, const uint32_t* y) {
+    if constexpr (kWidth == 1) return *x < *y;
+    return key_less(x, y, w);
+  };
   // std heap order: the batch whose next key is smallest on top.
-  auto later = [&](uint32_t x, uint32_t y) { return key_less(key(y), key(x), w); };
+  auto later = [&](uint32_t x, uint32_t y) { return less(key(y), key(x)); };
   std::vector<uint32_t> heap;
   for (uint32_t b = 0; b < in.size(); ++b)
     if (in[b].size() > 0) heap.push_back(b);
@@ -104,7 +111,7 @@ RecordBatch merge_many(const std::vector<RecordBatch>& in, uint32_t w) {
     std::pop_heap(heap.begin(), heap.end(), later);
     const uint32_t b = heap.back();
     const uint32_t* k = key(b);
-    if (n > 0 && std::memcmp(out.keys.data() + (n - 1) * w, k, w * sizeof(uint32_t)) == 0) {
+    if (n > 0 && !less(out.keys.data() + (n - 1) * w, k)) {  // equal: keys only increase
       out.counts[n - 1] += in[b].counts[at[b]];
     } else {
       std::memcpy(out.keys.data() + n * w, k, w * sizeof(uint32_t));
@@ -126,10 +133,25 @@ RecordBatch merge_increasing(std::vector<RecordBatch>&& batches, uint32_t width)
     empty.width = width;
     return empty;
   }
-  if (batches.size() > 2) {
-    RecordBatch out = merge_many(batches, width);
-    batches.clear();
-    return out;
+  // Rounds of up to kFanIn batches merged at once: few passes over the records, and a heap small
+  // enough to stay in cache (one heap over hundreds of batches compared no better than pairs).
+  constexpr size_t kFanIn = 16;
+  while (batches.size() > 2) {
+    std::vector<RecordBatch> next;
+    next.reserve((batches.size() + kFanIn - 1) / kFanIn);
+    for (size_t k = 0; k < batches.size(); k += kFanIn) {
+      const size_t e = std::min(batches.size(), k + kFanIn);
+      if (e - k == 1) {
+        next.push_back(std::move(batches[k]));
+        continue;
+      }
+      std::vector<RecordBatch> group(std::make_move_iterator(batches.begin() + k),
+                                     std::make_move_iterator(batches.begin() + e));
+      next.push_back(group.size() == 2 ? merge_two(group[0], group[1], width)
+                     : width == 1      ? merge_many<1>(group, width)
+                                       : merge_many<0>(group, width));
+    }
+    batches = std::move(next);
   }
   while (batches.size() > 1) {
     std::vector<RecordBatch> next;
