@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
-#include <iterator>
+#include <span>
 
 #include "common/error.h"
 #include "common/parallel.h"
@@ -83,10 +83,10 @@ bool keys_increasing(const RecordBatch& b) {
   return true;
 }
 
-// Merges k > 2 increasing batches in one pass: a min-heap of the batches by their next key.
+// Merges k >= 2 increasing batches in one pass: a min-heap of the batches by their next key.
 // kWidth: the key width known at compile time (the word tasks' 1), or 0 to use `w`.
 template <uint32_t kWidth>
-RecordBatch merge_many(const std::vector<RecordBatch>& in, uint32_t w) {
+RecordBatch merge_many(std::span<const RecordBatch> in, uint32_t w) {
   if constexpr (kWidth != 0) w = kWidth;
   size_t total = 0;
   for (const RecordBatch& b : in) total += b.size();
@@ -136,29 +136,19 @@ RecordBatch merge_increasing(std::vector<RecordBatch>&& batches, uint32_t width)
   // Rounds of up to kFanIn batches merged at once: few passes over the records, and a heap small
   // enough to stay in cache (one heap over hundreds of batches compared no better than pairs).
   constexpr size_t kFanIn = 16;
-  while (batches.size() > 2) {
+  while (batches.size() > 1) {
     std::vector<RecordBatch> next;
     next.reserve((batches.size() + kFanIn - 1) / kFanIn);
     for (size_t k = 0; k < batches.size(); k += kFanIn) {
-      const size_t e = std::min(batches.size(), k + kFanIn);
-      if (e - k == 1) {
+      const std::span<const RecordBatch> group(batches.data() + k,
+                                               std::min(kFanIn, batches.size() - k));
+      if (group.size() == 1)
         next.push_back(std::move(batches[k]));
-        continue;
-      }
-      std::vector<RecordBatch> group(std::make_move_iterator(batches.begin() + k),
-                                     std::make_move_iterator(batches.begin() + e));
-      next.push_back(group.size() == 2 ? merge_two(group[0], group[1], width)
-                     : width == 1      ? merge_many<1>(group, width)
-                                       : merge_many<0>(group, width));
+      else if (group.size() == 2)
+        next.push_back(merge_two(group[0], group[1], width));
+      else
+        next.push_back(width == 1 ? merge_many<1>(group, width) : merge_many<0>(group, width));
     }
-    batches = std::move(next);
-  }
-  while (batches.size() > 1) {
-    std::vector<RecordBatch> next;
-    next.reserve((batches.size() + 1) / 2);
-    for (size_t k = 0; k + 1 < batches.size(); k += 2)
-      next.push_back(merge_two(batches[k], batches[k + 1], width));
-    if (batches.size() % 2 == 1) next.push_back(std::move(batches.back()));
     batches = std::move(next);
   }
   RecordBatch out = std::move(batches[0]);

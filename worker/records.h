@@ -41,9 +41,9 @@ RecordBatch concatenate(std::vector<RecordBatch>&& batches, uint32_t width, unsi
 /// True when the keys of `b` strictly increase (lexicographic over the `width` values).
 bool keys_increasing(const RecordBatch& b);
 /// Batches of width `width` whose keys strictly increase (keys_increasing), merged into one whose
-/// keys strictly increase, the counts of equal keys summed: two batches by one two-way merge,
-/// more in one pass over a heap of the batches (each record written once). On one thread. The
-/// batches are consumed.
+/// keys strictly increase, the counts of equal keys summed: in rounds that merge up to 16 batches
+/// at once over a heap (two by a two-way merge), so each record is written about log16(batches)
+/// times. On one thread. The batches are consumed.
 RecordBatch merge_increasing(std::vector<RecordBatch>&& batches, uint32_t width);
 
 }  // namespace gtadoc
