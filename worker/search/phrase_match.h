@@ -1,0 +1,68 @@
+// Phrase occurrences counted on a shard's grammar, without expanding it (`gtadoc grep`,
+// `POST /v1/search`; docs/REFERENCE.md "Phrase search").
+//
+// A phrase of k normalized words (1..64) is matched by the shift-and automaton, whose state after
+// any word is a k-bit set (bit j: the last j+1 words equal the phrase's first j+1). Every rule is
+// summarized once per phrase in height order: its matches inside, the masks of its first k-1
+// words and the state its last words leave. A body (and a document's root segment) is then
+// scanned symbol by symbol: a sub-rule adds its own matches, the matches that start before it and
+// end in its first k-1 words, and hands on its state. Rules that hold no phrase word are
+// summarized by their (capped) length alone. Cost per shard and phrase: one pass over the rule
+// bodies plus k-1 masks per rule that holds a phrase word; memory: a byte and a few words per
+// rule, all sized by the shard. The engines are not involved: it reads the host grammar every
+// engine keeps (LoadedShard::grammar()).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/types.h"
+#include "formats/grammar.h"
+#include "worker/query.h"
+
+namespace gtadoc {
+
+inline constexpr uint32_t kMaxPhraseWords = 64;
+
+/// A phrase in normalized word ids (Normalization::dict), 1..kMaxPhraseWords words. `absent`:
+/// some word of it is in no document (it then matches nowhere).
+struct NormalizedPhrase {
+  std::vector<WordId> words;
+  bool absent = false;
+};
+
+/// Splits `text` into words (ASCII whitespace), normalizes each with `lowercase`/`alnum` and drops
+/// the words normalization drops. Throws UsageError when none is left or more than 64 are
+/// (`index` numbers the phrase in the messages, from 1).
+std::vector<std::string> phrase_words(std::string_view text, bool lowercase, bool alnum,
+                                      size_t index);
+
+/// Looks up normalized words in `norm.dict` (binary search); a word not there makes the phrase
+/// absent.
+NormalizedPhrase lookup_phrase(const std::vector<std::string>& words, const Normalization& norm);
+
+/// One document's count of one phrase (global document id).
+struct DocCount {
+  DocId doc = 0;
+  Count count = 0;
+};
+
+/// The documents of `g` holding `phrase` (normalized with `norm`), in document order, with
+/// their occurrence counts (overlapping occurrences count). Thread-safe on a shared grammar.
+std::vector<DocCount> count_phrase(const ShardGrammar& g, const NormalizedPhrase& phrase,
+                                   const Normalization& norm);
+
+/// Where the phrases occur in one document's normalized word stream: for each occurrence, the
+/// positions (in the document's unnormalized word list, as expand_document gives it) of its first
+/// and its last word. `words` are the document's global word ids in text order. Occurrences of
+/// all the phrases, sorted by first then last position.
+struct Occurrence {
+  uint64_t first = 0, last = 0;
+};
+std::vector<Occurrence> locate_phrases(const std::vector<WordId>& words,
+                                       const std::vector<NormalizedPhrase>& phrases,
+                                       const Normalization& norm);
+
+}  // namespace gtadoc
