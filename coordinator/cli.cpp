@@ -239,7 +239,9 @@ int cli_main(int argc, char** argv) {
     CLI::App* r = add_run_command(app, run_cmd);
     ServeCommand serve_cmd;
     CLI::App* sv = add_serve_command(app, serve_cmd);
-    for (CLI::App* sub : {&app, c, d, i, v, r, sv}) sub->footer(kValuePolicy);
+    GrepCommand grep_cmd;
+    CLI::App* gr = add_grep_command(app, grep_cmd);
+    for (CLI::App* sub : {&app, c, d, i, v, r, sv, gr}) sub->footer(kValuePolicy);
     std::vector<std::string> commands;
     for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
       commands.push_back(sub->get_name());
@@ -292,7 +294,8 @@ int cli_main(int argc, char** argv) {
     check_output(c, compress_cmd.output, false);
     check_output(d, decompress_cmd.output, false);
     check_output(r, run_cmd.output, true);
-    if (c->parsed() || d->parsed() || r->parsed()) {
+    check_output(gr, grep_cmd.output, true);
+    if (c->parsed() || d->parsed() || r->parsed() || gr->parsed()) {
       // A stop request (SIGINT, SIGTERM) removes this command's temporaries and exits 128+signal.
       install_crash_report();
       set_crash_rank(comm->rank(), comm->size());
@@ -342,6 +345,8 @@ int cli_main(int argc, char** argv) {
         });
       else
         execute_run(run_cmd, *comm);
+    } else if (gr->parsed()) {
+      execute_grep(grep_cmd, *comm);
     } else if (sv->parsed()) {
       serve_cmd.options.cache_bytes = parse_size(serve_cmd.cache_bytes, "--cache-bytes", true);
       serve_cmd.options.max_body = parse_size(serve_cmd.max_body, "--max-body");

@@ -118,6 +118,33 @@ CLI::App* add_run_command(CLI::App& app, RunCommand& cmd) {
   return r;
 }
 
+CLI::App* add_grep_command(CLI::App& app, GrepCommand& cmd) {
+  CLI::App* g = app.add_subcommand(
+      "grep", "Find the documents holding phrases (consecutive words), on the compressed text");
+  g->add_option("ARCHIVE", cmd.archive, "Archive directory")->required()->type_name("DIR");
+  g->add_option("PHRASE", cmd.spec.phrases,
+                "Words to find in sequence, 1 to 64, as one argument (quote it); several "
+                "phrases give one count column each")
+      ->required()
+      ->type_name("PHRASE");
+  g->add_flag("--all", cmd.all, "Documents holding every phrase (the default)");
+  g->add_flag("--any", cmd.any, "Documents holding at least one phrase");
+  g->add_flag("--count", cmd.count, "One total per phrase instead of one row per document");
+  g->add_flag("--lines", cmd.lines, "Print each line holding a match as doc:line:text");
+  g->add_flag("--lowercase", cmd.spec.lowercase, "Match ASCII letters in either case");
+  g->add_flag("--alnum", cmd.spec.alnum,
+              "Trim non-alphanumeric ASCII at both ends of words (text and phrases)");
+  g->add_flag("--ids", cmd.spec.ids, "Print document ids instead of names");
+  g->add_option("--format", cmd.format, "tsv (default) or json")->type_name("tsv|json");
+  g->add_option("-o,--output", cmd.output, "Output file (default: standard output)")
+      ->type_name("FILE");
+  g->add_flag("--force", cmd.force, "Replace an existing output file");
+  g->add_option("--threads", cmd.threads, "Worker threads per rank, 1..4096 (default: usable CPUs)")
+      ->check(count_range(1, kMaxThreads, "leave it out for the default"))
+      ->type_name("N");
+  return g;
+}
+
 CLI::App* add_serve_command(CLI::App& app, ServeCommand& cmd) {
   CLI::App* sv = app.add_subcommand("serve", "Serve queries over HTTP with the shards resident");
   sv->add_option("ARCHIVE", cmd.options.archive, "Archive directory")->required()->type_name("DIR");

@@ -12,6 +12,7 @@
 #include "coordinator/compress.h"
 #include "coordinator/decompress.h"
 #include "coordinator/run_command.h"
+#include "coordinator/search/grep_command.h"
 #include "coordinator/serve/service.h"
 
 namespace gtadoc {
@@ -50,6 +51,9 @@ CLI::App* add_verify_command(CLI::App& app, VerifyCommand& cmd);
 
 /// `gtadoc run ARCHIVE TASK...` (coordinator/run_command.h), with the checks of its counts.
 CLI::App* add_run_command(CLI::App& app, RunCommand& cmd);
+
+/// `gtadoc grep ARCHIVE PHRASE...` (coordinator/search/grep_command.h).
+CLI::App* add_grep_command(CLI::App& app, GrepCommand& cmd);
 
 /// `gtadoc serve ARCHIVE`.
 struct ServeCommand {
