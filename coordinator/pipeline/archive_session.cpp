@@ -262,6 +262,12 @@ NcclComm* ArchiveSession::nccl() {
 
 // The dictionary-sized tables below are made once per process: ranks that are threads of one
 // process share them (Comm::made_once), the maker using every such rank's threads.
+std::vector<std::pair<uint32_t, const ShardGrammar*>> ArchiveSession::resident_grammars() const {
+  std::vector<std::pair<uint32_t, const ShardGrammar*>> out;
+  for (size_t i = 0; i < loaded_.size(); ++i) out.emplace_back(loaded_ids_[i], &loaded_[i]->grammar());
+  return out;
+}
+
 const Normalization& ArchiveSession::normalization(bool lowercase, bool alnum) {
   const int slot = norm_slot(lowercase, alnum);
   std::shared_ptr<const Normalization>& norm = norms_[slot];

@@ -80,6 +80,9 @@ class ArchiveSession {
   bool resident() const { return options_.resident; }
   /// Grammar bytes (symbols) of the shards resident on this rank.
   uint64_t resident_bytes() const { return resident_bytes_; }
+  /// Resident: each loaded shard or document-range piece of one, as (shard id, its grammar: the
+  /// host copy every engine keeps), in load order.
+  std::vector<std::pair<uint32_t, const ShardGrammar*>> resident_grammars() const;
 
   /// Resident shards: runs a word count over them on this rank and drops its records, so that
   /// what the engine builds on a first query and reuses (the GPU engine's merged DAG of the

@@ -199,3 +199,61 @@ std::string query_key(const QuerySpec& s) {
 }
 
 }  // namespace gtadoc
+
+namespace gtadoc {
+
+SearchSpec search_from_json(std::string_view body, bool* format_given) {
+  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) throw UsageError("malformed JSON");
+  if (!j.is_object()) throw UsageError("the search must be a JSON object");
+  SearchSpec s;
+  bool have_phrases = false, all = false, count = false, lines = false;
+  if (format_given != nullptr) *format_given = false;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string name = field_name(it.key());
+    const json& v = it.value();
+    if (name == "phrases") {
+      s.phrases = get_strings(v, name, nullptr);
+      have_phrases = true;
+    } else if (name == "all") {
+      all = get_bool(v, name);
+    } else if (name == "any") {
+      s.any = get_bool(v, name);
+    } else if (name == "count") {
+      count = get_bool(v, name);
+    } else if (name == "lines") {
+      lines = get_bool(v, name);
+    } else if (name == "lowercase") {
+      s.lowercase = get_bool(v, name);
+    } else if (name == "alnum") {
+      s.alnum = get_bool(v, name);
+    } else if (name == "ids") {
+      s.ids = get_bool(v, name);
+    } else if (name == "format") {
+      s.format = parse_format(get_string(v, name), true);
+      if (format_given != nullptr) *format_given = true;
+    } else {
+      throw UsageError("unknown field " + user_text(it.key()));
+    }
+  }
+  if (!have_phrases) throw UsageError("missing \"phrases\"");
+  if (all && s.any) throw UsageError("\"all\" and \"any\" exclude each other");
+  if (count && lines) throw UsageError("\"count\" and \"lines\" exclude each other");
+  s.mode = count ? SearchSpec::Mode::kCount : lines ? SearchSpec::Mode::kLines : SearchSpec::Mode::kDocs;
+  validate_search(s);
+  return s;
+}
+
+std::string search_key(const SearchSpec& s) {
+  nlohmann::ordered_json j;
+  j["search"] = s.phrases;
+  j["any"] = s.any;
+  j["mode"] = static_cast<int>(s.mode);
+  j["ids"] = s.ids;
+  j["lowercase"] = s.lowercase;
+  j["alnum"] = s.alnum;
+  j["format"] = format_name(s.format);
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+}  // namespace gtadoc

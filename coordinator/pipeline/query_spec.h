@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "coordinator/search/phrase_search.h"
 #include "worker/query.h"
 
 namespace gtadoc {
@@ -48,5 +49,13 @@ QuerySpec query_from_json(std::string_view body);
 
 /// Canonical JSON of a validated spec: every field explicit, filters sorted and deduplicated.
 std::string query_key(const QuerySpec& spec);
+
+/// A `POST /v1/search` body: {"phrases": ["of the", ...]} and the options of `gtadoc grep` by
+/// name without dashes ("any", "all", "count", "lines", "lowercase", "alnum", "ids", "format":
+/// tsv, json or ndjson). Unknown fields, wrong types, conflicting options and bad phrases are
+/// UsageErrors. `format_given`: whether "format" was there (else the Accept header decides).
+SearchSpec search_from_json(std::string_view body, bool* format_given);
+/// The cache key of a validated search (never equal to a query_key).
+std::string search_key(const SearchSpec& spec);
 
 }  // namespace gtadoc

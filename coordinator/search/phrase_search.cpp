@@ -7,6 +7,7 @@
 #include "cluster/comm.h"
 #include "cluster/rows/text_format.h"
 #include "common/error.h"
+#include "common/parallel.h"
 
 namespace gtadoc {
 
@@ -240,17 +241,40 @@ void add_line_rows(const std::filesystem::path& archive, const Manifest& manifes
       if (json) {
         row += "{\"doc\":";
         append_doc(row, manifest, d, search.spec.ids, true);
-        row += ",\"line\":" + std::to_string(l) + ",\"text\":";
+        row += ",\"line\":";
+        row += std::to_string(l);
+        row += ",\"text\":";
         append_json_string(row, body);
         row += '}';
       } else {
         append_doc(row, manifest, d, search.spec.ids, false);
-        row += ':' + std::to_string(l) + ':';
+        row += ':';
+        row += std::to_string(l);
+        row += ':';
         row += body;
       }
       hits.lines[h].push_back(std::move(row));
     }
   }
+}
+
+SearchHits search_grammars(const std::filesystem::path& archive, const Manifest& manifest,
+                           std::vector<std::pair<uint32_t, const ShardGrammar*>> grammars,
+                           const PreparedSearch& search, const Normalization& norm,
+                           unsigned threads) {
+  std::sort(grammars.begin(), grammars.end(), [](const auto& a, const auto& b) {
+    return a.second->first_doc < b.second->first_doc;
+  });
+  std::vector<SearchHits> each(grammars.size());
+  parallel_for(grammars.size(), threads, [&](size_t i) {
+    each[i] = search_grammar(*grammars[i].second, search, norm);
+    if (search.spec.mode == SearchSpec::Mode::kLines)
+      add_line_rows(archive, manifest, grammars[i].first, *grammars[i].second, search, norm,
+                    each[i]);
+  });
+  SearchHits all;
+  for (SearchHits& h : each) all.append(std::move(h));
+  return all;
 }
 
 std::string render_search(const Manifest& manifest, const PreparedSearch& search,
@@ -266,11 +290,16 @@ std::string render_search(const Manifest& manifest, const PreparedSearch& search
         append_doc(row, manifest, hits.docs[i], search.spec.ids, json);
         if (json) {
           row += m == 1 ? ",\"count\":" : ",\"counts\":[";
-          for (size_t j = 0; j < m; ++j)
-            row += (j == 0 ? "" : ",") + std::to_string(hits.counts[i * m + j]);
+          for (size_t j = 0; j < m; ++j) {
+            if (j != 0) row += ',';
+            row += std::to_string(hits.counts[i * m + j]);
+          }
           row += m == 1 ? "}" : "]}";
         } else {
-          for (size_t j = 0; j < m; ++j) row += '\t' + std::to_string(hits.counts[i * m + j]);
+          for (size_t j = 0; j < m; ++j) {
+            row += '\t';
+            row += std::to_string(hits.counts[i * m + j]);
+          }
         }
         out.end_row();
       }
@@ -283,9 +312,13 @@ std::string render_search(const Manifest& manifest, const PreparedSearch& search
         if (json) {
           row += "{\"phrase\":";
           append_json_string(row, search.printed[j]);
-          row += ",\"count\":" + std::to_string(total) + "}";
+          row += ",\"count\":";
+          row += std::to_string(total);
+          row += '}';
         } else {
-          row += search.printed[j] + '\t' + std::to_string(total);
+          row += search.printed[j];
+          row += '\t';
+          row += std::to_string(total);
         }
         out.end_row();
       }

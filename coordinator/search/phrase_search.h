@@ -63,6 +63,14 @@ void add_line_rows(const std::filesystem::path& archive, const Manifest& manifes
                    const ShardGrammar& g, const PreparedSearch& search, const Normalization& norm,
                    SearchHits& hits);
 
+/// The hits of resident grammars ((shard id, grammar) pairs: shards or document-range pieces of
+/// them, in any order), searched `threads` at a time (0: every usable CPU); with --lines, each
+/// grammar's line rows (add_line_rows).
+SearchHits search_grammars(const std::filesystem::path& archive, const Manifest& manifest,
+                           std::vector<std::pair<uint32_t, const ShardGrammar*>> grammars,
+                           const PreparedSearch& search, const Normalization& norm,
+                           unsigned threads);
+
 /// Collective: gathers every rank's hits (each rank's documents ascending) on rank 0 and returns
 /// the whole output there (empty elsewhere).
 std::string gather_search_output(Comm& comm, const Manifest& manifest,

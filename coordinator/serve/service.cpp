@@ -22,6 +22,7 @@
 #include "coordinator/info.h"
 #include "coordinator/pipeline/archive_session.h"
 #include "coordinator/pipeline/query_pipeline.h"
+#include "coordinator/search/phrase_search.h"
 #include "coordinator/serve/http_server.h"
 #include "coordinator/serve/response_pipe.h"
 #include "coordinator/serve/response_writer.h"
@@ -90,18 +91,27 @@ std::string read_token(const std::string& file) {
   return token;
 }
 
-/// The message every rank receives for a query: its format, then the request body.
-std::vector<uint8_t> encode(OutputFormat format, const std::string& body) {
-  std::vector<uint8_t> msg(body.size() + 1);
-  msg[0] = static_cast<uint8_t>(format);
-  std::copy(body.begin(), body.end(), msg.begin() + 1);
+/// The message every rank receives for a request: its kind (0 query, 1 search), its format,
+/// then the request body.
+std::vector<uint8_t> encode(bool search, OutputFormat format, const std::string& body) {
+  std::vector<uint8_t> msg(body.size() + 2);
+  msg[0] = search ? 1 : 0;
+  msg[1] = static_cast<uint8_t>(format);
+  std::copy(body.begin(), body.end(), msg.begin() + 2);
   return msg;
 }
 
+bool is_search(const std::vector<uint8_t>& msg) {
+  return msg.at(0) == 1;
+}
+
+std::string_view body_of(const std::vector<uint8_t>& msg) {
+  return std::string_view(reinterpret_cast<const char*>(msg.data()) + 2, msg.size() - 2);
+}
+
 QuerySpec decode(const std::vector<uint8_t>& msg) {
-  QuerySpec spec = query_from_json(
-      std::string_view(reinterpret_cast<const char*>(msg.data()) + 1, msg.size() - 1));
-  spec.format = static_cast<OutputFormat>(msg[0]);
+  QuerySpec spec = query_from_json(body_of(msg));
+  spec.format = static_cast<OutputFormat>(msg[1]);
   spec.format_given = true;
   return spec;
 }
@@ -147,14 +157,70 @@ void reply_error(QueryJob& job, ServiceState& state, int status, const std::stri
   w.head(status, headers, static_cast<long long>(body.size()), job.keep_alive);
   w.raw(body.data(), body.size());
   w.end();
-  state.metrics.request("/v1/query", status);
-  state.metrics.query(task_name(job.spec.q.task), status,
+  state.metrics.request(job.endpoint(), status);
+  state.metrics.query(job.task(), status,
                       std::chrono::duration<double>(Clock::now() - job.received).count(), false);
+}
+
+/// Every rank: runs one broadcast search over its resident grammars; rank 0 (with `job`)
+/// answers it with the whole output (its length known: no chunks).
+void execute_search(Comm& comm, ArchiveSession& session, const std::vector<uint8_t>& msg,
+                    QueryJob* job, ServiceState* state) {
+  Timer timer;
+  std::string text;
+  try {
+    PreparedSearch search;
+    const Normalization* norm = nullptr;
+    SearchHits hits;
+    run_collectively(comm, [&] {
+      SearchSpec spec = search_from_json(body_of(msg), nullptr);
+      spec.format = static_cast<OutputFormat>(msg[1]);
+      norm = &session.normalization(spec.lowercase, spec.alnum);
+      search = prepare_search(spec, *norm);
+      hits = search_grammars(session.path(), session.manifest(), session.resident_grammars(),
+                             search, *norm, session.threads());
+    });
+    text = gather_search_output(comm, session.manifest(), search, std::move(hits));
+  } catch (const CollectiveError& e) {
+    if (job != nullptr) reply_error(*job, *state, status_of(e), e.what());
+    return;
+  }
+  if (job == nullptr) return;
+  const double searched = timer.seconds();
+  char timing[64];
+  std::snprintf(timing, sizeof timing, "search;dur=%.3f", searched * 1e3);
+  // Rows end with a newline (TSV, NDJSON; no row holds one) or are framed by "[\n" ... "\n]\n".
+  const uint64_t rows = static_cast<uint64_t>(std::count(text.begin(), text.end(), '\n')) -
+                        (job->spec.format == OutputFormat::kJson ? 2 : 0);
+  ResponseWriter w(*job->pipe, !job->http10);
+  w.head(200,
+         {{"Content-Type", content_type(job->spec.format)},
+          {"ETag", job->etag},
+          {"Cache-Control", "no-cache"},
+          {"X-Gtadoc-Rows", std::to_string(rows)},
+          {"Server-Timing", timing}},
+         static_cast<long long>(text.size()), job->keep_alive && !job->http10);
+  w.raw(text.data(), text.size());
+  w.end();
+  if (state->cache.admits(text.size())) {
+    auto copy = std::make_shared<CachedResult>();
+    copy->rows = rows;
+    copy->body.resize(text.size());
+    std::memcpy(copy->body.data(), text.data(), text.size());
+    state->cache.put(job->key, std::move(copy));
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - job->received).count();
+  state->metrics.request("/v1/search", 200);
+  state->metrics.query("search", 200, seconds, false);
+  state->metrics.response_spilled(job->pipe->spilled());
+  spdlog::info("search {}: {} bytes in {:.3f}s (search {:.3f}s)", job->key, text.size(), seconds,
+               searched);
 }
 
 /// Every rank: runs one broadcast query; rank 0 (with `job`) answers it.
 void execute(Comm& comm, ArchiveSession& session, const std::vector<uint8_t>& msg, QueryJob* job,
              ServiceState* state) {
+  if (is_search(msg)) return execute_search(comm, session, msg, job, state);
   const QuerySpec spec = decode(msg);
   QueryTimings t;
   std::unique_ptr<QueryResult> result;
@@ -340,8 +406,8 @@ void serve(Comm& comm, const ServeOptions& o) {
                static_cast<long long>(cached->body.size()), job->keep_alive && !job->http10);
         w.raw(cached->body.data(), cached->body.size());
         w.end();
-        state->metrics.request("/v1/query", 200);
-        state->metrics.query(task_name(job->spec.q.task), 200,
+        state->metrics.request(job->endpoint(), 200);
+        state->metrics.query(job->task(), 200,
                              std::chrono::duration<double>(Clock::now() - job->received).count(),
                              true);
         state->metrics.response_spilled(job->pipe->spilled());
@@ -349,7 +415,7 @@ void serve(Comm& comm, const ServeOptions& o) {
       }
     }
     state->metrics.set_in_flight(1);
-    std::vector<uint8_t> msg = encode(job->spec.format, job->body);
+    std::vector<uint8_t> msg = encode(job->is_search, job->spec.format, job->body);
     comm.broadcast_idle(msg);
     execute(comm, *session, msg, job.get(), state.get());
     update_memory(comm, *session, &state->metrics);

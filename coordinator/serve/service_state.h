@@ -28,6 +28,9 @@ namespace gtadoc {
 using Clock = std::chrono::steady_clock;
 
 struct QueryJob {
+  /// POST /v1/search (`search` holds the request; spec.format its format) or POST /v1/query.
+  bool is_search = false;
+  SearchSpec search;
   QuerySpec spec;
   std::string body;  ///< the request body (every rank parses the same text)
   std::string key;   ///< query_key(spec)
@@ -39,6 +42,9 @@ struct QueryJob {
   bool http10 = false;  ///< an HTTP/1.0 client: no chunked encoding, close after the response
   bool fresh = false;   ///< Cache-Control: no-cache: run it even when the cache has the answer
   Clock::time_point received, deadline;
+  const char* endpoint() const { return is_search ? "/v1/search" : "/v1/query"; }
+  /// The metrics' task label.
+  std::string task() const { return is_search ? "search" : task_name(spec.q.task); }
 };
 
 /// A bounded FIFO of jobs. push() fails when full or closed; pop() waits for a job and returns
