@@ -30,19 +30,24 @@ struct WordMasks {
   std::vector<uint8_t> kept;   ///< empty: every word is kept (no word dropped)
 };
 
+/// The masks of the shard's words; empty masks when some word of the phrase is not in the shard
+/// (nothing can match: found without a pass over the shard's vocabulary when no word is dropped).
 WordMasks word_masks(const ShardGrammar& g, const NormalizedPhrase& phrase,
                      const Normalization& norm) {
   WordMasks m;
-  m.mask.assign(g.num_words, 0);
   if (norm.identity) {
     // Normalized ids are global ids: each phrase word is one local word, if the shard has it.
+    std::vector<uint32_t> local(phrase.words.size());
     for (uint32_t j = 0; j < phrase.words.size(); ++j) {
       auto it = std::lower_bound(g.local_words.begin(), g.local_words.end(), phrase.words[j]);
-      if (it != g.local_words.end() && *it == phrase.words[j])
-        m.mask[it - g.local_words.begin()] |= uint64_t{1} << j;
+      if (it == g.local_words.end() || *it != phrase.words[j]) return m;
+      local[j] = static_cast<uint32_t>(it - g.local_words.begin());
     }
+    m.mask.assign(g.num_words, 0);
+    for (uint32_t j = 0; j < phrase.words.size(); ++j) m.mask[local[j]] |= uint64_t{1} << j;
     return m;
   }
+  m.mask.assign(g.num_words, 0);
   // The phrase's distinct words with the positions they take, for a binary search per word.
   std::vector<std::pair<WordId, uint64_t>> positions;
   for (uint32_t j = 0; j < phrase.words.size(); ++j) positions.emplace_back(phrase.words[j], 0);
@@ -214,6 +219,7 @@ std::vector<DocCount> count_phrase(const ShardGrammar& g, const NormalizedPhrase
   if (phrase.absent || phrase.words.empty() || g.num_docs == 0) return out;
   const Automaton a(static_cast<uint32_t>(phrase.words.size()));
   const WordMasks masks = word_masks(g, phrase, norm);
+  if (masks.mask.empty()) return out;
   uint64_t seen = 0;  // the phrase positions some word of the shard matches
   for (uint64_t m : masks.mask) seen |= m;
   if (seen != (a.hit | a.keep)) return out;  // a word of the phrase is not in this shard
