@@ -76,7 +76,7 @@ void execute_grep(GrepCommand& cmd, Comm& comm) {
     parallel_for(per_shard.size(), outer, [&](size_t i) {
       const uint32_t shard = mine[i];
       const ShardGrammar g = read_shard_grammar(cmd.archive, manifest, shard, inner);
-      per_shard[i] = search_grammar(g, search, norm);
+      per_shard[i] = search_grammar(g, nullptr, search, norm);
       if (cmd.spec.mode == SearchSpec::Mode::kLines)
         add_line_rows(cmd.archive, manifest, shard, g, search, norm, per_shard[i]);
     });

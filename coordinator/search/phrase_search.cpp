@@ -153,14 +153,17 @@ void SearchHits::append(SearchHits&& other) {
   for (auto& rows : other.lines) lines.push_back(std::move(rows));
 }
 
-SearchHits search_grammar(const ShardGrammar& g, const PreparedSearch& search,
-                          const Normalization& norm) {
+SearchHits search_grammar(const ShardGrammar& g, const ShardSearchIndex* index,
+                          const PreparedSearch& search, const Normalization& norm) {
   const size_t m = search.phrases.size();
   // Document -> its count of each phrase, for the documents holding at least one.
   std::map<DocId, std::vector<Count>> found;
   for (size_t j = 0; j < m; ++j) {
     if (!search.spec.any && j != 0 && found.empty()) break;  // --all: nothing can be selected
-    for (const DocCount& dc : count_phrase(g, search.phrases[j], norm)) {
+    const std::vector<DocCount> counts = index != nullptr
+                                             ? count_phrase(g, *index, search.phrases[j], norm)
+                                             : count_phrase(g, search.phrases[j], norm);
+    for (const DocCount& dc : counts) {
       auto [it, fresh] = found.try_emplace(dc.doc);
       if (fresh) it->second.assign(m, 0);
       it->second[j] = dc.count;
@@ -259,18 +262,17 @@ void add_line_rows(const std::filesystem::path& archive, const Manifest& manifes
 }
 
 SearchHits search_grammars(const std::filesystem::path& archive, const Manifest& manifest,
-                           std::vector<std::pair<uint32_t, const ShardGrammar*>> grammars,
-                           const PreparedSearch& search, const Normalization& norm,
-                           unsigned threads) {
-  std::sort(grammars.begin(), grammars.end(), [](const auto& a, const auto& b) {
-    return a.second->first_doc < b.second->first_doc;
+                           std::vector<SearchTarget> targets, const PreparedSearch& search,
+                           const Normalization& norm, unsigned threads) {
+  std::sort(targets.begin(), targets.end(), [](const SearchTarget& a, const SearchTarget& b) {
+    return a.grammar->first_doc < b.grammar->first_doc;
   });
-  std::vector<SearchHits> each(grammars.size());
-  parallel_for(grammars.size(), threads, [&](size_t i) {
-    each[i] = search_grammar(*grammars[i].second, search, norm);
+  std::vector<SearchHits> each(targets.size());
+  parallel_for(targets.size(), threads, [&](size_t i) {
+    const SearchTarget& t = targets[i];
+    each[i] = search_grammar(*t.grammar, t.index, search, norm);
     if (search.spec.mode == SearchSpec::Mode::kLines)
-      add_line_rows(archive, manifest, grammars[i].first, *grammars[i].second, search, norm,
-                    each[i]);
+      add_line_rows(archive, manifest, t.shard, *t.grammar, search, norm, each[i]);
   });
   SearchHits all;
   for (SearchHits& h : each) all.append(std::move(h));

@@ -18,6 +18,7 @@
 #include "formats/grammar.h"
 #include "worker/query.h"
 #include "worker/search/phrase_match.h"
+#include "worker/search/shard_index.h"
 
 namespace gtadoc {
 
@@ -52,9 +53,11 @@ struct SearchHits {
   void append(SearchHits&& other);
 };
 
-/// The selected documents of one grammar (a shard or a document-range piece of one).
-SearchHits search_grammar(const ShardGrammar& g, const PreparedSearch& search,
-                          const Normalization& norm);
+/// The selected documents of one grammar (a shard or a document-range piece of one); with its
+/// search index (worker/search/shard_index.h) only the rules and documents above the phrases'
+/// words are visited, else the whole grammar once per phrase.
+SearchHits search_grammar(const ShardGrammar& g, const ShardSearchIndex* index,
+                          const PreparedSearch& search, const Normalization& norm);
 
 /// Adds the line rows of `hits`' documents (all in shard `shard`, whose grammar or a piece of it
 /// holding them is `g`): reads the shard's whitespace layout and rebuilds those documents only.
@@ -63,13 +66,18 @@ void add_line_rows(const std::filesystem::path& archive, const Manifest& manifes
                    const ShardGrammar& g, const PreparedSearch& search, const Normalization& norm,
                    SearchHits& hits);
 
-/// The hits of resident grammars ((shard id, grammar) pairs: shards or document-range pieces of
-/// them, in any order), searched `threads` at a time (0: every usable CPU); with --lines, each
-/// grammar's line rows (add_line_rows).
+/// A resident grammar to search: a shard or a document-range piece of one, and its index (or
+/// null).
+struct SearchTarget {
+  uint32_t shard = 0;
+  const ShardGrammar* grammar = nullptr;
+  const ShardSearchIndex* index = nullptr;
+};
+/// The hits of resident grammars (in any order), searched `threads` at a time (0: every usable
+/// CPU); with --lines, each grammar's line rows (add_line_rows).
 SearchHits search_grammars(const std::filesystem::path& archive, const Manifest& manifest,
-                           std::vector<std::pair<uint32_t, const ShardGrammar*>> grammars,
-                           const PreparedSearch& search, const Normalization& norm,
-                           unsigned threads);
+                           std::vector<SearchTarget> targets, const PreparedSearch& search,
+                           const Normalization& norm, unsigned threads);
 
 /// Collective: gathers every rank's hits (each rank's documents ascending) on rank 0 and returns
 /// the whole output there (empty elsewhere).

@@ -23,6 +23,7 @@
 #include "coordinator/pipeline/archive_session.h"
 #include "coordinator/pipeline/query_pipeline.h"
 #include "coordinator/search/phrase_search.h"
+#include "coordinator/search/resident_index.h"
 #include "coordinator/serve/http_server.h"
 #include "coordinator/serve/response_pipe.h"
 #include "coordinator/serve/response_writer.h"
@@ -164,8 +165,8 @@ void reply_error(QueryJob& job, ServiceState& state, int status, const std::stri
 
 /// Every rank: runs one broadcast search over its resident grammars; rank 0 (with `job`)
 /// answers it with the whole output (its length known: no chunks).
-void execute_search(Comm& comm, ArchiveSession& session, const std::vector<uint8_t>& msg,
-                    QueryJob* job, ServiceState* state) {
+void execute_search(Comm& comm, ArchiveSession& session, ResidentSearchIndex& index,
+                    const std::vector<uint8_t>& msg, QueryJob* job, ServiceState* state) {
   Timer timer;
   std::string text;
   try {
@@ -177,8 +178,8 @@ void execute_search(Comm& comm, ArchiveSession& session, const std::vector<uint8
       spec.format = static_cast<OutputFormat>(msg[1]);
       norm = &session.normalization(spec.lowercase, spec.alnum);
       search = prepare_search(spec, *norm);
-      hits = search_grammars(session.path(), session.manifest(), session.resident_grammars(),
-                             search, *norm, session.threads());
+      hits = search_grammars(session.path(), session.manifest(), index.targets(), search, *norm,
+                             session.threads());
     });
     text = gather_search_output(comm, session.manifest(), search, std::move(hits));
   } catch (const CollectiveError& e) {
@@ -218,9 +219,9 @@ void execute_search(Comm& comm, ArchiveSession& session, const std::vector<uint8
 }
 
 /// Every rank: runs one broadcast query; rank 0 (with `job`) answers it.
-void execute(Comm& comm, ArchiveSession& session, const std::vector<uint8_t>& msg, QueryJob* job,
-             ServiceState* state) {
-  if (is_search(msg)) return execute_search(comm, session, msg, job, state);
+void execute(Comm& comm, ArchiveSession& session, ResidentSearchIndex& index,
+             const std::vector<uint8_t>& msg, QueryJob* job, ServiceState* state) {
+  if (is_search(msg)) return execute_search(comm, session, index, msg, job, state);
   const QuerySpec spec = decode(msg);
   QueryTimings t;
   std::unique_ptr<QueryResult> result;
@@ -355,6 +356,8 @@ void serve(Comm& comm, const ServeOptions& o) {
     server = std::make_unique<HttpServer>(*state, listen.address, listen.port);
   });
   update_memory(comm, *session, state ? &state->metrics : nullptr);
+  // Phrase search's indexes of the resident grammars, built while the service already answers.
+  ResidentSearchIndex search_index(session->resident_grammars(), session->threads());
 
   if (comm.rank() != 0) {
     // Stop requests reach every rank; rank 0 decides when the service ends and tells the others.
@@ -366,7 +369,7 @@ void serve(Comm& comm, const ServeOptions& o) {
       std::vector<uint8_t> msg;
       comm.broadcast_idle(msg);
       if (msg.empty()) break;
-      execute(comm, *session, msg, nullptr, nullptr);
+      execute(comm, *session, search_index, msg, nullptr, nullptr);
       update_memory(comm, *session, nullptr);
     }
     return;
@@ -417,7 +420,7 @@ void serve(Comm& comm, const ServeOptions& o) {
     state->metrics.set_in_flight(1);
     std::vector<uint8_t> msg = encode(job->is_search, job->spec.format, job->body);
     comm.broadcast_idle(msg);
-    execute(comm, *session, msg, job.get(), state.get());
+    execute(comm, *session, search_index, msg, job.get(), state.get());
     update_memory(comm, *session, &state->metrics);
     state->metrics.set_in_flight(0);
   }

@@ -9,6 +9,7 @@
 
 #include "common/error.h"
 #include "tests/testutil/grammars.h"
+#include "worker/search/shard_index.h"
 
 namespace gtadoc {
 namespace {
@@ -25,10 +26,20 @@ Count brute_count(const std::vector<WordId>& words, const std::vector<WordId>& p
   return c;
 }
 
+NormalizedPhrase phrase_of(std::vector<WordId> words, const Normalization& norm,
+                           bool absent = false) {
+  NormalizedPhrase p;
+  p.words = std::move(words);
+  p.absent = absent;
+  find_members(p, norm);
+  return p;
+}
+
 /// Words 0..n-1 with 0 and 1 merged into normalized word 0, word 2 dropped, others shifted.
 Normalization merging_normalization(uint32_t words) {
   Normalization norm;
   norm.identity = false;
+  norm.cache_key = 7;
   for (uint32_t w = 0; w < words; ++w)
     norm.remap.push_back(w <= 1 ? 0 : w == 2 ? kDroppedWord : w - 2);
   return norm;
@@ -39,21 +50,26 @@ void check_random(const Normalization& norm, uint32_t words, uint32_t normalized
   std::mt19937_64 rng(seed);
   const RawGrammar raw = testutil::random_raw_grammar(words, 6, 40, 30, seed);
   const ShardGrammar g = finalize_grammar(words, 100, 6, raw);
+  const ShardSearchIndex index(g);
   std::vector<std::vector<WordId>> docs(6);
   for (uint32_t d = 0; d < 6; ++d) expand_document(g, d, docs[d]);
   for (int trial = 0; trial < 60; ++trial) {
-    NormalizedPhrase p;
+    std::vector<WordId> words;
     const size_t k = 1 + rng() % (trial < 40 ? 5 : 64);
-    for (size_t j = 0; j < k; ++j) p.words.push_back(static_cast<WordId>(rng() % normalized_words));
-    if (trial % 7 == 0) p.words.assign(k, p.words[0]);  // "a a a": overlapping occurrences
+    for (size_t j = 0; j < k; ++j) words.push_back(static_cast<WordId>(rng() % normalized_words));
+    if (trial % 7 == 0) words.assign(k, words[0]);  // "a a a": overlapping occurrences
+    const NormalizedPhrase p = phrase_of(words, norm);
     std::vector<DocCount> expected;
     for (uint32_t d = 0; d < 6; ++d)
       if (Count c = brute_count(docs[d], p.words, norm)) expected.push_back({100 + d, c});
-    const std::vector<DocCount> got = count_phrase(g, p, norm);
-    ASSERT_EQ(got.size(), expected.size()) << "seed " << seed << " trial " << trial;
-    for (size_t i = 0; i < got.size(); ++i) {
-      EXPECT_EQ(got[i].doc, expected[i].doc) << "seed " << seed << " trial " << trial;
-      EXPECT_EQ(got[i].count, expected[i].count) << "seed " << seed << " trial " << trial;
+    for (bool indexed : {false, true}) {
+      const std::vector<DocCount> got =
+          indexed ? count_phrase(g, index, p, norm) : count_phrase(g, p, norm);
+      ASSERT_EQ(got.size(), expected.size()) << "seed " << seed << " trial " << trial << " index " << indexed;
+      for (size_t i = 0; i < got.size(); ++i) {
+        EXPECT_EQ(got[i].doc, expected[i].doc) << "seed " << seed << " trial " << trial;
+        EXPECT_EQ(got[i].count, expected[i].count) << "seed " << seed << " trial " << trial;
+      }
     }
   }
 }
@@ -77,10 +93,11 @@ TEST(PhraseMatch, OverlappingOccurrencesAllCount) {
   raw.offsets = {0, 2, 4};
   const ShardGrammar g = finalize_grammar(1, 0, 1, raw);
   Normalization identity;
-  EXPECT_EQ(count_phrase(g, {{0, 0}, false}, identity).at(0).count, 3u);
-  EXPECT_EQ(count_phrase(g, {{0, 0, 0}, false}, identity).at(0).count, 2u);
-  EXPECT_TRUE(count_phrase(g, {{0, 0, 0, 0, 0}, false}, identity).empty());
-  EXPECT_TRUE(count_phrase(g, {{0}, true}, identity).empty());  // absent from the archive
+  EXPECT_EQ(count_phrase(g, phrase_of({0, 0}, identity), identity).at(0).count, 3u);
+  EXPECT_EQ(count_phrase(g, phrase_of({0, 0, 0}, identity), identity).at(0).count, 2u);
+  EXPECT_TRUE(count_phrase(g, phrase_of({0, 0, 0, 0, 0}, identity), identity).empty());
+  // absent from the archive
+  EXPECT_TRUE(count_phrase(g, phrase_of({0}, identity, true), identity).empty());
 }
 
 TEST(PhraseMatch, PhraseWordsAreNormalizedAndBounded) {
@@ -98,7 +115,8 @@ TEST(PhraseMatch, LocateGivesFirstAndLastWordOfEachOccurrence) {
   Normalization norm = merging_normalization(4);  // 0,1 -> 0; 2 dropped; 3 -> 1
   // words: 0 2 1 3 0 -> stream 0 0 1 0 (positions 0 2 3 4)
   const std::vector<WordId> words = {0, 2, 1, 3, 0};
-  const std::vector<Occurrence> occ = locate_phrases(words, {{{0, 1}, false}, {{0}, false}}, norm);
+  const std::vector<Occurrence> occ =
+      locate_phrases(words, {phrase_of({0, 1}, norm), phrase_of({0}, norm)}, norm);
   ASSERT_EQ(occ.size(), 4u);
   EXPECT_EQ(occ[0].first, 0u);
   EXPECT_EQ(occ[0].last, 0u);
@@ -107,6 +125,33 @@ TEST(PhraseMatch, LocateGivesFirstAndLastWordOfEachOccurrence) {
   EXPECT_EQ(occ[2].first, 2u);
   EXPECT_EQ(occ[2].last, 3u);
   EXPECT_EQ(occ[3].first, 4u);
+}
+
+TEST(ShardSearchIndex, HoldersAndDocumentsAreThoseOfTheBodies) {
+  for (uint64_t seed = 1; seed <= 10; ++seed) {
+    const RawGrammar raw = testutil::random_raw_grammar(8, 5, 30, 20, seed);
+    const ShardGrammar g = finalize_grammar(8, 0, 5, raw);
+    const ShardSearchIndex index(g);
+    const uint32_t values = g.num_words + g.num_rules();
+    for (Symbol s = 0; s < values; ++s) {
+      std::vector<RuleId> rules;
+      for (RuleId r = 0; r < g.root(); ++r)
+        if (std::find(g.symbols.begin() + g.body_begin(r), g.symbols.begin() + g.body_end(r), s) !=
+            g.symbols.begin() + g.body_end(r))
+          rules.push_back(r);
+      std::vector<uint32_t> docs;
+      for (uint32_t d = 0; d < g.num_docs; ++d) {
+        const auto [b, e] = g.doc_segment(d);
+        if (std::find(g.symbols.begin() + b, g.symbols.begin() + e, s) != g.symbols.begin() + e)
+          docs.push_back(d);
+      }
+      const auto h = index.holders(s);
+      const auto ds = index.documents(s);
+      EXPECT_EQ(std::vector<RuleId>(h.begin(), h.end()), rules) << "seed " << seed << " s " << s;
+      EXPECT_EQ(std::vector<uint32_t>(ds.begin(), ds.end()), docs) << "seed " << seed << " s " << s;
+    }
+    EXPECT_GT(index.bytes(), 0u);
+  }
 }
 
 }  // namespace

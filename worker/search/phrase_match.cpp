@@ -1,9 +1,13 @@
 #include "worker/search/phrase_match.h"
 
 #include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "common/error.h"
+#include "common/parallel.h"
+#include "worker/search/shard_index.h"
 
 namespace gtadoc {
 
@@ -23,79 +27,91 @@ struct Automaton {
       : k(words), hit(uint64_t{1} << (words - 1)), keep(hit - 1) {}
 };
 
-/// Per word of a shard: the phrase positions it matches, and whether it stays in the normalized
-/// stream (normalization may drop it).
-struct WordMasks {
-  std::vector<uint64_t> mask;  ///< num_words entries
-  std::vector<uint8_t> kept;   ///< empty: every word is kept (no word dropped)
+/// The shard's words that match some phrase position, with the positions they match (sorted
+/// by local id, a handful), and the normalization deciding which words stay in the stream.
+class WordMasks {
+ public:
+  WordMasks(const ShardGrammar& g, const Normalization& norm) : g_(g), norm_(norm) {}
+  /// Finds the local words of every position's members; false when a position has none here
+  /// (the phrase cannot occur in this shard).
+  bool build(const NormalizedPhrase& phrase) {
+    if (phrase.members.size() != phrase.words.size())
+      throw InternalError("phrase search: the phrase's members were not looked up");
+    for (uint32_t j = 0; j < phrase.members.size(); ++j) {
+      bool any = false;
+      for (WordId w : phrase.members[j]) {
+        auto it = std::lower_bound(g_.local_words.begin(), g_.local_words.end(), w);
+        if (it == g_.local_words.end() || *it != w) continue;
+        masks_.emplace_back(static_cast<Symbol>(it - g_.local_words.begin()), uint64_t{1} << j);
+        any = true;
+      }
+      if (!any) return false;
+    }
+    std::sort(masks_.begin(), masks_.end());
+    size_t out = 0;  // one entry per word, its positions ORed
+    for (size_t i = 0; i < masks_.size(); ++i) {
+      if (out != 0 && masks_[out - 1].first == masks_[i].first)
+        masks_[out - 1].second |= masks_[i].second;
+      else
+        masks_[out++] = masks_[i];
+    }
+    masks_.resize(out);
+    return true;
+  }
+  uint64_t mask(Symbol w) const {
+    auto it = std::lower_bound(masks_.begin(), masks_.end(), std::pair<Symbol, uint64_t>{w, 0});
+    return it != masks_.end() && it->first == w ? it->second : 0;
+  }
+  bool kept(Symbol w) const { return norm_.identity || norm_.map(g_.local_words[w]) != kDroppedWord; }
+  const std::vector<std::pair<Symbol, uint64_t>>& words() const { return masks_; }
+
+ private:
+  const ShardGrammar& g_;
+  const Normalization& norm_;
+  std::vector<std::pair<Symbol, uint64_t>> masks_;
 };
 
-/// The masks of the shard's words; empty masks when some word of the phrase is not in the shard
-/// (nothing can match: found without a pass over the shard's vocabulary when no word is dropped).
-WordMasks word_masks(const ShardGrammar& g, const NormalizedPhrase& phrase,
-                     const Normalization& norm) {
-  WordMasks m;
-  if (norm.identity) {
-    // Normalized ids are global ids: each phrase word is one local word, if the shard has it.
-    std::vector<uint32_t> local(phrase.words.size());
-    for (uint32_t j = 0; j < phrase.words.size(); ++j) {
-      auto it = std::lower_bound(g.local_words.begin(), g.local_words.end(), phrase.words[j]);
-      if (it == g.local_words.end() || *it != phrase.words[j]) return m;
-      local[j] = static_cast<uint32_t>(it - g.local_words.begin());
-    }
-    m.mask.assign(g.num_words, 0);
-    for (uint32_t j = 0; j < phrase.words.size(); ++j) m.mask[local[j]] |= uint64_t{1} << j;
-    return m;
-  }
-  m.mask.assign(g.num_words, 0);
-  // The phrase's distinct words with the positions they take, for a binary search per word.
-  std::vector<std::pair<WordId, uint64_t>> positions;
-  for (uint32_t j = 0; j < phrase.words.size(); ++j) positions.emplace_back(phrase.words[j], 0);
-  std::sort(positions.begin(), positions.end());
-  positions.erase(std::unique(positions.begin(), positions.end()), positions.end());
-  for (uint32_t j = 0; j < phrase.words.size(); ++j)
-    std::lower_bound(positions.begin(), positions.end(), std::pair<WordId, uint64_t>{phrase.words[j], 0})
-        ->second |= uint64_t{1} << j;
-  m.kept.assign(g.num_words, 1);
-  for (uint32_t w = 0; w < g.num_words; ++w) {
-    const WordId n = norm.map(g.local_words[w]);
-    if (n == kDroppedWord) {
-      m.kept[w] = 0;
-      continue;
-    }
-    auto it = std::lower_bound(positions.begin(), positions.end(),
-                               std::pair<WordId, uint64_t>{n, 0});
-    if (it != positions.end() && it->first == n) m.mask[w] = it->second;
-  }
-  return m;
-}
+constexpr uint32_t kNoSlot = 0xFFFFFFFFu;
 
-/// Summaries of a shard's rules for one phrase (see the header).
+/// Summary slots of every rule of a shard (the full pass).
+struct DenseSlots {
+  std::vector<uint32_t> slot;
+  explicit DenseSlots(size_t rules) : slot(rules, kNoSlot) {}
+  uint32_t find(RuleId r) const { return slot[r]; }
+  void set(RuleId r, uint32_t s) { slot[r] = s; }
+};
+/// Summary slots of the few rules a lookup visits (with an index).
+struct SparseSlots {
+  std::unordered_map<RuleId, uint32_t> slot;
+  uint32_t find(RuleId r) const {
+    auto it = slot.find(r);
+    return it == slot.end() ? kNoSlot : it->second;
+  }
+  void set(RuleId r, uint32_t s) { slot.emplace(r, s); }
+};
+
+/// Summaries of the rules that hold a phrase word, for one phrase (see the header). Rules must be
+/// summarized children first (ascending ids); a rule without a slot holds no phrase word.
+template <class Slots>
 class RuleSummaries {
  public:
-  RuleSummaries(const ShardGrammar& g, const Automaton& a, const WordMasks& w)
-      : g_(g), a_(a), w_(w), len_(g.num_rules(), 0), slot_(g.num_rules(), kNone) {
-    const uint32_t nw = g.num_words;
-    std::vector<uint8_t> relevant(g.num_rules(), 0);
-    for (RuleId r = 0; r < g.root(); ++r) {  // children come first (ids by height)
-      uint32_t len = 0;
-      bool rel = false;
-      for (uint64_t i = g.body_begin(r); i < g.body_end(r); ++i) {
-        const Symbol s = g.symbols[i];
-        if (is_word(s, nw)) {
-          len += kept(s);
-          rel = rel || w.mask[s] != 0;
-        } else {
-          const RuleId c = rule_of(s, nw);
-          len += len_[c];
-          rel = rel || relevant[c];
-        }
-        len = std::min<uint32_t>(len, kLenCap);
-      }
-      len_[r] = static_cast<uint8_t>(len);
-      relevant[r] = rel;
-      if (rel) summarize(r);
-    }
+  RuleSummaries(const ShardGrammar& g, const Automaton& a, const WordMasks& w,
+                const std::vector<uint8_t>& len, Slots slots)
+      : g_(g), a_(a), w_(w), len_(len), slots_(std::move(slots)) {}
+
+  /// Summarizes rule r (its children that hold phrase words summarized already).
+  void summarize(RuleId r) {
+    std::vector<uint64_t>& prefix = scratch_;
+    prefix.clear();
+    uint64_t state = 0;
+    Summary s;
+    s.inner = scan(g_.body_begin(r), g_.body_end(r), state, &prefix);
+    s.state = state;
+    s.prefix_at = prefix_.size();
+    s.prefix_size = static_cast<uint32_t>(prefix.size());
+    prefix_.insert(prefix_.end(), prefix.begin(), prefix.end());
+    slots_.set(r, static_cast<uint32_t>(summaries_.size()));
+    summaries_.push_back(s);
   }
 
   /// Scans body positions [begin, end) from state `state`; returns the matches that end inside
@@ -109,8 +125,8 @@ class RuleSummaries {
     for (uint64_t i = begin; i < end; ++i) {
       const Symbol s = g_.symbols[i];
       if (is_word(s, nw)) {
-        if (!kept(s)) continue;
-        const uint64_t m = w_.mask[s];
+        if (!w_.kept(s)) continue;
+        const uint64_t m = w_.mask(s);
         if (prefix != nullptr && prefix->size() < want) prefix->push_back(m);
         d = ((d << 1) | 1) & m;
         matches += (d & a_.hit) != 0;
@@ -119,13 +135,14 @@ class RuleSummaries {
       }
       const RuleId c = rule_of(s, nw);
       const uint32_t len = len_[c];
-      if (slot_[c] == kNone) {  // holds no phrase word: matches nothing, ends every partial match
+      const uint32_t slot = slots_.find(c);
+      if (slot == kNoSlot) {  // holds no phrase word: matches nothing, ends every partial match
         if (len != 0) d = 0;
         if (prefix != nullptr)
           prefix->resize(std::min<size_t>(want, prefix->size() + len), 0);
         continue;
       }
-      const Summary& sum = summaries_[slot_[c]];
+      const Summary& sum = summaries_[slot];
       // Occurrences that started before c and end in its first k-1 words.
       uint64_t carried = d;
       for (size_t t = 0; t < sum.prefix_size && carried != 0; ++t) {
@@ -145,8 +162,6 @@ class RuleSummaries {
   }
 
  private:
-  static constexpr uint32_t kLenCap = 255;  ///< lengths are compared with k-1 <= 63 only
-  static constexpr uint32_t kNone = 0xFFFFFFFFu;
   struct Summary {
     Count inner = 0;     ///< occurrences inside the rule's expansion
     uint64_t state = 0;  ///< automaton state after the expansion, started empty
@@ -154,31 +169,29 @@ class RuleSummaries {
     uint32_t prefix_size = 0;  ///< min(k-1, kept words)
   };
 
-  uint32_t kept(Symbol word) const { return w_.kept.empty() ? 1 : w_.kept[word]; }
-
-  void summarize(RuleId r) {
-    std::vector<uint64_t>& prefix = scratch_;
-    prefix.clear();
-    uint64_t state = 0;
-    Summary s;
-    s.inner = scan(g_.body_begin(r), g_.body_end(r), state, &prefix);
-    s.state = state;
-    s.prefix_at = prefix_.size();
-    s.prefix_size = static_cast<uint32_t>(prefix.size());
-    prefix_.insert(prefix_.end(), prefix.begin(), prefix.end());
-    slot_[r] = static_cast<uint32_t>(summaries_.size());
-    summaries_.push_back(s);
-  }
-
   const ShardGrammar& g_;
   const Automaton& a_;
   const WordMasks& w_;
-  std::vector<uint8_t> len_;    ///< kept words of each rule's expansion, capped at kLenCap
-  std::vector<uint32_t> slot_;  ///< index into summaries_, or kNone (no phrase word inside)
+  const std::vector<uint8_t>& len_;  ///< kept words of each rule, capped at 255
+  Slots slots_;
   std::vector<Summary> summaries_;
   std::vector<uint64_t> prefix_;
   std::vector<uint64_t> scratch_;
 };
+
+/// Counts of the documents `docs` (shard-local, ascending) with `rules` summarized.
+template <class Slots>
+std::vector<DocCount> count_documents(const ShardGrammar& g, const RuleSummaries<Slots>& rules,
+                                      const std::vector<uint32_t>& docs) {
+  std::vector<DocCount> out;
+  for (uint32_t d : docs) {
+    const auto [begin, end] = g.doc_segment(d);
+    uint64_t state = 0;
+    const Count c = rules.scan(begin, end, state, nullptr);
+    if (c != 0) out.push_back({g.first_doc + d, c});
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -203,6 +216,32 @@ std::vector<std::string> phrase_words(std::string_view text, bool lowercase, boo
   return words;
 }
 
+void find_members(NormalizedPhrase& phrase, const Normalization& norm, unsigned threads) {
+  phrase.members.assign(phrase.words.size(), {});
+  if (norm.identity) {
+    for (size_t j = 0; j < phrase.words.size(); ++j) phrase.members[j] = {phrase.words[j]};
+    return;
+  }
+  std::vector<WordId> wanted(phrase.words);
+  std::sort(wanted.begin(), wanted.end());
+  wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
+  // Global words whose normalized id is wanted, in chunks of the remap, ascending.
+  constexpr size_t kChunk = size_t{1} << 20;
+  const size_t n = norm.remap.size(), chunks = (n + kChunk - 1) / kChunk;
+  std::vector<std::vector<std::pair<WordId, WordId>>> found(chunks);  // (normalized, global)
+  parallel_for(chunks, threads, [&](size_t c) {
+    for (size_t w = c * kChunk; w < std::min(n, (c + 1) * kChunk); ++w) {
+      const WordId to = norm.remap[w];
+      if (to != kDroppedWord && std::binary_search(wanted.begin(), wanted.end(), to))
+        found[c].emplace_back(to, static_cast<WordId>(w));
+    }
+  });
+  for (const auto& chunk : found)
+    for (const auto& [to, w] : chunk)
+      for (size_t j = 0; j < phrase.words.size(); ++j)
+        if (phrase.words[j] == to) phrase.members[j].push_back(w);
+}
+
 NormalizedPhrase lookup_phrase(const std::vector<std::string>& words, const Normalization& norm) {
   NormalizedPhrase p;
   for (const std::string& w : words) {
@@ -210,27 +249,67 @@ NormalizedPhrase lookup_phrase(const std::vector<std::string>& words, const Norm
     if (id >= norm.dict.size()) p.absent = true;
     p.words.push_back(id);
   }
+  if (!p.absent) find_members(p, norm);
   return p;
 }
 
 std::vector<DocCount> count_phrase(const ShardGrammar& g, const NormalizedPhrase& phrase,
                                    const Normalization& norm) {
-  std::vector<DocCount> out;
-  if (phrase.absent || phrase.words.empty() || g.num_docs == 0) return out;
+  if (phrase.absent || phrase.words.empty() || g.num_docs == 0) return {};
   const Automaton a(static_cast<uint32_t>(phrase.words.size()));
-  const WordMasks masks = word_masks(g, phrase, norm);
-  if (masks.mask.empty()) return out;
-  uint64_t seen = 0;  // the phrase positions some word of the shard matches
-  for (uint64_t m : masks.mask) seen |= m;
-  if (seen != (a.hit | a.keep)) return out;  // a word of the phrase is not in this shard
-  const RuleSummaries rules(g, a, masks);
-  for (uint32_t d = 0; d < g.num_docs; ++d) {
-    const auto [begin, end] = g.doc_segment(d);
-    uint64_t state = 0;
-    const Count c = rules.scan(begin, end, state, nullptr);
-    if (c != 0) out.push_back({g.first_doc + d, c});
+  WordMasks masks(g, norm);
+  if (!masks.build(phrase)) return {};  // a word of the phrase is not in this shard
+  const std::vector<uint8_t> len = capped_rule_lengths(g, norm);
+  // Which rules hold a phrase word: one pass over the bodies, children first.
+  const uint32_t nw = g.num_words;
+  std::vector<uint8_t> holds(g.num_rules(), 0);
+  RuleSummaries<DenseSlots> rules(g, a, masks, len, DenseSlots(g.num_rules()));
+  for (RuleId r = 0; r < g.root(); ++r) {
+    bool h = false;
+    for (uint64_t i = g.body_begin(r); i < g.body_end(r) && !h; ++i) {
+      const Symbol s = g.symbols[i];
+      h = is_word(s, nw) ? masks.mask(s) != 0 : holds[rule_of(s, nw)] != 0;
+    }
+    holds[r] = h;
+    if (h) rules.summarize(r);
   }
-  return out;
+  std::vector<uint32_t> docs(g.num_docs);
+  for (uint32_t d = 0; d < g.num_docs; ++d) docs[d] = d;
+  return count_documents(g, rules, docs);
+}
+
+std::vector<DocCount> count_phrase(const ShardGrammar& g, const ShardSearchIndex& index,
+                                   const NormalizedPhrase& phrase, const Normalization& norm) {
+  if (phrase.absent || phrase.words.empty() || g.num_docs == 0) return {};
+  const Automaton a(static_cast<uint32_t>(phrase.words.size()));
+  WordMasks masks(g, norm);
+  if (!masks.build(phrase)) return {};
+  // The rules above the phrase's words (their ancestors), and the documents holding any of them.
+  std::unordered_set<RuleId> seen;
+  std::vector<RuleId> holding;
+  std::vector<Symbol> frontier;
+  std::vector<uint32_t> docs;
+  for (const auto& [w, m] : masks.words()) frontier.push_back(w);
+  while (!frontier.empty()) {
+    const Symbol s = frontier.back();
+    frontier.pop_back();
+    const auto in_docs = index.documents(s);
+    docs.insert(docs.end(), in_docs.begin(), in_docs.end());
+    for (RuleId r : index.holders(s))
+      if (seen.insert(r).second) {
+        holding.push_back(r);
+        frontier.push_back(rule_symbol(r, g.num_words));
+      }
+  }
+  std::sort(holding.begin(), holding.end());  // children first
+  std::sort(docs.begin(), docs.end());
+  docs.erase(std::unique(docs.begin(), docs.end()), docs.end());
+  const std::shared_ptr<const std::vector<uint8_t>> len = index.capped_lengths(g, norm);
+  SparseSlots slots;
+  slots.slot.reserve(holding.size());
+  RuleSummaries<SparseSlots> rules(g, a, masks, *len, std::move(slots));
+  for (RuleId r : holding) rules.summarize(r);
+  return count_documents(g, rules, docs);
 }
 
 std::vector<Occurrence> locate_phrases(const std::vector<WordId>& words,

@@ -26,12 +26,19 @@ namespace gtadoc {
 
 inline constexpr uint32_t kMaxPhraseWords = 64;
 
-/// A phrase in normalized word ids (Normalization::dict), 1..kMaxPhraseWords words. `absent`:
-/// some word of it is in no document (it then matches nowhere).
+/// A phrase in normalized word ids (Normalization::dict), 1..kMaxPhraseWords words, with the
+/// global words each normalizes from. `absent`: some word of it is in no document (it then
+/// matches nowhere).
 struct NormalizedPhrase {
   std::vector<WordId> words;
+  std::vector<std::vector<WordId>> members;  ///< per word: global ids mapping to it, ascending
   bool absent = false;
 };
+
+/// Fills phrase.members from phrase.words: the word itself for the identity, else every global
+/// word `norm` maps to it (one pass over the normalization's remap, on `threads` threads; 0 =
+/// every usable CPU).
+void find_members(NormalizedPhrase& phrase, const Normalization& norm, unsigned threads = 0);
 
 /// Splits `text` into words (ASCII whitespace), normalizes each with `lowercase`/`alnum` and drops
 /// the words normalization drops. Throws UsageError when none is left or more than 64 are
@@ -40,7 +47,7 @@ std::vector<std::string> phrase_words(std::string_view text, bool lowercase, boo
                                       size_t index);
 
 /// Looks up normalized words in `norm.dict` (binary search); a word not there makes the phrase
-/// absent.
+/// absent. Fills the members (find_members).
 NormalizedPhrase lookup_phrase(const std::vector<std::string>& words, const Normalization& norm);
 
 /// One document's count of one phrase (global document id).
@@ -49,10 +56,17 @@ struct DocCount {
   Count count = 0;
 };
 
-/// The documents of `g` holding `phrase` (normalized with `norm`), in document order, with
-/// their occurrence counts (overlapping occurrences count). Thread-safe on a shared grammar.
+/// The documents of `g` holding `phrase` (normalized with `norm`, members filled), in document
+/// order, with their occurrence counts (overlapping occurrences count). Thread-safe on a shared
+/// grammar. One pass over the bodies of a shard that holds every word of the phrase.
 std::vector<DocCount> count_phrase(const ShardGrammar& g, const NormalizedPhrase& phrase,
                                    const Normalization& norm);
+
+class ShardSearchIndex;
+/// The same counts, visiting only the rules above the phrase's words and the documents holding
+/// them (worker/search/shard_index.h): in proportion to where the words occur, not to the shard.
+std::vector<DocCount> count_phrase(const ShardGrammar& g, const ShardSearchIndex& index,
+                                   const NormalizedPhrase& phrase, const Normalization& norm);
 
 /// Where the phrases occur in one document's normalized word stream: for each occurrence, the
 /// positions (in the document's unnormalized word list, as expand_document gives it) of its first

@@ -1,0 +1,44 @@
+#include "coordinator/search/resident_index.h"
+
+#include <spdlog/spdlog.h>
+
+#include "common/parallel.h"
+#include "common/timer.h"
+
+namespace gtadoc {
+
+ResidentSearchIndex::ResidentSearchIndex(
+    std::vector<std::pair<uint32_t, const ShardGrammar*>> grammars, unsigned threads)
+    : grammars_(std::move(grammars)), indexes_(grammars_.size()) {
+  built_ = std::async(std::launch::async, [this, threads] {
+             Timer timer;
+             parallel_for(grammars_.size(), threads, [&](size_t i) {
+               indexes_[i] = std::make_unique<ShardSearchIndex>(*grammars_[i].second);
+             });
+             seconds_ = timer.seconds();
+             spdlog::debug("search indexes of {} resident grammars built in {:.3f} s ({} bytes)",
+                           grammars_.size(), seconds_, bytes());
+           }).share();
+}
+
+ResidentSearchIndex::~ResidentSearchIndex() {
+  if (built_.valid()) built_.wait();
+}
+
+std::vector<SearchTarget> ResidentSearchIndex::targets() {
+  built_.get();
+  std::vector<SearchTarget> out;
+  for (size_t i = 0; i < grammars_.size(); ++i)
+    out.push_back({grammars_[i].first, grammars_[i].second, indexes_[i].get()});
+  return out;
+}
+
+uint64_t ResidentSearchIndex::bytes() const {
+  if (built_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return 0;
+  uint64_t total = 0;
+  for (const auto& index : indexes_)
+    if (index) total += index->bytes();
+  return total;
+}
+
+}  // namespace gtadoc

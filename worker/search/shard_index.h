@@ -1,0 +1,54 @@
+// Where each symbol of a shard's grammar occurs, so that a lookup visits only what holds the
+// words it asks for (worker/search/phrase_match.h, count_phrase with an index): for every word
+// and rule, the rules whose bodies hold it and the documents whose root segments hold it, each
+// once. Built once per resident shard, read by any number of searches at once.
+//
+// Guarantees: built by one pass over the bodies (two, counting then filling); memory 8 bytes
+// per distinct (symbol, holder) pair plus 16 bytes per symbol value: at most about three times
+// the grammar's own symbols, all sized by the shard.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <vector>
+
+#include "common/types.h"
+#include "formats/grammar.h"
+#include "worker/query.h"
+
+namespace gtadoc {
+
+class ShardSearchIndex {
+ public:
+  explicit ShardSearchIndex(const ShardGrammar& g);
+
+  /// The rules (root excluded) whose bodies hold symbol `s` (a word or rule symbol), ascending.
+  std::span<const RuleId> holders(Symbol s) const {
+    return {rule_holders_.data() + rule_at_[s], rule_holders_.data() + rule_at_[s + 1]};
+  }
+  /// The shard-local documents whose root segments hold `s`, ascending.
+  std::span<const uint32_t> documents(Symbol s) const {
+    return {doc_holders_.data() + doc_at_[s], doc_holders_.data() + doc_at_[s + 1]};
+  }
+  /// Kept words of each rule's expansion under `norm`, capped at 255 (phrases compare lengths
+  /// with k - 1 <= 63 only): computed once per normalization (Normalization::cache_key; a key of
+  /// 0 is computed each time) and kept.
+  std::shared_ptr<const std::vector<uint8_t>> capped_lengths(const ShardGrammar& g,
+                                                             const Normalization& norm) const;
+  uint64_t bytes() const;
+
+ private:
+  std::vector<uint64_t> rule_at_, doc_at_;  ///< symbol values + 1 entries each
+  std::vector<RuleId> rule_holders_;
+  std::vector<uint32_t> doc_holders_;
+  mutable std::mutex lengths_mutex_;
+  mutable std::vector<std::pair<uint32_t, std::shared_ptr<const std::vector<uint8_t>>>>
+      lengths_;  ///< by cache key
+};
+
+/// Kept words of each rule's expansion under `norm`, capped at 255 (one pass over the bodies).
+std::vector<uint8_t> capped_rule_lengths(const ShardGrammar& g, const Normalization& norm);
+
+}  // namespace gtadoc
