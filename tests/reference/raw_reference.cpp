@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "tests/reference/raw_rows.h"
 
 namespace gtadoc {
 namespace rawref {
@@ -98,7 +99,7 @@ bool bytes_less(std::string_view a, std::string_view b) {
 namespace {
 
 using rawref::bytes_less;
-using Json = nlohmann::ordered_json;
+using rawref::Json;
 
 // ------------------------------------------------------------------------- maps and orders
 
@@ -163,45 +164,8 @@ std::vector<Row<V*>> by_key(KeyMap<V>& map) {
 
 // ------------------------------------------------------------------------ words and output
 
-/// Collects the rows and frames them: TSV rows each end with '\n'; JSON is "[\n", the row
-/// objects separated by ",\n", then "\n]\n" (or "[\n]\n" with no rows).
-class Output {
- public:
-  Output(OutputFormat fmt, const std::vector<RawDocument>& docs, bool ids)
-      : json_(fmt == OutputFormat::kJson), docs_(docs), ids_(ids) {}
-
-  bool json() const { return json_; }
-
-  void tsv_row(const std::string& row) {
-    text_ += row;
-    text_ += '\n';
-  }
-  void json_row(const Json& row) {
-    if (rows_ > 0) text_ += ",\n";
-    text_ += row.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    ++rows_;
-  }
-
-  /// A document as a TSV field: its escaped name, or its decimal id with --ids.
-  std::string doc_tsv(DocId d) const {
-    return ids_ ? std::to_string(d) : rawref::escape_tsv_name(docs_[d].name);
-  }
-  /// A document as a JSON value: its name as a string, or its id as a number with --ids.
-  Json doc_json(DocId d) const { return ids_ ? Json(d) : Json(docs_[d].name); }
-
-  std::string finish() {
-    if (!json_) return std::move(text_);
-    if (rows_ == 0) return "[\n]\n";
-    return "[\n" + text_ + "\n]\n";
-  }
-
- private:
-  bool json_;
-  const std::vector<RawDocument>& docs_;
-  bool ids_;
-  std::string text_;
-  uint64_t rows_ = 0;
-};
+/// The framing of the rows (tests/reference/raw_rows.h).
+using Output = rawref::Rows;
 
 /// Every document's normalized word stream (dropped words removed), in document id order.
 std::vector<std::vector<std::string>> word_streams(const std::vector<RawDocument>& docs,
