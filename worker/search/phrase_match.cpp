@@ -90,34 +90,74 @@ struct SparseSlots {
   void set(RuleId r, uint32_t s) { slot.emplace(r, s); }
 };
 
-/// Summaries of the rules that hold a phrase word, for one phrase (see the header). Rules must be
-/// summarized children first (ascending ids); a rule without a slot holds no phrase word.
+/// Summaries of rules for one phrase (see the header). Rules must be summarized children first
+/// (ascending ids). Without `boundaries`, a rule without a summary holds no phrase word. With
+/// `boundaries` (an indexed search, which summarizes only the rules above one "anchor" word of
+/// the phrase), a rule without one holds no occurrence, but its first and last k-1 words may
+/// still extend occurrences across it: their masks are computed when first needed, from the
+/// rule's own children (none of which holds the anchor either), and kept.
 template <class Slots>
 class RuleSummaries {
  public:
+  /// `anchor`: the phrase position every summarized rule holds (indexed searches), else unused.
   RuleSummaries(const ShardGrammar& g, const Automaton& a, const WordMasks& w,
-                const std::vector<uint8_t>& len, Slots slots)
-      : g_(g), a_(a), w_(w), len_(len), slots_(std::move(slots)) {}
+                const std::vector<uint8_t>& len, Slots slots, bool boundaries,
+                uint32_t anchor = 0)
+      : g_(g),
+        a_(a),
+        w_(w),
+        len_(len),
+        slots_(std::move(slots)),
+        boundaries_(boundaries),
+        anchor_(uint64_t{1} << anchor) {}
 
-  /// Summarizes rule r (its children that hold phrase words summarized already).
+  /// Summarizes rule r (its children summarized already, or left to `boundaries`).
   void summarize(RuleId r) {
-    std::vector<uint64_t>& prefix = scratch_;
-    prefix.clear();
+    if (boundaries_) return summarize_anchored(r);
+    std::vector<uint64_t> prefix;
     uint64_t state = 0;
     Summary s;
     s.inner = scan(g_.body_begin(r), g_.body_end(r), state, &prefix);
     s.state = state;
-    s.prefix_at = prefix_.size();
+    s.prefix_at = pool_.size();
     s.prefix_size = static_cast<uint32_t>(prefix.size());
-    prefix_.insert(prefix_.end(), prefix.begin(), prefix.end());
+    pool_.insert(pool_.end(), prefix.begin(), prefix.end());
     slots_.set(r, static_cast<uint32_t>(summaries_.size()));
     summaries_.push_back(s);
+  }
+
+  /// The occurrences inside body positions [begin, end) (a rule's body or a document's segment),
+  /// indexed searches: only the windows of k-1 words around the symbols that hold the anchor
+  /// are scanned, since every occurrence holds an anchor word.
+  Count count_anchored(uint64_t begin, uint64_t end) {
+    const uint32_t want = a_.k - 1;
+    Count matches = 0;
+    uint64_t covered = begin;  // the scanned windows end here
+    for (uint64_t p = begin; p < end; ++p) {
+      if (!bears_anchor(g_.symbols[p])) continue;
+      uint64_t lo = p;
+      for (uint32_t words = 0; lo > covered && words < want;) words += length(g_.symbols[--lo]);
+      // k-1 words past the last anchor-bearing symbol the window reaches.
+      uint64_t hi = p + 1;
+      for (uint32_t words = 0; hi < end && words < want;) {
+        const Symbol s = g_.symbols[hi++];
+        words = bears_anchor(s) ? 0 : words + length(s);
+      }
+      // Windows that meet are scanned as one, so each occurrence is counted once, where it ends.
+      uint64_t state = 0;
+      if (lo == covered && covered != begin) state = last_state_;
+      matches += scan(lo, hi, state, nullptr);
+      last_state_ = state;
+      covered = hi;
+      p = hi - 1;
+    }
+    return matches;
   }
 
   /// Scans body positions [begin, end) from state `state`; returns the matches that end inside
   /// and leaves the final state (bits 0..k-2) in `state`. With `prefix`, the masks of the first
   /// k-1 kept words are appended to it.
-  Count scan(uint64_t begin, uint64_t end, uint64_t& state, std::vector<uint64_t>* prefix) const {
+  Count scan(uint64_t begin, uint64_t end, uint64_t& state, std::vector<uint64_t>* prefix) {
     const uint32_t nw = g_.num_words;
     const uint32_t want = a_.k - 1;
     Count matches = 0;
@@ -135,7 +175,11 @@ class RuleSummaries {
       }
       const RuleId c = rule_of(s, nw);
       const uint32_t len = len_[c];
-      const uint32_t slot = slots_.find(c);
+      uint32_t slot = slots_.find(c);
+      if (boundaries_ && (slot == kNoSlot || (!summaries_[slot].anchored &&
+                                              (summaries_[slot].prefix_size == kUnknown ||
+                                               summaries_[slot].suffix_size == kUnknown))))
+        slot = boundary(c);
       if (slot == kNoSlot) {  // holds no phrase word: matches nothing, ends every partial match
         if (len != 0) d = 0;
         if (prefix != nullptr)
@@ -146,7 +190,7 @@ class RuleSummaries {
       // Occurrences that started before c and end in its first k-1 words.
       uint64_t carried = d;
       for (size_t t = 0; t < sum.prefix_size && carried != 0; ++t) {
-        carried = (carried << 1) & prefix_[sum.prefix_at + t];
+        carried = (carried << 1) & pool_[sum.prefix_at + t];
         matches += (carried & a_.hit) != 0;
       }
       matches += sum.inner;
@@ -155,7 +199,7 @@ class RuleSummaries {
       d = sum.state | (len < want ? carried & a_.keep : 0);
       if (prefix != nullptr)
         for (size_t t = 0; t < sum.prefix_size && prefix->size() < want; ++t)
-          prefix->push_back(prefix_[sum.prefix_at + t]);
+          prefix->push_back(pool_[sum.prefix_at + t]);
     }
     state = d;
     return matches;
@@ -167,27 +211,154 @@ class RuleSummaries {
     uint64_t state = 0;  ///< automaton state after the expansion, started empty
     uint64_t prefix_at = 0;
     uint32_t prefix_size = 0;  ///< min(k-1, kept words)
+    uint64_t suffix_at = 0;    ///< boundary summaries: masks of the last k-1 kept words
+    uint32_t suffix_size = 0;
+    bool anchored = false;  ///< a rule above the anchor (indexed searches)
   };
 
+  /// The slot of a rule that holds no occurrence (no anchor word), its first and last k-1 kept
+  /// words' masks (and the state they leave) computed from its children's and kept: each side
+  /// follows only that side's children, so a boundary costs the depth, not the rule's size.
+  uint32_t boundary(RuleId r) {
+    const uint32_t slot = slot_of(r);
+    prefix_of(r, slot);
+    suffix_of(r, slot);
+    return slot;
+  }
+  uint32_t slot_of(RuleId r) {
+    uint32_t slot = slots_.find(r);
+    if (slot != kNoSlot) return slot;
+    slot = static_cast<uint32_t>(summaries_.size());
+    slots_.set(r, slot);
+    summaries_.push_back(Summary{});
+    summaries_.back().prefix_size = kUnknown;
+    summaries_.back().suffix_size = kUnknown;
+    return slot;
+  }
+  void prefix_of(RuleId r, uint32_t slot) {
+    if (summaries_[slot].prefix_size != kUnknown) return;
+    const uint32_t nw = g_.num_words;
+    const size_t want = a_.k - 1;
+    uint64_t prefix[kMaxPhraseWords];
+    size_t n = 0;
+    for (uint64_t i = g_.body_begin(r); i < g_.body_end(r) && n < want; ++i) {
+      const Symbol s = g_.symbols[i];
+      if (is_word(s, nw)) {
+        if (w_.kept(s)) prefix[n++] = w_.mask(s);
+        continue;
+      }
+      const RuleId c = rule_of(s, nw);
+      const uint32_t cs = slot_of(c);
+      prefix_of(c, cs);
+      const Summary& sum = summaries_[cs];
+      for (size_t t = 0; t < sum.prefix_size && n < want; ++t) prefix[n++] = pool_[sum.prefix_at + t];
+    }
+    Summary& b = summaries_[slot];
+    b.prefix_at = pool_.size();
+    b.prefix_size = static_cast<uint32_t>(n);
+    pool_.insert(pool_.end(), prefix, prefix + n);
+  }
+  void suffix_of(RuleId r, uint32_t slot) {
+    if (summaries_[slot].suffix_size != kUnknown) return;
+    const uint32_t nw = g_.num_words;
+    const size_t want = a_.k - 1;
+    uint64_t suffix[kMaxPhraseWords];  // last word first
+    size_t n = 0;
+    for (uint64_t i = g_.body_end(r); i > g_.body_begin(r) && n < want; --i) {
+      const Symbol s = g_.symbols[i - 1];
+      if (is_word(s, nw)) {
+        if (w_.kept(s)) suffix[n++] = w_.mask(s);
+        continue;
+      }
+      const RuleId c = rule_of(s, nw);
+      const uint32_t cs = slot_of(c);
+      suffix_of(c, cs);
+      const Summary& sum = summaries_[cs];
+      for (size_t t = sum.suffix_size; t > 0 && n < want; --t)
+        suffix[n++] = pool_[sum.suffix_at + t - 1];
+    }
+    Summary& b = summaries_[slot];
+    b.suffix_at = pool_.size();
+    b.suffix_size = static_cast<uint32_t>(n);
+    b.state = 0;
+    for (size_t t = n; t > 0; --t) {  // stored in text order
+      pool_.push_back(suffix[t - 1]);
+      b.state = ((b.state << 1) | 1) & suffix[t - 1] & a_.keep;
+    }
+  }
+
+  static constexpr uint32_t kUnknown = 0xFFFFFFFFu;
+
+  /// A rule above the anchor, indexed searches: its occurrences by windows, its first k-1 words
+  /// along its first children, its final state from a scan of its last k-1 words.
+  void summarize_anchored(RuleId r) {
+    const uint32_t nw = g_.num_words;
+    const size_t want = a_.k - 1;
+    Summary s;
+    s.anchored = true;
+    s.inner = count_anchored(g_.body_begin(r), g_.body_end(r));
+    uint64_t prefix[kMaxPhraseWords];
+    size_t n = 0;
+    for (uint64_t i = g_.body_begin(r); i < g_.body_end(r) && n < want; ++i) {
+      const Symbol sym = g_.symbols[i];
+      if (is_word(sym, nw)) {
+        if (w_.kept(sym)) prefix[n++] = w_.mask(sym);
+        continue;
+      }
+      const RuleId c = rule_of(sym, nw);
+      uint32_t cs = slots_.find(c);
+      if (cs == kNoSlot || !summaries_[cs].anchored) {
+        cs = slot_of(c);
+        prefix_of(c, cs);
+      }
+      const Summary& sum = summaries_[cs];
+      for (size_t t = 0; t < sum.prefix_size && n < want; ++t) prefix[n++] = pool_[sum.prefix_at + t];
+    }
+    uint64_t lo = g_.body_end(r);
+    for (uint32_t words = 0; lo > g_.body_begin(r) && words < want;)
+      words += length(g_.symbols[--lo]);
+    uint64_t state = 0;
+    scan(lo, g_.body_end(r), state, nullptr);
+    s.state = state;
+    s.prefix_at = pool_.size();
+    s.prefix_size = static_cast<uint32_t>(n);
+    pool_.insert(pool_.end(), prefix, prefix + n);
+    slots_.set(r, static_cast<uint32_t>(summaries_.size()));
+    summaries_.push_back(s);
+  }
+  /// Kept words of a symbol (rules: capped).
+  uint32_t length(Symbol s) const {
+    const uint32_t nw = g_.num_words;
+    return is_word(s, nw) ? (w_.kept(s) ? 1 : 0) : len_[rule_of(s, nw)];
+  }
+  /// Whether a symbol is an anchor word or a rule above one.
+  bool bears_anchor(Symbol s) const {
+    const uint32_t nw = g_.num_words;
+    if (is_word(s, nw)) return (w_.mask(s) & anchor_) != 0;
+    const uint32_t slot = slots_.find(rule_of(s, nw));
+    return slot != kNoSlot && summaries_[slot].anchored;
+  }
   const ShardGrammar& g_;
   const Automaton& a_;
   const WordMasks& w_;
   const std::vector<uint8_t>& len_;  ///< kept words of each rule, capped at 255
   Slots slots_;
+  bool boundaries_;
+  uint64_t anchor_;
+  uint64_t last_state_ = 0;  ///< count_anchored: the state where the last window ended
   std::vector<Summary> summaries_;
-  std::vector<uint64_t> prefix_;
-  std::vector<uint64_t> scratch_;
+  std::vector<uint64_t> pool_;  ///< prefix and suffix masks of the summaries
 };
 
 /// Counts of the documents `docs` (shard-local, ascending) with `rules` summarized.
 template <class Slots>
-std::vector<DocCount> count_documents(const ShardGrammar& g, const RuleSummaries<Slots>& rules,
-                                      const std::vector<uint32_t>& docs) {
+std::vector<DocCount> count_documents(const ShardGrammar& g, RuleSummaries<Slots>& rules,
+                                      const std::vector<uint32_t>& docs, bool anchored) {
   std::vector<DocCount> out;
   for (uint32_t d : docs) {
     const auto [begin, end] = g.doc_segment(d);
     uint64_t state = 0;
-    const Count c = rules.scan(begin, end, state, nullptr);
+    const Count c = anchored ? rules.count_anchored(begin, end) : rules.scan(begin, end, state, nullptr);
     if (c != 0) out.push_back({g.first_doc + d, c});
   }
   return out;
@@ -263,7 +434,7 @@ std::vector<DocCount> count_phrase(const ShardGrammar& g, const NormalizedPhrase
   // Which rules hold a phrase word: one pass over the bodies, children first.
   const uint32_t nw = g.num_words;
   std::vector<uint8_t> holds(g.num_rules(), 0);
-  RuleSummaries<DenseSlots> rules(g, a, masks, len, DenseSlots(g.num_rules()));
+  RuleSummaries<DenseSlots> rules(g, a, masks, len, DenseSlots(g.num_rules()), false);
   for (RuleId r = 0; r < g.root(); ++r) {
     bool h = false;
     for (uint64_t i = g.body_begin(r); i < g.body_end(r) && !h; ++i) {
@@ -275,21 +446,34 @@ std::vector<DocCount> count_phrase(const ShardGrammar& g, const NormalizedPhrase
   }
   std::vector<uint32_t> docs(g.num_docs);
   for (uint32_t d = 0; d < g.num_docs; ++d) docs[d] = d;
-  return count_documents(g, rules, docs);
+  return count_documents(g, rules, docs, false);
 }
 
 std::vector<DocCount> count_phrase(const ShardGrammar& g, const ShardSearchIndex& index,
-                                   const NormalizedPhrase& phrase, const Normalization& norm) {
+                                   const NormalizedPhrase& phrase, const Normalization& norm,
+                                   bool allow_full_pass) {
   if (phrase.absent || phrase.words.empty() || g.num_docs == 0) return {};
   const Automaton a(static_cast<uint32_t>(phrase.words.size()));
   WordMasks masks(g, norm);
   if (!masks.build(phrase)) return {};
-  // The rules above the phrase's words (their ancestors), and the documents holding any of them.
+  // The anchor: the phrase position whose words are held by the fewest rules and documents.
+  // Every occurrence holds it, so only the rules above it hold occurrences.
+  std::vector<uint64_t> spread(phrase.words.size(), 0);
+  for (const auto& [w, m] : masks.words())
+    for (uint32_t j = 0; j < phrase.words.size(); ++j)
+      if (m & (uint64_t{1} << j)) spread[j] += index.holders(w).size() + index.documents(w).size();
+  const uint32_t anchor =
+      static_cast<uint32_t>(std::min_element(spread.begin(), spread.end()) - spread.begin());
+  // Those rules (the anchor's words' ancestors) and the documents holding any of them. Past a
+  // sixty-fourth of the shard's rules, or a quarter of its documents, one pass over the whole
+  // grammar costs less (hash lookups per symbol against array reads).
+  const size_t rule_bound = g.num_rules() / 64 + 64, doc_bound = g.num_docs / 4 + 64;
   std::unordered_set<RuleId> seen;
   std::vector<RuleId> holding;
   std::vector<Symbol> frontier;
   std::vector<uint32_t> docs;
-  for (const auto& [w, m] : masks.words()) frontier.push_back(w);
+  for (const auto& [w, m] : masks.words())
+    if (m & (uint64_t{1} << anchor)) frontier.push_back(w);
   while (!frontier.empty()) {
     const Symbol s = frontier.back();
     frontier.pop_back();
@@ -300,16 +484,18 @@ std::vector<DocCount> count_phrase(const ShardGrammar& g, const ShardSearchIndex
         holding.push_back(r);
         frontier.push_back(rule_symbol(r, g.num_words));
       }
+    if (allow_full_pass && (holding.size() > rule_bound || docs.size() > doc_bound))
+      return count_phrase(g, phrase, norm);
   }
   std::sort(holding.begin(), holding.end());  // children first
   std::sort(docs.begin(), docs.end());
   docs.erase(std::unique(docs.begin(), docs.end()), docs.end());
   const std::shared_ptr<const std::vector<uint8_t>> len = index.capped_lengths(g, norm);
   SparseSlots slots;
-  slots.slot.reserve(holding.size());
-  RuleSummaries<SparseSlots> rules(g, a, masks, *len, std::move(slots));
+  slots.slot.reserve(holding.size() * 2);
+  RuleSummaries<SparseSlots> rules(g, a, masks, *len, std::move(slots), true, anchor);
   for (RuleId r : holding) rules.summarize(r);
-  return count_documents(g, rules, docs);
+  return count_documents(g, rules, docs, true);
 }
 
 std::vector<Occurrence> locate_phrases(const std::vector<WordId>& words,

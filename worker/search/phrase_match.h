@@ -63,10 +63,14 @@ std::vector<DocCount> count_phrase(const ShardGrammar& g, const NormalizedPhrase
                                    const Normalization& norm);
 
 class ShardSearchIndex;
-/// The same counts, visiting only the rules above the phrase's words and the documents holding
-/// them (worker/search/shard_index.h): in proportion to where the words occur, not to the shard.
+/// The same counts through the shard's index (worker/search/shard_index.h): only the rules above
+/// the phrase's rarest word (every occurrence holds it), the documents holding them and the
+/// first and last k-1 words of their other children are visited, in proportion to where that
+/// word occurs, not to the shard. When those rules pass a quarter of the shard's, the whole
+/// grammar is summarized instead, as above (unless `allow_full_pass` is false: tests).
 std::vector<DocCount> count_phrase(const ShardGrammar& g, const ShardSearchIndex& index,
-                                   const NormalizedPhrase& phrase, const Normalization& norm);
+                                   const NormalizedPhrase& phrase, const Normalization& norm,
+                                   bool allow_full_pass = true);
 
 /// Where the phrases occur in one document's normalized word stream: for each occurrence, the
 /// positions (in the document's unnormalized word list, as expand_document gives it) of its first
