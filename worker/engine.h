@@ -106,6 +106,12 @@ class Engine {
                                 const Normalization& norm, std::vector<ShardRunStats>& stats,
                                 unsigned threads);
 
+  /// From now on, shards loaded keep their whole grammar on the host (LoadedShard::grammar(), rule
+  /// bodies included), for host-side work on resident shards (phrase search, the service). Off
+  /// (the default), an engine may drop what it holds on its device: the GPU engine hands the
+  /// symbols' memory to the next shard's read. The CPU engine always keeps them.
+  virtual void keep_host_grammars(bool on) { (void)on; }
+
   /// Device-resident records: while on, run() and run_batch() keep the records they
   /// produce in the engine's device memory and return empty batches (of the key width);
   /// take_records() hands over every record kept since keep_records(true), as one set, in the

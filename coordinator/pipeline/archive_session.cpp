@@ -201,6 +201,8 @@ std::unique_ptr<ArchiveSession> ArchiveSession::open(Comm& comm, const SessionOp
   if (comm.size() > 1 && comm.rank() == 0) spdlog::info("shuffle: {}", why);
   if (timings != nullptr) timings->open += timer.seconds();
   if (options.resident) {
+    // Resident grammars are searched on the host (phrase search): the engine keeps them whole.
+    s->engine_->keep_host_grammars(true);
     Timer load_timer;
     run_collectively(comm, [&] {
       while (s->prefetch_ && !s->prefetch_->done()) {

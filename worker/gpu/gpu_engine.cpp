@@ -252,6 +252,7 @@ class GpuEngine final : public Engine {
   explicit GpuEngine(int device) : ctx_(std::make_shared<DeviceContext>(device)) {}
 
   std::string name() const override { return "gpu"; }
+  void keep_host_grammars(bool on) override { keep_host_grammars_ = on; }
 
   std::unique_ptr<LoadedShard> load(ShardGrammar grammar) override {
     PreparedShard prepared{std::move(grammar), nullptr};
@@ -266,7 +267,7 @@ class GpuEngine final : public Engine {
       ~LimitScope() { pool.set_limit(MemoryPool::kNoLimit); }
     } limit{ctx_->pool};
     ctx_->pool.set_limit(load_memory_limit(memory_limit_));
-    auto shard = load_on(ctx_, prepared);
+    auto shard = load_on(ctx_, prepared, keep_host_grammars_);
     PhaseLog phases(ctx_->stream.get());
     ctx_->pool.trim(kKeepBetweenQueries);  // the load's sort buffers are no longer needed
     log_load(*shard, phases);
@@ -306,7 +307,7 @@ class GpuEngine final : public Engine {
       for (size_t i = next++; i < shards.size() && !failed; i = next++) {
         lane.pool.set_limit(lane_bound);
         try {
-          loaded[i] = load_on(lanes_[t], shards[i]);
+          loaded[i] = load_on(lanes_[t], shards[i], keep_host_grammars_);
         } catch (...) {
           out[i].error = std::current_exception();
           failed = true;
@@ -609,11 +610,11 @@ class GpuEngine final : public Engine {
 
   /// One shard loaded on `ctx` (the engine's or a lane's), its pool's limit set by the caller.
   static std::unique_ptr<GpuShard> load_on(const std::shared_ptr<DeviceContext>& ctx,
-                                           PreparedShard& prepared) {
+                                           PreparedShard& prepared, bool keep_symbols) {
     const uint64_t symbols = prepared.grammar.symbols.size();
     try {
-      auto shard =
-          std::make_unique<GpuShard>(prepared.grammar, prepared.layout, ctx);  // synchronizes
+      auto shard = std::make_unique<GpuShard>(prepared.grammar, prepared.layout, ctx,
+                                              keep_symbols);  // synchronizes
       prepared.layout.reset();
       return shard;
     } catch (const ResourceError& e) {
@@ -645,6 +646,7 @@ class GpuEngine final : public Engine {
 
   std::shared_ptr<DeviceContext> ctx_;
   const uint64_t memory_limit_ = engine_memory_limit();  ///< the pool's bound (kNoLimit: none)
+  bool keep_host_grammars_ = false;  ///< Engine::keep_host_grammars
   std::mutex mu_;
   /// GTADOC_GPU_LOAD_LANES (1-16), else 4.
   const unsigned lanes_wanted_ = static_cast<unsigned>(settings::count("GTADOC_GPU_LOAD_LANES"));

@@ -137,8 +137,10 @@ class GpuShard final : public LoadedShard {
   /// The grammar is moved in only once everything else is loaded: when the constructor throws
   /// (out of GPU memory), `grammar` is unchanged and the caller may split it and retry.
   /// The layout's arrays the shard keeps on the host are moved out of it.
+  /// `keep_symbols`: the grammar keeps its rule bodies on the host (Engine::keep_host_grammars);
+  /// else their memory goes to the next shard's read.
   GpuShard(ShardGrammar& grammar, std::shared_ptr<plan::ShardLayout> layout,
-           std::shared_ptr<DeviceContext> ctx);
+           std::shared_ptr<DeviceContext> ctx, bool keep_symbols = false);
   /// An empty shard to be filled by merge_shards (a batch: one merged DAG of several shards).
   explicit GpuShard(std::shared_ptr<DeviceContext> ctx);
   const ShardGrammar& grammar() const override { return g; }

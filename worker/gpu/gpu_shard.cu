@@ -89,7 +89,7 @@ plan::Exec DeviceContext::host_exec() {
 }
 
 GpuShard::GpuShard(ShardGrammar& grammar, std::shared_ptr<plan::ShardLayout> prepared,
-                   std::shared_ptr<DeviceContext> context)
+                   std::shared_ptr<DeviceContext> context, bool keep_symbols)
     : ctx(std::move(context)), serial(next_serial()) {
   ctx->activate();
   MemoryPool& pool = ctx->pool;
@@ -194,7 +194,7 @@ GpuShard::GpuShard(ShardGrammar& grammar, std::shared_ptr<plan::ShardLayout> pre
   g = std::move(grammar);
   // The symbols and the re-encoded bodies are on the device now: their memory goes to the next
   // shard's read and layout (common/recycled_arrays.h).
-  recycled::give(std::move(g.symbols));
+  if (!keep_symbols) recycled::give(std::move(g.symbols));
   recycled::give(std::move(layout.body));
   mark("schedule");
   if (phases.enabled()) load_phases = phases.summary();

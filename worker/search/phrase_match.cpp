@@ -427,6 +427,7 @@ NormalizedPhrase lookup_phrase(const std::vector<std::string>& words, const Norm
 std::vector<DocCount> count_phrase(const ShardGrammar& g, const NormalizedPhrase& phrase,
                                    const Normalization& norm) {
   if (phrase.absent || phrase.words.empty() || g.num_docs == 0) return {};
+  require_bodies(g);
   const Automaton a(static_cast<uint32_t>(phrase.words.size()));
   WordMasks masks(g, norm);
   if (!masks.build(phrase)) return {};  // a word of the phrase is not in this shard

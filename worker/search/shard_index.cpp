@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/error.h"
+
 namespace gtadoc {
 
 namespace {
@@ -35,6 +37,7 @@ void for_each_holder(const ShardGrammar& g, std::vector<uint64_t>& seen, RuleF&&
 }  // namespace
 
 ShardSearchIndex::ShardSearchIndex(const ShardGrammar& g) {
+  require_bodies(g);
   const size_t values = size_t{g.num_words} + g.num_rules();
   std::vector<uint64_t> seen(values);
   rule_at_.assign(values + 1, 0);
@@ -75,6 +78,12 @@ uint64_t ShardSearchIndex::bytes() const {
   }
   return (rule_at_.size() + doc_at_.size()) * sizeof(uint64_t) +
          rule_holders_.size() * sizeof(RuleId) + doc_holders_.size() * sizeof(uint32_t) + lengths;
+}
+
+void require_bodies(const ShardGrammar& g) {
+  if (g.rule_offsets.empty() || g.symbols.size() != g.rule_offsets.back())
+    throw InternalError("phrase search: a resident grammar without its rule bodies (its engine "
+                        "was not told to keep them: Engine::keep_host_grammars)");
 }
 
 std::vector<uint8_t> capped_rule_lengths(const ShardGrammar& g, const Normalization& norm) {

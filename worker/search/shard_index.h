@@ -48,6 +48,9 @@ class ShardSearchIndex {
       lengths_;  ///< by cache key
 };
 
+/// Throws InternalError unless `g` holds its rule bodies (an engine may drop them on the host).
+void require_bodies(const ShardGrammar& g);
+
 /// Kept words of each rule's expansion under `norm`, capped at 255 (one pass over the bodies).
 std::vector<uint8_t> capped_rule_lengths(const ShardGrammar& g, const Normalization& norm);
 
