@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <mutex>
+#include <span>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -15,6 +16,7 @@
 #include "common/parallel.h"
 #include "formats/archive.h"
 #include "formats/atomic_output.h"
+#include "formats/document_text.h"
 
 namespace gtadoc {
 namespace fs = std::filesystem;
@@ -111,9 +113,7 @@ uint64_t decompress(const fs::path& archive, const fs::path& out_dir,
     // sized by the manifest's numbers.
     check_shard_documents(archive, m, static_cast<uint32_t>(s), g, layout);
     // Where each document's whitespace gaps start (a document of n words has n + 1).
-    std::vector<uint64_t> gap_at(e.num_docs + 1, 0);
-    for (uint32_t i = 0; i < e.num_docs; ++i)
-      gap_at[i + 1] = gap_at[i] + m.docs[e.first_doc + i].words + 1;
+    const std::vector<uint64_t> gap_at = document_gap_starts(m, static_cast<uint32_t>(s));
     if (gap_at[e.num_docs] > layout.gaps.size())
       throw InputError(archive.string() + ": shard " + std::to_string(s) +
                        ": layout does not match the grammar (corrupted archive)");
@@ -125,22 +125,13 @@ uint64_t decompress(const fs::path& archive, const fs::path& out_dir,
       for (uint32_t i = static_cast<uint32_t>(task) * kDocsPerTask; i < end; ++i) {
         const DocId d = e.first_doc + i;
         if (!wanted[d]) continue;
-        const uint64_t n = m.docs[d].words, gap = gap_at[i];
-        words.clear();
-        expand_document(g, i, words);
-        if (words.size() != n)
-          throw InputError(archive.string() + ": shard " + std::to_string(s) +
-                           ": layout does not match the grammar (corrupted archive)");
+        expand_checked(archive, m, static_cast<uint32_t>(s), g, d, words);
+        // Checked against the manifest's size before the text is sized by it.
+        DocumentText doc(
+            archive, m, d, layout.ws_dict, words,
+            std::span<const uint32_t>(layout.gaps).subspan(gap_at[i], words.size() + 1));
         text.clear();
-        text.reserve(m.docs[d].bytes);
-        for (uint64_t k = 0; k < n; ++k) {
-          text += layout.ws_dict.at(layout.gaps[gap + k]);
-          text += m.dict[words[k]];
-        }
-        text += layout.ws_dict.at(layout.gaps[gap + n]);
-        if (text.size() != m.docs[d].bytes)
-          throw InputError(archive.string() + ": document '" + m.docs[d].name +
-                           "' does not have its recorded size (corrupted archive)");
+        doc.append(0, doc.size(), text);
         if (rel[d].has_parent_path()) {
           std::lock_guard<std::mutex> lock(fs_mutex);
           if (made.insert(rel[d].parent_path().string()).second)

@@ -62,8 +62,9 @@ class RemoveOnFailure {
   bool armed_ = false;
 };
 
-// `name` for a message: printable ASCII as it is, other bytes and the backslash escaped.
-std::string printable(std::string_view name) {
+}  // namespace
+
+std::string printable_name(std::string_view name) {
   std::string out;
   for (char ch : name) {
     const auto c = static_cast<unsigned char>(ch);
@@ -77,6 +78,8 @@ std::string printable(std::string_view name) {
   }
   return out;
 }
+
+namespace {
 
 h5::WriteOptions write_options(const ArchiveOptions& o) {
   GTADOC_EXPECTS(o.deflate_level >= 0 && o.deflate_level <= 9, "deflate level must be 0..9");
@@ -559,7 +562,13 @@ ShardGrammar read_shard_grammar(const fs::path& archive, const Manifest& manifes
   return g;
 }
 
-ShardLayout read_shard_layout(const fs::path& archive, const Manifest& manifest, uint32_t shard) {
+namespace {
+
+// Reads shard `shard`'s whitespace layout: its whole gaps (`range` empty), or only the gaps
+// [range->first, range->first + range->second) (the chunks of /layout/gaps holding them); the
+// whitespace dictionary unless `whitespace` is false (gap ids are then checked against its size).
+ShardLayout read_layout(const fs::path& archive, const Manifest& manifest, uint32_t shard,
+                        std::optional<std::pair<uint64_t, uint64_t>> range, bool whitespace) {
   const fs::path file = shard_path(archive, manifest, shard);
   h5::Lock lock;
   return in_file(file, [&] {
@@ -567,28 +576,55 @@ ShardLayout read_shard_layout(const fs::path& archive, const Manifest& manifest,
     const ShardEntry& entry = manifest.shards[shard];
     h5::Group lg = h5::open_group(f.id(), "layout");
     ShardLayout layout;
-    h5::BatchRead batch;
-    std::vector<char> bytes;
-    std::vector<uint64_t> lengths;
-    const size_t lengths_i = batch.add(lg.id(), "ws_lengths", lengths);
-    const size_t bytes_i = batch.add(lg.id(), "ws_bytes", bytes);
-    const size_t gaps_i = batch.add(lg.id(), "gaps", layout.gaps);
-    batch.run();
-    std::vector<uint64_t> offsets =
-        get_strings(batch, bytes_i, lengths_i, lengths, "ws_bytes", "ws_lengths");
-    layout.ws_dict.reserve(offsets.size() - 1);
-    for (size_t i = 0; i + 1 < offsets.size(); ++i)
-      layout.ws_dict.emplace_back(bytes.data() + offsets[i], offsets[i + 1] - offsets[i]);
-    batch.finish(gaps_i);
-    expect_equal(layout.gaps.size(), entry.words + entry.num_docs,
-                 "number of gaps (words + documents)");
+    uint64_t ws_entries = 0;
+    if (whitespace) {
+      // A document's read takes the two small arrays on this thread (threads cost more).
+      h5::BatchRead batch(range ? 1 : 0);
+      std::vector<char> bytes;
+      std::vector<uint64_t> lengths;
+      const size_t lengths_i = batch.add(lg.id(), "ws_lengths", lengths);
+      const size_t bytes_i = batch.add(lg.id(), "ws_bytes", bytes);
+      const size_t gaps_i = range ? 0 : batch.add(lg.id(), "gaps", layout.gaps);
+      batch.run();
+      std::vector<uint64_t> offsets =
+          get_strings(batch, bytes_i, lengths_i, lengths, "ws_bytes", "ws_lengths");
+      layout.ws_dict.reserve(offsets.size() - 1);
+      for (size_t i = 0; i + 1 < offsets.size(); ++i)
+        layout.ws_dict.emplace_back(bytes.data() + offsets[i], offsets[i + 1] - offsets[i]);
+      ws_entries = layout.ws_dict.size();
+      if (!range) {
+        batch.finish(gaps_i);
+        expect_equal(layout.gaps.size(), entry.words + entry.num_docs,
+                     "number of gaps (words + documents)");
+      }
+    } else {
+      ws_entries = h5::dataset_size(lg.id(), "ws_lengths");
+    }
+    if (range) {
+      // The dataset's size is checked before the range is read (read_array_range reads nothing
+      // beyond the dataset).
+      expect_equal(h5::dataset_size(lg.id(), "gaps"), entry.words + entry.num_docs,
+                   "number of gaps (words + documents)");
+      layout.gaps = h5::read_array_range<uint32_t>(lg.id(), "gaps", range->first, range->second);
+    }
     for (uint32_t gap : layout.gaps)
-      if (gap >= layout.ws_dict.size())
+      if (gap >= ws_entries)
         throw InputError("gap id " + std::to_string(gap) +
-                         " out of range (whitespace dictionary has " +
-                         std::to_string(layout.ws_dict.size()) + " entries)");
+                         " out of range (whitespace dictionary has " + std::to_string(ws_entries) +
+                         " entries)");
     return layout;
   });
+}
+
+}  // namespace
+
+ShardLayout read_shard_layout(const fs::path& archive, const Manifest& manifest, uint32_t shard) {
+  return read_layout(archive, manifest, shard, std::nullopt, true);
+}
+
+ShardLayout read_shard_layout(const fs::path& archive, const Manifest& manifest, uint32_t shard,
+                              uint64_t first_gap, uint64_t gaps, bool whitespace) {
+  return read_layout(archive, manifest, shard, std::make_pair(first_gap, gaps), whitespace);
 }
 
 void check_shard_documents(const fs::path& archive, const Manifest& m, uint32_t shard,
@@ -632,7 +668,8 @@ void check_shard_documents(const fs::path& archive, const Manifest& m, uint32_t 
           bytes = add(bytes, rule_bytes.at(rule_of(s, g.num_words)));
         }
       }
-      const std::string what = "document " + std::to_string(id) + " (" + printable(doc.name) + ")";
+      const std::string what =
+          "document " + std::to_string(id) + " (" + printable_name(doc.name) + ")";
       if (words != doc.words)
         throw InputError(what + " expands to " + std::to_string(words) +
                          " words, the manifest says " + std::to_string(doc.words));
@@ -718,11 +755,11 @@ void check_document(const DocEntry& doc, size_t d) {
     begin = end + 1;
   }
   if (!safe)
-    throw InputError("document " + std::to_string(d) + ": name \"" + printable(name) +
+    throw InputError("document " + std::to_string(d) + ": name \"" + printable_name(name) +
                      "\" is not a safe relative path (empty, absolute, a '.', '..' or empty "
                      "component, or a NUL byte)");
   if (doc.words > 0 && (doc.words > doc.bytes || doc.bytes - doc.words < doc.words - 1))
-    throw InputError("document " + std::to_string(d) + " (" + printable(name) + ") has " +
+    throw InputError("document " + std::to_string(d) + " (" + printable_name(name) + ") has " +
                      std::to_string(doc.words) + " words in " + std::to_string(doc.bytes) +
                      " bytes (too few bytes for its words)");
 }

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/types.h"
@@ -142,6 +143,19 @@ ShardGrammar read_shard_grammar(const std::filesystem::path& archive, const Mani
 /// Reads and checks one shard's whitespace layout.
 ShardLayout read_shard_layout(const std::filesystem::path& archive, const Manifest& manifest,
                               uint32_t shard);
+/// The same, with only the gaps [first_gap, first_gap + gaps) in `gaps`: HDF5 reads and inflates
+/// only the chunks of /layout/gaps that hold them, so one document's gaps cost a chunk or two (at
+/// most 1 MiB each), not the shard's. The whitespace dictionary is read whole, or, when
+/// `whitespace` is false, left empty (the gap ids are then checked against the number of entries
+/// the file stores: a caller that holds the dictionary already reads a document's gaps alone).
+/// The dataset's size is checked against the manifest as above; a range beyond it is an
+/// InputError.
+ShardLayout read_shard_layout(const std::filesystem::path& archive, const Manifest& manifest,
+                              uint32_t shard, uint64_t first_gap, uint64_t gaps,
+                              bool whitespace = true);
+
+/// `name` for a message: printable ASCII as it is, other bytes and the backslash escaped.
+std::string printable_name(std::string_view name);
 
 /// Checks every document of shard `shard` against the manifest's document table: the words its
 /// root segment expands to, and the bytes its words (from the dictionary) and its gaps (from

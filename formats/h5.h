@@ -201,6 +201,21 @@ uint64_t dataset_size(Id loc, const std::string& name);
 template <class T>
 std::vector<T> read_array(Id loc, const std::string& name);
 
+/// Elements [first, first + count) of a 1-D unsigned integer dataset whose stored width fits T:
+/// only the chunks holding them are read, checked against their Fletcher32 sums and inflated,
+/// as BatchRead does (pread and the codec of formats/zlib_codec.h, outside the HDF5 lock), else
+/// by H5Dread of a hyperslab (whose values and errors are then HDF5's). `*size` (when given)
+/// receives the dataset's number of elements.
+/// Throws InputError when the range lies beyond the dataset ("elements [a, b) requested, the
+/// dataset has n"), naming the dataset as read_array does. The caller holds h5::Lock.
+template <class T>
+std::vector<T> read_array_range(Id loc, const std::string& name, uint64_t first, uint64_t count,
+                                uint64_t* size = nullptr);
+/// read_array_range's reader: sizes the output by `resize` (count elements of width `mem`) only
+/// once the range is known to lie in the dataset.
+void read_range_raw(Id loc, const std::string& name, uint64_t first, uint64_t count, Width mem,
+                    const std::function<void*(uint64_t)>& resize, uint64_t* size);
+
 /// Where the stored chunks of a 1-D unsigned integer dataset lie in its file and how they are
 /// filtered: what BatchRead::add_located needs to read the dataset without any HDF5 call. Only
 /// datasets whose chunks all carry a Fletcher32 checksum have one, so that a map which does not
@@ -308,6 +323,9 @@ class BatchRead {
  private:
   struct Item;
   friend std::optional<ChunkMap> chunk_map(Id loc, const std::string& name);
+  friend void read_range_raw(Id loc, const std::string& name, uint64_t first, uint64_t count,
+                             Width mem, const std::function<void*(uint64_t)>& resize,
+                             uint64_t* size);
   size_t add_raw(Id loc, const std::string& name, Width mem, std::function<void*(uint64_t)> resize);
   size_t add_located_raw(int fd, const ChunkMap& map, Width mem,
                          std::function<void*(uint64_t)> resize);
@@ -325,6 +343,20 @@ std::vector<T> read_array(Id loc, const std::string& name) {
   batch.add(loc, name, out);
   batch.run();
   batch.finish(0);
+  return out;
+}
+
+template <class T>
+std::vector<T> read_array_range(Id loc, const std::string& name, uint64_t first, uint64_t count,
+                                uint64_t* size) {
+  std::vector<T> out;
+  read_range_raw(
+      loc, name, first, count, width_of<T>(),
+      [&out](uint64_t n) -> void* {
+        out.resize(n);
+        return out.data();
+      },
+      size);
   return out;
 }
 

@@ -3,7 +3,7 @@
 // h5::BatchRead against the written values (chunks read with pread outside the HDF5 lock, or by
 // HDF5 under it, and falling back to H5Dread on corrupt or truncated chunks with HDF5's own
 // messages), the parallel grammar validation against the sequential one, and Dictionary's shared
-// copies.
+// copies, and read_array_range (only the chunks of a range, on both paths).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -426,6 +426,94 @@ TEST(BatchRead, CorruptChunkFallsBackToHdf5AndItsMessage) {
     ADD_FAILURE() << "corruption not detected";
   } catch (const InputError& e) {
     EXPECT_EQ(std::string(e.what()), "dataset /v: checksum mismatch (corrupted data)");
+  }
+}
+
+TEST(ReadArrayRange, ChunksOfTheRangeEqualTheWrittenValuesOnBothPaths) {
+  // Ranges within a chunk, across chunk boundaries, at the ends, empty and whole, of datasets of
+  // two and a half chunks (every width up to 4 bytes, deflate off and on), read as u32: by the
+  // direct path (pread, decode) and by HDF5's hyperslab (GTADOC_H5_LOCKED_READ=1) alike.
+  TempDir dir;
+  const fs::path file = dir / "x.h5";
+  std::mt19937_64 rng(5);
+  std::vector<std::pair<std::string, std::vector<uint32_t>>> cases;
+  {
+    h5::File f = h5::create_file(file);
+    for (int deflate : {0, 6})
+      for (h5::Width store : {h5::Width::kU8, h5::Width::kU16, h5::Width::kU32}) {
+        const uint64_t es = static_cast<uint64_t>(store);
+        const uint64_t n = 5 * h5::kMaxChunkBytes / es / 2;
+        std::vector<uint32_t> v(n);
+        const uint64_t max = es == 4 ? 0xffffffffu : (uint64_t{1} << (8 * es)) - 1;
+        for (uint64_t i = 0; i < n; ++i) v[i] = static_cast<uint32_t>((i % 3 ? rng() : i) & max);
+        const std::string name = "d" + std::to_string(deflate) + "_w" + std::to_string(es);
+        h5::write_array(f.id(), name, std::span<const uint32_t>(v), store, {deflate});
+        cases.emplace_back(name, std::move(v));
+      }
+    f.close();
+  }
+  h5::File f = h5::open_file(file);
+  for (const char* locked : {"0", "1"}) {
+    testutil::ScopedEnv env("GTADOC_H5_LOCKED_READ", std::string(locked));
+    for (const auto& [name, v] : cases) {
+      const uint64_t n = v.size(), chunk = n * 2 / 5;
+      for (auto [a, b] : std::vector<std::pair<uint64_t, uint64_t>>{{0, 1},
+                                                                    {5, 17},
+                                                                    {chunk - 3, chunk + 5},
+                                                                    {chunk - 1, 2 * chunk + 1},
+                                                                    {n - 7, n},
+                                                                    {n, n},
+                                                                    {0, n},
+                                                                    {2 * chunk, 2 * chunk + 1}}) {
+        SCOPED_TRACE(name + " [" + std::to_string(a) + ", " + std::to_string(b) + ") locked " +
+                     locked);
+        uint64_t size = 0;
+        const std::vector<uint32_t> got =
+            h5::read_array_range<uint32_t>(f.id(), name, a, b - a, &size);
+        EXPECT_EQ(size, n);
+        ASSERT_TRUE(std::equal(got.begin(), got.end(), v.begin() + a, v.begin() + b));
+        ASSERT_EQ(got.size(), b - a);
+      }
+      try {
+        h5::read_array_range<uint32_t>(f.id(), name, n - 1, 2);
+        ADD_FAILURE() << "a range beyond the dataset was read";
+      } catch (const InputError& e) {
+        EXPECT_NE(std::string(e.what()).find("requested, the dataset has"), std::string::npos)
+            << e.what();
+      }
+    }
+  }
+  EXPECT_EQ(h5::open_object_count(), 1);  // the file
+}
+
+TEST(ReadArrayRange, CorruptChunkIsAnErrorOnBothPaths) {
+  TempDir dir;
+  const fs::path file = dir / "x.h5";
+  std::vector<uint32_t> v(600000);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<uint32_t>(i * 2654435761u);
+  {
+    h5::File f = h5::create_file(file);
+    h5::write_array(f.id(), "v", std::span<const uint32_t>(v), h5::Width::kU32, {0});
+    f.close();
+  }
+  // Flip one byte of the second chunk's values (stored raw: deflate is off).
+  std::string bytes = read_file(file);
+  const size_t pos = bytes.find(std::string(reinterpret_cast<const char*>(v.data() + 270000), 16));
+  ASSERT_NE(pos, std::string::npos);
+  bytes[pos + 5] ^= 0x20;
+  write_file(file, bytes);
+  h5::File f = h5::open_file(file);
+  for (const char* locked : {"0", "1"}) {
+    testutil::ScopedEnv env("GTADOC_H5_LOCKED_READ", std::string(locked));
+    // The first chunk is sound; a range touching the second is not.
+    EXPECT_EQ(h5::read_array_range<uint32_t>(f.id(), "v", 10, 20),
+              std::vector<uint32_t>(v.begin() + 10, v.begin() + 30));
+    try {
+      h5::read_array_range<uint32_t>(f.id(), "v", 262140, 10);
+      ADD_FAILURE() << "corruption not detected (locked " << locked << ")";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("dataset /v"), std::string::npos) << e.what();
+    }
   }
 }
 
