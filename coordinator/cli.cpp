@@ -350,6 +350,8 @@ int cli_main(int argc, char** argv) {
     } else if (sv->parsed()) {
       serve_cmd.options.cache_bytes = parse_size(serve_cmd.cache_bytes, "--cache-bytes", true);
       serve_cmd.options.max_body = parse_size(serve_cmd.max_body, "--max-body");
+      serve_cmd.options.doc_cache_bytes =
+          parse_size(serve_cmd.doc_cache_bytes, "--doc-cache-bytes", true);
       run_collectively(*comm, [&] { require_archive(serve_cmd.options.archive); });
       const int ranks = in_process_rank_count(serve_cmd.gpus, serve_cmd.options.engine, *comm);
       if (ranks > 1)

@@ -176,6 +176,10 @@ CLI::App* add_serve_command(CLI::App& app, ServeCommand& cmd) {
       ->type_name("N");
   sv->add_option("--cache-bytes", cmd.cache_bytes, "Result cache bound (default 256M; 0 = off)")
       ->type_name("BYTES");
+  sv->add_option("--doc-cache-bytes", cmd.doc_cache_bytes,
+                 "Bound of rank 0's cache of shard grammars for GET /v1/docs (default 256M; "
+                 "0 = off)")
+      ->type_name("BYTES");
   sv->add_option("--max-body", cmd.max_body, "Largest request body (default 1M)")
       ->type_name("BYTES");
   sv->add_option("--read-timeout", cmd.options.read_timeout_s,

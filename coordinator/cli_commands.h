@@ -59,6 +59,7 @@ CLI::App* add_grep_command(CLI::App& app, GrepCommand& cmd);
 struct ServeCommand {
   ServeOptions options;
   std::string cache_bytes = "256M", max_body = "1M";  ///< as given (parsed by the caller)
+  std::string doc_cache_bytes = "256M";               ///< as given (parsed by the caller)
   std::string gpus;                                   ///< --gpus N|all
 };
 CLI::App* add_serve_command(CLI::App& app, ServeCommand& cmd);

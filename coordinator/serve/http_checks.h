@@ -1,12 +1,14 @@
 // The HTTP rules of `gtadoc serve` that decide on untrusted header bytes alone: bearer-token
-// authentication (the scheme in any case, the token compared in constant time) and strict
-// message framing (what may delimit a request body). Header-only (the request fuzzer uses it
-// too).
+// authentication (the scheme in any case, the token compared in constant time), strict
+// message framing (what may delimit a request body), the percent-decoding of a path segment and
+// the one byte range a Range header may ask for. Header-only (the request fuzzer uses it too).
 #pragma once
 
 #include <algorithm>
 #include <boost/beast/http/field.hpp>
 #include <boost/beast/http/fields.hpp>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -77,6 +79,89 @@ inline std::string framing_error(const boost::beast::http::fields& fields, unsig
   if (version < 11) return "Transfer-Encoding in an HTTP/1.0 request";
   if (!ascii_iequals(encoding, "chunked")) return "Transfer-Encoding other than chunked";
   return {};
+}
+
+/// `text` with every %XX (two hex digits, either case) replaced by its byte; nullopt when a '%'
+/// is not followed by two hex digits. '+' stays '+' (a path, not a form).
+inline std::optional<std::string> percent_decode(std::string_view text) {
+  const auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '%') {
+      out += text[i];
+      continue;
+    }
+    if (i + 2 >= text.size()) return std::nullopt;
+    const int hi = hex(text[i + 1]), lo = hex(text[i + 2]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    out += static_cast<char>(hi * 16 + lo);
+    i += 2;
+  }
+  return out;
+}
+
+/// What a Range header asks of a representation of `size` bytes (RFC 9110 14.1-14.2):
+/// - kWhole: send it all (200): no header, another unit than `bytes`, more than one range, a
+///   malformed one (a server may ignore any Range header), or a suffix range of an empty one
+///   (satisfiable, but a 206 cannot describe zero bytes);
+/// - kPart: bytes [begin, end) (206);
+/// - kUnsatisfiable: a first byte at or beyond the end, or `bytes=-0` (416).
+struct ByteRange {
+  enum Kind { kWhole, kPart, kUnsatisfiable } kind = kWhole;
+  uint64_t begin = 0, end = 0;
+};
+inline ByteRange parse_byte_range(std::string_view header, uint64_t size) {
+  ByteRange whole;
+  whole.end = size;
+  header = http_trim(header);
+  constexpr std::string_view unit = "bytes=";
+  if (header.size() < unit.size() || !ascii_iequals(header.substr(0, unit.size()), unit))
+    return whole;
+  const std::string_view spec = http_trim(header.substr(unit.size()));
+  const size_t dash = spec.find('-');
+  if (dash == std::string_view::npos || spec.find('-', dash + 1) != std::string_view::npos)
+    return whole;  // also every list: a second range has its own dash
+  // Digits as a number, saturating at 2^64 - 1; nullopt when empty or not only digits.
+  const auto number = [](std::string_view d) -> std::optional<uint64_t> {
+    if (d.empty() || d.find_first_not_of("0123456789") != std::string_view::npos)
+      return std::nullopt;
+    uint64_t v = 0;
+    for (char c : d) {
+      const uint64_t digit = static_cast<uint64_t>(c - '0');
+      if (v > (~uint64_t{0} - digit) / 10) return ~uint64_t{0};
+      v = v * 10 + digit;
+    }
+    return v;
+  };
+  const std::string_view first_text = spec.substr(0, dash), last_text = spec.substr(dash + 1);
+  ByteRange r;
+  r.kind = ByteRange::kPart;
+  if (first_text.empty()) {  // bytes=-N: the last N bytes
+    const std::optional<uint64_t> n = number(last_text);
+    if (!n) return whole;
+    if (*n == 0) return {ByteRange::kUnsatisfiable, 0, 0};
+    if (size == 0) return whole;
+    r.begin = size - std::min(*n, size);
+    r.end = size;
+    return r;
+  }
+  const std::optional<uint64_t> first = number(first_text);
+  if (!first) return whole;
+  std::optional<uint64_t> last;
+  if (!last_text.empty()) {
+    last = number(last_text);
+    if (!last || *last < *first) return whole;  // invalid: ignored
+  }
+  if (*first >= size) return {ByteRange::kUnsatisfiable, 0, 0};
+  r.begin = *first;
+  r.end = last && *last < size ? *last + 1 : size;
+  return r;
 }
 
 }  // namespace gtadoc

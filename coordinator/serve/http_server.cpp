@@ -8,6 +8,7 @@
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -15,7 +16,9 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "common/timer.h"
 #include "coordinator/pipeline/query_pipeline.h"
+#include "coordinator/serve/documents.h"
 #include "coordinator/serve/http_checks.h"
 #include "coordinator/serve/json_budget.h"
 #include "coordinator/serve/response_pipe.h"
@@ -46,12 +49,27 @@ OutputFormat negotiate(const QuerySpec& spec, std::string_view accept) {
   return OutputFormat::kJson;
 }
 
+/// The path of a request target (what precedes its query string).
+std::string_view target_path(std::string_view target) {
+  return target.substr(0, target.find('?'));
+}
+
+/// Whether a path is one of GET /v1/docs's: /v1/docs (by id) or /v1/docs/NAME.
+bool is_docs_path(std::string_view path) {
+  return path == "/v1/docs" || path.starts_with("/v1/docs/");
+}
+
 /// The metrics label of a request target.
 std::string endpoint_label(std::string_view target) {
   for (const char* known : {"/v1/query", "/v1/archive", "/healthz", "/metrics"})
     if (target == known) return known;
+  if (is_docs_path(target_path(target))) return "/v1/docs";
   return "other";
 }
+
+/// Bytes of a document rendered at a time (on the documents' pool) and then written: what one
+/// response holds of its document's text (besides its words, 4 bytes each).
+constexpr uint64_t kDocPiece = uint64_t{2} << 20;
 
 /// Wakes a session waiting for its response's next bytes (set and cancelled on the session's
 /// strand).
@@ -80,8 +98,11 @@ constexpr auto kLingerTime = std::chrono::seconds(1);
 
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(ServiceState& state, tcp::socket socket)
-      : state_(state), socket_(std::move(socket)), watchdog_(socket_.get_executor()) {}
+  Session(ServiceState& state, tcp::socket socket, asio::thread_pool& docs_pool)
+      : state_(state),
+        socket_(std::move(socket)),
+        watchdog_(socket_.get_executor()),
+        docs_pool_(docs_pool) {}
 
   void set_id(uint64_t id) { id_ = id; }
 
@@ -257,6 +278,10 @@ class Session : public std::enable_shared_from_this<Session> {
       if (req.method() != http::verb::get)
         co_return co_await method_not_allowed("GET", keep, label);
       state_.metrics.set_queue_depth(static_cast<int64_t>(state_.queue.depth()));
+      if (state_.documents != nullptr) {
+        const DocumentStore::Stats s = state_.documents->stats();
+        state_.metrics.set_doc_cache(s.bytes, s.entries, s.capacity, s.hits, s.misses);
+      }
       co_return co_await reply(200, state_.metrics.render(state_.cache),
                                "text/plain; version=0.0.4; charset=utf-8", keep, label);
     }
@@ -270,7 +295,144 @@ class Session : public std::enable_shared_from_this<Session> {
         co_return co_await method_not_allowed("POST", keep, label);
       co_return co_await query(req, keep);
     }
+    if (const std::string_view path = target_path(target); is_docs_path(path)) {
+      if (req.method() != http::verb::get && req.method() != http::verb::head)
+        co_return co_await method_not_allowed("GET, HEAD", keep, label);
+      co_return co_await document(req, path, std::string_view(target).substr(path.size()), keep);
+    }
     co_return co_await reply_error(404, "no such endpoint (try POST /v1/query)", keep, label);
+  }
+
+  /// GET or HEAD /v1/docs/NAME (NAME percent-decoded) or /v1/docs?id=N: the document's bytes,
+  /// or the one byte range a Range header asks for (docs/SERVICE.md). Rank 0 reads them alone
+  /// (documents.h), on the documents' pool: this I/O thread serves other connections meanwhile.
+  asio::awaitable<bool> document(const http::request<http::string_body>& req, std::string_view path,
+                                 std::string_view query, bool keep) {
+    const std::string label = "/v1/docs";
+    DocumentStore* store = state_.documents;
+    if (store == nullptr)
+      co_return co_await reply_error(503, "documents are not served", keep, label);
+    const Manifest& m = store->manifest();
+    DocId doc = 0;
+    if (path == "/v1/docs") {
+      std::optional<uint64_t> id;
+      const std::string_view digits = query.starts_with("?id=") ? query.substr(4) : "";
+      if (!digits.empty() && digits.size() <= 19 &&
+          digits.find_first_not_of("0123456789") == std::string_view::npos)
+        id = std::stoull(std::string(digits));
+      if (!id)
+        co_return co_await reply_error(
+            400, "name the document: /v1/docs/NAME (percent-encoded) or /v1/docs?id=N", keep,
+            label);
+      if (*id >= m.docs.size())
+        co_return co_await reply_error(404,
+                                       "no document with id " + std::to_string(*id) +
+                                           " (the archive has " + std::to_string(m.docs.size()) +
+                                           ")",
+                                       keep, label);
+      doc = static_cast<DocId>(*id);
+    } else {
+      const std::optional<std::string> name = percent_decode(path.substr(9));
+      if (!name)
+        co_return co_await reply_error(
+            400, "malformed percent escape in the document name (% must start %XX)", keep, label);
+      if (name->find('\0') != std::string::npos)
+        co_return co_await reply_error(400, "a document name holds no NUL byte", keep, label);
+      const std::optional<DocId> found = store->find(*name);
+      if (!found)
+        co_return co_await reply_error(404, "no document named '" + printable_name(*name) + "'",
+                                       keep, label);
+      doc = *found;
+    }
+    const uint64_t size = m.docs[doc].bytes;
+    const std::string etag = "\"" + state_.etag_prefix + "-d" + std::to_string(doc) + "\"";
+    HeaderList headers;
+    headers.emplace_back("ETag", etag);
+    headers.emplace_back("Accept-Ranges", "bytes");
+    const std::string_view if_none = sv(req[http::field::if_none_match]);
+    if (!if_none.empty() &&
+        (if_none.find(etag) != std::string_view::npos || http_trim(if_none) == "*"))
+      co_return co_await reply(304, "", "", keep, label, std::move(headers));
+    // A Range whose If-Range names another version (or a date) is ignored: the whole document.
+    ByteRange range;
+    range.end = size;
+    const auto if_range = req.find(http::field::if_range);
+    if (req.find(http::field::range) != req.end() &&
+        (if_range == req.end() || sv(if_range->value()) == etag))
+      range = parse_byte_range(sv(req[http::field::range]), size);
+    if (range.kind == ByteRange::kUnsatisfiable) {
+      headers.emplace_back("Content-Range", "bytes */" + std::to_string(size));
+      co_return co_await reply(416,
+                               error_body(416, "range not satisfiable: the document has " +
+                                                   std::to_string(size) + " bytes"),
+                               "application/json", keep, label, std::move(headers));
+    }
+    const int status = range.kind == ByteRange::kPart ? 206 : 200;
+    if (status == 206)
+      headers.emplace_back("Content-Range", "bytes " + std::to_string(range.begin) + "-" +
+                                                std::to_string(range.end - 1) + "/" +
+                                                std::to_string(size));
+    headers.emplace(headers.begin(), "Content-Type", "application/octet-stream");
+    const uint64_t length = range.end - range.begin;
+    Writing writing(state_);
+    state_.connection_table.set_phase(id_, ConnectionTable::Phase::kWriting);
+    const Clock::time_point deadline = Clock::now() + state_.query_timeout;
+    keep = keep && !http10_;
+    if (req.method() == http::verb::head) {  // the sizes are the manifest's: nothing is read
+      const std::string head =
+          response_head(status, headers, static_cast<long long>(length), true, &keep);
+      state_.metrics.request(label, status);
+      co_return co_await send(head, deadline) && keep;
+    }
+    // The document is read and its first piece rendered on the pool; then piece by piece.
+    std::unique_ptr<OpenDocument> open;
+    std::string piece;
+    std::optional<std::string> error;
+    Timer timer;
+    try {
+      co_await asio::co_spawn(
+          docs_pool_,
+          [&]() -> asio::awaitable<void> {
+            open = store->open(doc);
+            open->seek(range.begin);
+            piece.reserve(std::min(length, kDocPiece));
+            open->read(piece, std::min(length, kDocPiece));
+            co_return;
+          },
+          asio::use_awaitable);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    if (cut_) co_return false;
+    if (error) {
+      spdlog::warn("GET /v1/docs: document {}: {}", doc, *error);
+      co_return co_await reply_error(500, *error, keep, label);
+    }
+    char timing[64];
+    std::snprintf(timing, sizeof timing, "doc;dur=%.3f", timer.seconds() * 1e3);
+    headers.emplace_back("Server-Timing", timing);
+    const std::string head =
+        response_head(status, headers, static_cast<long long>(length), true, &keep);
+    state_.metrics.request(label, status);
+    if (!co_await send(head, deadline, piece)) co_return false;
+    for (uint64_t sent = piece.size(); sent < length; sent += piece.size()) {
+      piece.clear();
+      bool failed = false;
+      try {
+        co_await asio::co_spawn(
+            docs_pool_,
+            [&]() -> asio::awaitable<void> {
+              open->read(piece, std::min(length - sent, kDocPiece));
+              co_return;
+            },
+            asio::use_awaitable);
+      } catch (const std::exception& e) {  // memory: the head is sent, so the response is cut
+        spdlog::warn("GET /v1/docs: document {}: {}", doc, e.what());
+        failed = true;
+      }
+      if (failed || cut_ || piece.empty() || !co_await send(piece, deadline)) co_return false;
+    }
+    co_return keep;
   }
 
   asio::awaitable<bool> query(const http::request<http::string_body>& req, bool keep) {
@@ -430,6 +592,7 @@ class Session : public std::enable_shared_from_this<Session> {
   ServiceState& state_;
   tcp::socket socket_;
   asio::steady_timer watchdog_;
+  asio::thread_pool& docs_pool_;
   uint64_t watch_generation_ = 0;
   uint64_t id_ = 0;
   std::shared_ptr<Waiter> waiter_;  ///< while waiting for the executor's response
@@ -440,7 +603,8 @@ class Session : public std::enable_shared_from_this<Session> {
   beast::flat_buffer buffer_;
 };
 
-asio::awaitable<void> accept_loop(ServiceState& state, tcp::acceptor& acceptor) {
+asio::awaitable<void> accept_loop(ServiceState& state, tcp::acceptor& acceptor,
+                                  asio::thread_pool& docs_pool) {
   for (;;) {
     auto strand = asio::make_strand(acceptor.get_executor());
     tcp::socket socket(strand);
@@ -452,7 +616,7 @@ asio::awaitable<void> accept_loop(ServiceState& state, tcp::acceptor& acceptor) 
     }
     const tcp::endpoint peer = socket.remote_endpoint(ec);
     const std::string address = ec ? std::string("unknown") : peer.address().to_string();
-    auto session = std::make_shared<Session>(state, std::move(socket));
+    auto session = std::make_shared<Session>(state, std::move(socket), docs_pool);
     std::weak_ptr<Session> weak = session;
     const uint64_t id = state.connection_table.admit(address, [weak, strand] {
       asio::post(strand, [weak] {
@@ -517,7 +681,7 @@ void HttpServer::start(unsigned threads, std::function<void()> on_stop_signal) {
   signals_.async_wait([on_stop_signal](const beast::error_code& ec, int) {
     if (!ec && on_stop_signal) on_stop_signal();
   });
-  asio::co_spawn(ioc_, accept_loop(state_, acceptor_), asio::detached);
+  asio::co_spawn(ioc_, accept_loop(state_, acceptor_, docs_pool_), asio::detached);
   for (unsigned i = 0; i < std::max(1u, threads); ++i)
     threads_.emplace_back([this] { ioc_.run(); });
 }
@@ -534,6 +698,9 @@ void HttpServer::stop() {
   for (auto& t : threads_)
     if (t.joinable()) t.join();
   threads_.clear();
+  // A document read under way finishes (its sessions are gone with the I/O threads).
+  docs_pool_.stop();
+  docs_pool_.join();
 }
 
 }  // namespace gtadoc

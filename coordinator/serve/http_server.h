@@ -13,6 +13,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <functional>
 #include <memory>
 #include <string>
@@ -25,6 +26,7 @@ namespace gtadoc {
 
 class HttpServer {
  public:
+  static constexpr unsigned kDocThreads = 2;
   /// Binds `host:port` (port 0 = any free port). Throws InputError when it cannot.
   HttpServer(ServiceState& state, const boost::asio::ip::address& address, uint16_t port);
   ~HttpServer();
@@ -44,6 +46,8 @@ class HttpServer {
   boost::asio::io_context ioc_;
   boost::asio::ip::tcp::acceptor acceptor_;
   boost::asio::signal_set signals_;
+  /// Where GET /v1/docs reads and renders documents (documents.h), off the I/O threads.
+  boost::asio::thread_pool docs_pool_{kDocThreads};
   uint16_t port_ = 0;
   std::vector<std::thread> threads_;
 };

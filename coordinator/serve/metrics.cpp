@@ -96,6 +96,20 @@ std::string Metrics::render(const ResultCache& cache) const {
   header(out, "gtadoc_response_spilled_bytes_total", "counter",
          "Response bytes kept in temporary files while their clients read them.");
   out += fmt::format("gtadoc_response_spilled_bytes_total {}\n", bytes_spilled_.load());
+  header(out, "gtadoc_doc_cache_bytes", "gauge",
+         "Bytes of shard grammars rank 0 keeps for GET /v1/docs.");
+  out += fmt::format("gtadoc_doc_cache_bytes {}\n", doc_cache_bytes_.load());
+  header(out, "gtadoc_doc_cache_entries", "gauge", "Shard grammars kept for GET /v1/docs.");
+  out += fmt::format("gtadoc_doc_cache_entries {}\n", doc_cache_entries_.load());
+  header(out, "gtadoc_doc_cache_capacity_bytes", "gauge",
+         "Bound of the shard grammars kept for GET /v1/docs (--doc-cache-bytes).");
+  out += fmt::format("gtadoc_doc_cache_capacity_bytes {}\n", doc_cache_capacity_.load());
+  header(out, "gtadoc_doc_cache_hits_total", "counter",
+         "Documents whose shard grammar was in the cache.");
+  out += fmt::format("gtadoc_doc_cache_hits_total {}\n", doc_cache_hits_.load());
+  header(out, "gtadoc_doc_cache_misses_total", "counter",
+         "Documents whose shard grammar had to be read.");
+  out += fmt::format("gtadoc_doc_cache_misses_total {}\n", doc_cache_misses_.load());
   header(out, "gtadoc_resident_bytes", "gauge", "Grammar bytes resident per rank.");
   for (size_t r = 0; r < resident_.size(); ++r)
     out += fmt::format("gtadoc_resident_bytes{{rank=\"{}\"}} {}\n", r, resident_[r]);

@@ -1,8 +1,8 @@
 // The service's metrics in the Prometheus text exposition format (GET /metrics): requests by
 // endpoint and status code, queries by task and status, query latency histograms by task,
 // queue depth, cache hits / misses / bytes, responses cut for clients that did not read them,
-// connections cut to make room for new ones, response bytes spilled to temporary files, bytes
-// resident and GPU memory per rank.
+// connections cut to make room for new ones, response bytes spilled to temporary files, the
+// document store's grammar cache (GET /v1/docs), bytes resident and GPU memory per rank.
 // Thread-safe: counters are updated by the HTTP threads and the query executor.
 #pragma once
 
@@ -38,6 +38,15 @@ class Metrics {
   void connection_evicted() { connections_evicted_++; }
   /// Bytes of a response that went to its temporary file (response_pipe.h).
   void response_spilled(uint64_t bytes) { bytes_spilled_ += bytes; }
+  /// The document store's grammar cache (GET /v1/docs; documents.h), as of now.
+  void set_doc_cache(uint64_t bytes, uint64_t entries, uint64_t capacity, uint64_t hits,
+                     uint64_t misses) {
+    doc_cache_bytes_ = bytes;
+    doc_cache_entries_ = entries;
+    doc_cache_capacity_ = capacity;
+    doc_cache_hits_ = hits;
+    doc_cache_misses_ = misses;
+  }
   /// Per rank: grammar bytes resident and GPU memory (used, total; zeros without a GPU).
   void set_rank_memory(std::vector<uint64_t> resident, std::vector<uint64_t> gpu_used,
                        std::vector<uint64_t> gpu_total);
@@ -59,6 +68,8 @@ class Metrics {
   std::atomic<uint64_t> cache_hits_{0}, cache_misses_{0};
   std::atomic<uint64_t> responses_cut_{0}, connections_evicted_{0}, bytes_spilled_{0};
   std::atomic<int64_t> queue_depth_{0}, queue_capacity_{0}, in_flight_{0};
+  std::atomic<uint64_t> doc_cache_bytes_{0}, doc_cache_entries_{0}, doc_cache_capacity_{0},
+      doc_cache_hits_{0}, doc_cache_misses_{0};
   std::vector<uint64_t> resident_, gpu_used_, gpu_total_;
 };
 

@@ -11,6 +11,8 @@ std::string_view status_reason(int status) {
   switch (status) {
     case 200:
       return "OK";
+    case 206:
+      return "Partial Content";
     case 304:
       return "Not Modified";
     case 400:
@@ -27,6 +29,8 @@ std::string_view status_reason(int status) {
       return "Content Too Large";
     case 415:
       return "Unsupported Media Type";
+    case 416:
+      return "Range Not Satisfiable";
     case 431:
       return "Request Header Fields Too Large";
     case 500:

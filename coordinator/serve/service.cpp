@@ -24,6 +24,7 @@
 #include "coordinator/pipeline/query_pipeline.h"
 #include "coordinator/search/phrase_search.h"
 #include "coordinator/search/resident_index.h"
+#include "coordinator/serve/documents.h"
 #include "coordinator/serve/http_server.h"
 #include "coordinator/serve/response_pipe.h"
 #include "coordinator/serve/response_writer.h"
@@ -331,6 +332,8 @@ void serve(Comm& comm, const ServeOptions& o) {
   spdlog::debug("resident shards prepared for queries in {:.2f}s", warmed);
 
   std::unique_ptr<ServiceState> state;
+  // Before the server: its documents' pool, joined when it stops, reads from the store.
+  std::unique_ptr<DocumentStore> documents;
   std::unique_ptr<HttpServer> server;
   run_collectively(comm, [&] {
     if (comm.rank() != 0) return;
@@ -339,6 +342,9 @@ void serve(Comm& comm, const ServeOptions& o) {
     state->spill_dir = spill_dir;
     state->token = token;
     state->manifest = &session->manifest();
+    documents =
+        std::make_unique<DocumentStore>(session->path(), session->manifest(), o.doc_cache_bytes);
+    state->documents = documents.get();
     state->max_body = o.max_body;
     state->read_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.read_timeout_s * 1000));
     state->query_timeout =

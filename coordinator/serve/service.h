@@ -33,6 +33,8 @@ struct ServeOptions {
   double query_timeout_s = 60;          ///< from arrival to the last byte of the response
   size_t max_connections = 1024;
   uint64_t gpu_memory_limit = 0;  ///< --gpu-memory-limit BYTES (0: not given; worker/engine.h)
+  /// Rank 0's cache of shard grammars for GET /v1/docs (0 = off; documents.h).
+  uint64_t doc_cache_bytes = 256ull << 20;
 };
 
 /// Runs the service until SIGTERM/SIGINT (collective). Throws UsageError for bad options.

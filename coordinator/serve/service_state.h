@@ -27,6 +27,8 @@ namespace gtadoc {
 
 using Clock = std::chrono::steady_clock;
 
+class DocumentStore;
+
 struct QueryJob {
   /// POST /v1/search (`search` holds the request; spec.format its format) or POST /v1/query.
   bool is_search = false;
@@ -105,6 +107,7 @@ struct ServiceState {
   uint64_t response_memory;               ///< one response's bytes in memory; the rest spills
   std::string spill_dir;                  ///< where responses spill ($TMPDIR, else /tmp)
   const Manifest* manifest = nullptr;     ///< of the resident archive (immutable while serving)
+  DocumentStore* documents = nullptr;     ///< GET /v1/docs (rank 0's; documents.h)
   std::string token;                      ///< empty = no authentication (loopback only)
   std::string archive_json;               ///< GET /v1/archive
   std::string etag_prefix;                ///< the archive's id

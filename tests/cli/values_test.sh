@@ -45,6 +45,7 @@ refused --deflate-level    compress D -o t.gtd --deflate-level 10
 refused --n                run a.gtd sequence-count --n 9
 refused --n                run a.gtd sequence-count --n -1
 refused --cache-bytes      serve a.gtd --cache-bytes 12q
+refused --doc-cache-bytes  serve a.gtd --doc-cache-bytes 1x
 refused --max-body         serve a.gtd --max-body -1
 refused --max-body         serve a.gtd --max-body 0
 refused --queue            serve a.gtd --queue 0
@@ -102,7 +103,8 @@ done
 # serve's sizes are parsed before the archive is opened: a good size fails later, with exit 1.
 for size in 0 1MB 1mib 256M 1GiB; do
   rc=0
-  "$BIN" serve missing.gtd --cache-bytes "$size" --max-body 64KiB >/dev/null 2>err || rc=$?
+  "$BIN" serve missing.gtd --cache-bytes "$size" --doc-cache-bytes "$size" --max-body 64KiB \
+    >/dev/null 2>err || rc=$?
   [[ $rc -eq 1 ]] || fail "serve --cache-bytes $size: exit $rc, want 1 (missing archive): $(cat err)"
 done
 # The bounds themselves are accepted.

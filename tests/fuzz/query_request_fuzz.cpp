@@ -6,7 +6,8 @@
 //    coordinator/serve/http_server.cpp (16 KiB of headers, a body limit), fed in two pieces
 //    (split where the first input byte says); the framing rules and the bearer check of
 //    coordinator/serve/http_checks.h on its header (a request they accept has at most one
-//    Content-Length and no Transfer-Encoding but chunked, never both), then the body of a
+//    Content-Length and no Transfer-Encoding but chunked, never both), the byte range of its
+//    Range header and the percent-decoding of its target (GET /v1/docs), then the body of a
 //    complete request through the same query parsing.
 // Built with clang++ -fsanitize=fuzzer,address,undefined (tests/CMakeLists.txt, only when clang
 // can); ctest fuzz.query_request runs it for a bounded time on tests/fuzz/corpus/.
@@ -17,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -97,6 +99,19 @@ void fuzz_http(const uint8_t* data, size_t size) {
     check(encodings == 0 || parser.chunked());
     const auto auth = parser.get()[http::field::authorization];
     (void)gtadoc::bearer_matches(std::string_view(auth.data(), auth.size()), "token");
+    // GET /v1/docs: the one byte range a Range header asks of documents of a few sizes lies in
+    // the document, and a decoded name is never longer than the path it came from.
+    const auto range = parser.get()[http::field::range];
+    for (uint64_t size : {uint64_t{0}, uint64_t{1}, uint64_t{100}, ~uint64_t{0}}) {
+      const gtadoc::ByteRange r =
+          gtadoc::parse_byte_range(std::string_view(range.data(), range.size()), size);
+      if (r.kind == gtadoc::ByteRange::kPart) check(r.begin < r.end && r.end <= size);
+      if (r.kind == gtadoc::ByteRange::kWhole) check(r.begin == 0 && r.end == size);
+    }
+    const auto target = parser.get().target();
+    const std::optional<std::string> name =
+        gtadoc::percent_decode(std::string_view(target.data(), target.size()));
+    check(!name || name->size() <= target.size());
   }
   if (!parser.is_done()) {
     if (!parser.got_some()) return;  // nothing parsed yet (async_read reports end_of_stream)

@@ -1,6 +1,6 @@
 # Sourced by the service tests (needs BIN, SRC and WORK set, and a `fail MESSAGE` function): a
 # fresh scratch directory, the services a test started (PIDS) killed on exit, starting a service,
-# and the test archive made of the bundled sample.
+# the test archive made of the bundled sample, and percent-encoding a document name for a URL.
 
 # serve_setup: empty $WORK (with $WORK/in), byte-order collation, the kill-on-exit trap.
 serve_setup() {
@@ -49,4 +49,19 @@ start() {
   PIDS+=("$PID")
   PORT=$(listening_port "$WORK/$name.log" "$PID" "$name") || exit 1  # it failed the test
   [[ $(grep -c '^gtadoc serve: listening on ' "$WORK/$name.log") -eq 1 ]] || fail "$name: not exactly one listening line"
+}
+
+# urlencode TEXT: TEXT as one percent-encoded path segment (every byte but unreserved ones and
+# '/' as %XX; '/' as %2F too when a second argument is given).
+urlencode() {
+  local LC_ALL=C s=$1 out= c i
+  for ((i = 0; i < ${#s}; i++)); do
+    c=${s:i:1}
+    case $c in
+      [a-zA-Z0-9._~-]) out+=$c ;;
+      /) if [[ $# -gt 1 ]]; then out+=%2F; else out+=/; fi ;;
+      *) printf -v c '%%%02X' "'$c"; out+=$c ;;
+    esac
+  done
+  printf '%s' "$out"
 }

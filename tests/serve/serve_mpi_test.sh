@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `gtadoc serve` under mpirun (CPU engine), run by CTest with NP = 2 and 3 (oversubscribed):
 #  - rank 0 listens; answers equal `gtadoc run` for all six tasks (TSV and JSON, a few options,
-#    filters), also for concurrent clients; /metrics shows one resident entry per rank;
+#    filters), also for concurrent clients; GET /v1/docs gives every document's bytes (rank 0
+#    alone, shards of other ranks included); /metrics shows one resident entry per rank;
 #  - SIGTERM to rank 0: every rank stops and mpirun exits 0;
 #  - a rank that throws on a shard (GTADOC_FAULT_INJECT=1:S:throw; shards are tried until rank
 #    1 holds S): the query gets a 500 naming the rank and the shard; the service keeps serving
@@ -144,6 +145,17 @@ for i in 1 2 3 4 5 6; do
   [[ $(cat "$WORK/conc$i.code") == 200 ]] || fail "concurrent query $i: status $(cat "$WORK/conc$i.code")"
   if (( i % 2 )); then same "$WORK/want-sc" "$WORK/conc$i" "concurrent sequence-count"; else same "$WORK/want-tv" "$WORK/conc$i" "concurrent term-vector"; fi
 done
+# GET /v1/docs: rank 0 rebuilds every document alone, also those of shards resident on other
+# ranks; by name, by id and a range.
+mapfile -t DOCS < <(cd "$WORK/in" && find . -type f | sed 's|^\./||' | sort)
+for i in "${!DOCS[@]}"; do
+  code=$(curl -sS --max-time 30 -o "$WORK/doc" -w '%{http_code}' "$URL/v1/docs/$(urlencode "${DOCS[$i]}")")
+  [[ $code == 200 ]] && cmp -s "$WORK/in/${DOCS[$i]}" "$WORK/doc" || fail "GET /v1/docs/${DOCS[$i]}: status $code or bytes differ"
+  code=$(curl -sS --max-time 30 -o "$WORK/doc" -w '%{http_code}' "$URL/v1/docs?id=$i")
+  [[ $code == 200 ]] && cmp -s "$WORK/in/${DOCS[$i]}" "$WORK/doc" || fail "GET /v1/docs?id=$i: status $code or bytes differ"
+done
+code=$(curl -sS --max-time 30 -o "$WORK/doc" -w '%{http_code}' -r 10-19 "$URL/v1/docs?id=$((${#DOCS[@]} - 1))")
+[[ $code == 206 ]] && cmp -s <(tail -c +11 "$WORK/in/${DOCS[-1]}" | head -c 10) "$WORK/doc" || fail "a range of the last document: status $code or bytes differ"
 curl -sS -o "$WORK/metrics" "$URL/metrics"
 [[ $(grep -c '^gtadoc_resident_bytes{rank="[0-9]*"} [0-9]*$' "$WORK/metrics") -eq $NP ]] ||
   fail "gtadoc_resident_bytes should have one sample per rank"
