@@ -16,8 +16,10 @@ ResidentSearchIndex::ResidentSearchIndex(
                indexes_[i] = std::make_unique<ShardSearchIndex>(*grammars_[i].second);
              });
              seconds_ = timer.seconds();
+             uint64_t bytes = 0;  // not bytes(): built_ is not set yet while this runs
+             for (const auto& index : indexes_) bytes += index->bytes();
              spdlog::debug("search indexes of {} resident grammars built in {:.3f} s ({} bytes)",
-                           grammars_.size(), seconds_, bytes());
+                           grammars_.size(), seconds_, bytes);
            }).share();
 }
 

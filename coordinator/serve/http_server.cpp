@@ -61,7 +61,7 @@ bool is_docs_path(std::string_view path) {
 
 /// The metrics label of a request target.
 std::string endpoint_label(std::string_view target) {
-  for (const char* known : {"/v1/query", "/v1/archive", "/healthz", "/metrics"})
+  for (const char* known : {"/v1/query", "/v1/search", "/v1/archive", "/healthz", "/metrics"})
     if (target == known) return known;
   if (is_docs_path(target_path(target))) return "/v1/docs";
   return "other";
@@ -290,10 +290,10 @@ class Session : public std::enable_shared_from_this<Session> {
         co_return co_await method_not_allowed("GET", keep, label);
       co_return co_await reply(200, state_.archive_json, "application/json", keep, label);
     }
-    if (target == "/v1/query") {
+    if (target == "/v1/query" || target == "/v1/search") {
       if (req.method() != http::verb::post)
         co_return co_await method_not_allowed("POST", keep, label);
-      co_return co_await query(req, keep);
+      co_return co_await query(req, keep, target == "/v1/search");
     }
     if (const std::string_view path = target_path(target); is_docs_path(path)) {
       if (req.method() != http::verb::get && req.method() != http::verb::head)
@@ -435,35 +435,46 @@ class Session : public std::enable_shared_from_this<Session> {
     co_return keep;
   }
 
-  asio::awaitable<bool> query(const http::request<http::string_body>& req, bool keep) {
+  /// POST /v1/query, or POST /v1/search (`search`): both queue a job for the executor.
+  asio::awaitable<bool> query(const http::request<http::string_body>& req, bool keep,
+                              bool search) {
     const Clock::time_point received = Clock::now();
     auto job = std::make_shared<QueryJob>();
+    job->is_search = search;
+    const char* endpoint = job->endpoint();
     // Parsing costs at most a fixed multiple of --max-body (json_budget.h).
     std::string invalid = json_over_budget(req.body(), max_json_values(state_.max_body));
     if (invalid.empty()) {
       try {
-        job->spec = query_from_json(req.body());
-        if (state_.manifest != nullptr) check_filter_docs(job->spec, *state_.manifest);
+        if (search) {
+          // The format travels in the query spec's fields, which negotiate() reads.
+          job->search = search_from_json(req.body(), &job->spec.format_given);
+          job->spec.format = job->search.format;
+        } else {
+          job->spec = query_from_json(req.body());
+          if (state_.manifest != nullptr) check_filter_docs(job->spec, *state_.manifest);
+        }
       } catch (const Error& e) {
         invalid = e.what();
       }
     }
     if (!invalid.empty()) {
       state_.metrics.query("invalid", 400, 0, false);
-      co_return co_await reply_error(400, invalid, keep, "/v1/query");
+      co_return co_await reply_error(400, invalid, keep, endpoint);
     }
     job->spec.format = negotiate(job->spec, sv(req[http::field::accept]));
     job->spec.format_given = true;
     job->body = req.body();
-    job->key = query_key(job->spec);
+    job->search.format = job->spec.format;
+    job->key = search ? search_key(job->search) : query_key(job->spec);
     job->etag = query_etag(state_, job->key);
-    const std::string task = task_name(job->spec.q.task);
+    const std::string task = job->task();
     HeaderList cache_headers;
     cache_headers.emplace_back("ETag", job->etag);
     cache_headers.emplace_back("Cache-Control", "no-cache");
     if (req[http::field::if_none_match] == job->etag) {
       state_.metrics.query(task, 304, 0, false);
-      co_return co_await reply(304, "", "", keep, "/v1/query", cache_headers);
+      co_return co_await reply(304, "", "", keep, endpoint, cache_headers);
     }
     // A request with Cache-Control: no-cache wants a fresh answer (benchmarks measure that).
     const bool fresh =
@@ -471,7 +482,7 @@ class Session : public std::enable_shared_from_this<Session> {
     if (auto cached = fresh ? nullptr : state_.cache.get(job->key)) {
       cache_headers.emplace_back("X-Gtadoc-Rows", std::to_string(cached->rows));
       const bool open = co_await reply(200, cached->view(), content_type(job->spec.format), keep,
-                                       "/v1/query", cache_headers);
+                                       endpoint, cache_headers);
       state_.metrics.query(task, 200,
                            std::chrono::duration<double>(Clock::now() - received).count(), true);
       co_return open;
@@ -479,7 +490,7 @@ class Session : public std::enable_shared_from_this<Session> {
     state_.metrics.cache_miss();
     if (state_.draining) {
       state_.metrics.query(task, 503, 0, false);
-      co_return co_await reply_error(503, "the service is shutting down", false, "/v1/query");
+      co_return co_await reply_error(503, "the service is shutting down", false, endpoint);
     }
     auto waiter = std::make_shared<Waiter>(socket_.get_executor());
     job->pipe = std::make_shared<ResponsePipe>(state_.response_memory_shared,
@@ -500,11 +511,11 @@ class Session : public std::enable_shared_from_this<Session> {
         HeaderList retry;
         retry.emplace_back("Retry-After", "1");
         co_return co_await reply_error(503, "too many queries waiting; retry shortly", keep,
-                                       "/v1/query", std::move(retry));
+                                       endpoint, std::move(retry));
       }
       case JobQueue::Push::kClosed:
         state_.metrics.query(task, 503, 0, false);
-        co_return co_await reply_error(503, "the service is shutting down", false, "/v1/query");
+        co_return co_await reply_error(503, "the service is shutting down", false, endpoint);
     }
     state_.metrics.set_queue_depth(static_cast<int64_t>(state_.queue.depth()));
     state_.connection_table.set_phase(id_, ConnectionTable::Phase::kQuery);

@@ -56,9 +56,12 @@ class WordMasks {
         masks_[out++] = masks_[i];
     }
     masks_.resize(out);
+    for (const auto& [w, m] : masks_) filter_[(w >> 6) & 63] |= uint64_t{1} << (w & 63);
     return true;
   }
   uint64_t mask(Symbol w) const {
+    // Most words of a shard are none of the phrase's: one bit of a 4,096-bit filter says so.
+    if ((filter_[(w >> 6) & 63] & (uint64_t{1} << (w & 63))) == 0) return 0;
     auto it = std::lower_bound(masks_.begin(), masks_.end(), std::pair<Symbol, uint64_t>{w, 0});
     return it != masks_.end() && it->first == w ? it->second : 0;
   }
@@ -69,6 +72,7 @@ class WordMasks {
   const ShardGrammar& g_;
   const Normalization& norm_;
   std::vector<std::pair<Symbol, uint64_t>> masks_;
+  uint64_t filter_[64] = {};
 };
 
 constexpr uint32_t kNoSlot = 0xFFFFFFFFu;
