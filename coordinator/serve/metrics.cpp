@@ -41,6 +41,11 @@ void Metrics::set_rank_memory(std::vector<uint64_t> resident, std::vector<uint64
   gpu_total_ = std::move(gpu_total);
 }
 
+void Metrics::set_search_index(std::vector<uint64_t> bytes) {
+  std::lock_guard lock(mu_);
+  search_index_ = std::move(bytes);
+}
+
 std::string Metrics::render(const ResultCache& cache) const {
   std::lock_guard lock(mu_);
   std::string out;
@@ -113,6 +118,10 @@ std::string Metrics::render(const ResultCache& cache) const {
   header(out, "gtadoc_resident_bytes", "gauge", "Grammar bytes resident per rank.");
   for (size_t r = 0; r < resident_.size(); ++r)
     out += fmt::format("gtadoc_resident_bytes{{rank=\"{}\"}} {}\n", r, resident_[r]);
+  header(out, "gtadoc_search_index_bytes", "gauge",
+         "Host memory of each rank's phrase-search indexes (0 until built).");
+  for (size_t r = 0; r < search_index_.size(); ++r)
+    out += fmt::format("gtadoc_search_index_bytes{{rank=\"{}\"}} {}\n", r, search_index_[r]);
   header(out, "gtadoc_gpu_memory_used_bytes", "gauge",
          "Device memory in use on each rank's GPU (0 without a GPU).");
   for (size_t r = 0; r < gpu_used_.size(); ++r)

@@ -48,6 +48,8 @@ class Metrics {
     doc_cache_misses_ = misses;
   }
   /// Per rank: grammar bytes resident and GPU memory (used, total; zeros without a GPU).
+  /// Bytes of each rank's phrase-search indexes (0 while they are being built).
+  void set_search_index(std::vector<uint64_t> bytes);
   void set_rank_memory(std::vector<uint64_t> resident, std::vector<uint64_t> gpu_used,
                        std::vector<uint64_t> gpu_total);
 
@@ -70,7 +72,7 @@ class Metrics {
   std::atomic<int64_t> queue_depth_{0}, queue_capacity_{0}, in_flight_{0};
   std::atomic<uint64_t> doc_cache_bytes_{0}, doc_cache_entries_{0}, doc_cache_capacity_{0},
       doc_cache_hits_{0}, doc_cache_misses_{0};
-  std::vector<uint64_t> resident_, gpu_used_, gpu_total_;
+  std::vector<uint64_t> resident_, gpu_used_, gpu_total_, search_index_;
 };
 
 }  // namespace gtadoc

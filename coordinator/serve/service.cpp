@@ -119,12 +119,17 @@ QuerySpec decode(const std::vector<uint8_t>& msg) {
 }
 
 /// Collective: bytes resident and GPU memory of every rank, into `metrics` on rank 0.
-void update_memory(Comm& comm, const ArchiveSession& session, Metrics* metrics) {
+void update_memory(Comm& comm, const ArchiveSession& session, const ResidentSearchIndex* index,
+                   Metrics* metrics) {
   uint64_t used = 0, total = 0;
   if (session.engine_name() == "gpu") gpu_memory(comm.local_rank(), &used, &total);
   std::vector<uint64_t> resident = comm.allgather(session.resident_bytes());
   std::vector<uint64_t> u = comm.allgather(used), t = comm.allgather(total);
-  if (metrics != nullptr) metrics->set_rank_memory(resident, u, t);
+  std::vector<uint64_t> searching = comm.allgather(index != nullptr ? index->bytes() : 0);
+  if (metrics != nullptr) {
+    metrics->set_rank_memory(resident, u, t);
+    metrics->set_search_index(searching);
+  }
 }
 
 /// Rank 0's stages of the query before its rows stream (milliseconds), as Server-Timing.
@@ -361,9 +366,9 @@ void serve(Comm& comm, const ServeOptions& o) {
     state->metrics.set_queue_capacity(static_cast<int64_t>(o.queue));
     server = std::make_unique<HttpServer>(*state, listen.address, listen.port);
   });
-  update_memory(comm, *session, state ? &state->metrics : nullptr);
   // Phrase search's indexes of the resident grammars, built while the service already answers.
   ResidentSearchIndex search_index(session->resident_grammars(), session->threads());
+  update_memory(comm, *session, &search_index, state ? &state->metrics : nullptr);
 
   if (comm.rank() != 0) {
     // Stop requests reach every rank; rank 0 decides when the service ends and tells the others.
@@ -376,7 +381,7 @@ void serve(Comm& comm, const ServeOptions& o) {
       comm.broadcast_idle(msg);
       if (msg.empty()) break;
       execute(comm, *session, search_index, msg, nullptr, nullptr);
-      update_memory(comm, *session, nullptr);
+      update_memory(comm, *session, &search_index, nullptr);
     }
     return;
   }
@@ -427,7 +432,7 @@ void serve(Comm& comm, const ServeOptions& o) {
     std::vector<uint8_t> msg = encode(job->is_search, job->spec.format, job->body);
     comm.broadcast_idle(msg);
     execute(comm, *session, search_index, msg, job.get(), state.get());
-    update_memory(comm, *session, &state->metrics);
+    update_memory(comm, *session, &search_index, &state->metrics);
     state->metrics.set_in_flight(0);
   }
   std::vector<uint8_t> stop;
