@@ -5,6 +5,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "worker/search/phrase_match.h"
 
 namespace gtadoc {
 
@@ -201,6 +202,12 @@ std::string query_key(const QuerySpec& s) {
 }  // namespace gtadoc
 
 namespace gtadoc {
+
+void validate_search(const SearchSpec& spec) {
+  if (spec.phrases.empty()) throw UsageError("give at least one phrase to search for");
+  for (size_t i = 0; i < spec.phrases.size(); ++i)
+    phrase_words(spec.phrases[i], spec.lowercase, spec.alnum, i + 1);
+}
 
 SearchSpec search_from_json(std::string_view body, bool* format_given) {
   json j = json::parse(body, nullptr, /*allow_exceptions=*/false);

@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "coordinator/search/phrase_search.h"
+#include "coordinator/search/search_spec.h"
 #include "worker/query.h"
 
 namespace gtadoc {
@@ -49,6 +49,9 @@ QuerySpec query_from_json(std::string_view body);
 
 /// Canonical JSON of a validated spec: every field explicit, filters sorted and deduplicated.
 std::string query_key(const QuerySpec& spec);
+
+/// Throws UsageError for no phrase, a phrase with no word or more than 64 (phrase_words).
+void validate_search(const SearchSpec& spec);
 
 /// A `POST /v1/search` body: {"phrases": ["of the", ...]} and the options of `gtadoc grep` by
 /// name without dashes ("any", "all", "count", "lines", "lowercase", "alnum", "ids", "format":

@@ -8,6 +8,7 @@
 #include "cluster/rows/text_format.h"
 #include "common/error.h"
 #include "common/parallel.h"
+#include "coordinator/pipeline/query_spec.h"
 
 namespace gtadoc {
 
@@ -125,12 +126,6 @@ SearchHits deserialize(const std::vector<uint8_t>& b) {
 }
 
 }  // namespace
-
-void validate_search(const SearchSpec& spec) {
-  if (spec.phrases.empty()) throw UsageError("give at least one phrase to search for");
-  for (size_t i = 0; i < spec.phrases.size(); ++i)
-    phrase_words(spec.phrases[i], spec.lowercase, spec.alnum, i + 1);
-}
 
 PreparedSearch prepare_search(const SearchSpec& spec, const Normalization& norm) {
   validate_search(spec);

@@ -16,6 +16,7 @@
 #include "common/types.h"
 #include "formats/archive.h"
 #include "formats/grammar.h"
+#include "coordinator/search/search_spec.h"
 #include "worker/query.h"
 #include "worker/search/phrase_match.h"
 #include "worker/search/shard_index.h"
@@ -24,17 +25,6 @@ namespace gtadoc {
 
 class Comm;
 
-struct SearchSpec {
-  std::vector<std::string> phrases;  ///< as given (split into words by prepare_search)
-  bool any = false;                  ///< --any: documents holding some phrase (else every one)
-  enum class Mode { kDocs, kCount, kLines } mode = Mode::kDocs;
-  bool lowercase = false, alnum = false;
-  bool ids = false;
-  OutputFormat format = OutputFormat::kTsv;
-};
-
-/// Throws UsageError for no phrase, a phrase with no word or more than 64 (phrase_words).
-void validate_search(const SearchSpec& spec);
 
 /// The phrases of a request in the normalization's word ids, with their printed forms.
 struct PreparedSearch {

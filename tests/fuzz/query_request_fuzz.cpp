@@ -41,6 +41,14 @@ void fuzz_body(std::string_view body) {
     check(over.find('\n') == std::string::npos);
     return;  // the service answers 400 without parsing
   }
+  try {  // the body as a search: a validated search or a one-line UsageError
+    bool format_given = false;
+    const gtadoc::SearchSpec search = gtadoc::search_from_json(body, &format_given);
+    check(!search.phrases.empty());
+    check(!gtadoc::search_key(search).empty());
+  } catch (const gtadoc::UsageError& e) {
+    check(std::string_view(e.what()).find('\n') == std::string_view::npos);  // one line
+  }
   gtadoc::QuerySpec spec;
   try {
     spec = gtadoc::query_from_json(body);

@@ -294,41 +294,21 @@ class RuleSummaries {
   static constexpr uint32_t kUnknown = 0xFFFFFFFFu;
 
   /// A rule above the anchor, indexed searches: its occurrences by windows, its first k-1 words
-  /// along its first children, its final state from a scan of its last k-1 words.
+  /// along its first children (prefix_of), its final state from a scan of its last k-1 words.
   void summarize_anchored(RuleId r) {
-    const uint32_t nw = g_.num_words;
-    const size_t want = a_.k - 1;
-    Summary s;
-    s.anchored = true;
-    s.inner = count_anchored(g_.body_begin(r), g_.body_end(r));
-    uint64_t prefix[kMaxPhraseWords];
-    size_t n = 0;
-    for (uint64_t i = g_.body_begin(r); i < g_.body_end(r) && n < want; ++i) {
-      const Symbol sym = g_.symbols[i];
-      if (is_word(sym, nw)) {
-        if (w_.kept(sym)) prefix[n++] = w_.mask(sym);
-        continue;
-      }
-      const RuleId c = rule_of(sym, nw);
-      uint32_t cs = slots_.find(c);
-      if (cs == kNoSlot || !summaries_[cs].anchored) {
-        cs = slot_of(c);
-        prefix_of(c, cs);
-      }
-      const Summary& sum = summaries_[cs];
-      for (size_t t = 0; t < sum.prefix_size && n < want; ++t) prefix[n++] = pool_[sum.prefix_at + t];
-    }
+    const uint32_t slot = slot_of(r);
+    prefix_of(r, slot);
+    const Count inner = count_anchored(g_.body_begin(r), g_.body_end(r));
     uint64_t lo = g_.body_end(r);
-    for (uint32_t words = 0; lo > g_.body_begin(r) && words < want;)
+    for (uint32_t words = 0; lo > g_.body_begin(r) && words < a_.k - 1;)
       words += length(g_.symbols[--lo]);
     uint64_t state = 0;
     scan(lo, g_.body_end(r), state, nullptr);
+    Summary& s = summaries_[slot];
+    s.inner = inner;
     s.state = state;
-    s.prefix_at = pool_.size();
-    s.prefix_size = static_cast<uint32_t>(n);
-    pool_.insert(pool_.end(), prefix, prefix + n);
-    slots_.set(r, static_cast<uint32_t>(summaries_.size()));
-    summaries_.push_back(s);
+    s.suffix_size = 0;  // never needed: rules that are not above the anchor hold no such rule
+    s.anchored = true;
   }
   /// Kept words of a symbol (rules: capped).
   uint32_t length(Symbol s) const {
