@@ -156,7 +156,8 @@ SearchHits search_grammar(const ShardGrammar& g, const ShardSearchIndex* index,
   for (size_t j = 0; j < m; ++j) {
     if (!search.spec.any && j != 0 && found.empty()) break;  // --all: nothing can be selected
     const std::vector<DocCount> counts = index != nullptr
-                                             ? count_phrase(g, *index, search.phrases[j], norm)
+                                             ? count_phrase(g, *index, search.phrases[j], norm,
+                                                            search.full_pass_share)
                                              : count_phrase(g, search.phrases[j], norm);
     for (const DocCount& dc : counts) {
       auto [it, fresh] = found.try_emplace(dc.doc);

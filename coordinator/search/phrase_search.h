@@ -31,6 +31,8 @@ struct PreparedSearch {
   SearchSpec spec;
   std::vector<NormalizedPhrase> phrases;
   std::vector<std::string> printed;  ///< normalized words joined by one space
+  /// Indexed counts: the share of a shard's rules past which it takes the full pass (benches).
+  double full_pass_share = kFullPassShare;
 };
 PreparedSearch prepare_search(const SearchSpec& spec, const Normalization& norm);
 

@@ -13,6 +13,8 @@
 #   SIZE=32G OUT=/tmp/out scripts/bench/search-scale.sh
 #   STAGE=prepare ...; STAGE=measure ...   # two calls on one machine (the archive and corpus
 #                                          # stay in /tmp and /dev/shm between them)
+#   SHARES=0.0625,0.25 BENCH_ONLY=1 ...     # also the index's full-pass shares; the bench alone
+# SAMPLE (20) phrases per length, REPEAT (5) timed runs each.
 # CMAKE_PREFIX_PATH points the build at libraries outside the system's (e.g. libdeflate).
 # Writes $OUT/s-results.txt and $OUT/search-logs.tgz.
 set -u
@@ -44,10 +46,12 @@ if [ "$STAGE" != measure ]; then
 fi
 [ -d $W/a.gtd ] || { say "no archive: run STAGE=prepare first"; exit 1; }
 # Resident search: the index against a full pass, phrases sampled from the archive.
-timeout 330 $B/scripts/bench/gtadoc_search_bench $W/a.gtd --sample ${SAMPLE:-20} --repeat 5 \
-  > $W/bench.tsv 2> $L/bench.err
+timeout 330 $B/scripts/bench/gtadoc_search_bench $W/a.gtd --sample ${SAMPLE:-20} --repeat ${REPEAT:-5} \
+  ${SHARES:+--shares $SHARES} > $W/bench.tsv 2> $L/bench.err
 say "search bench rc=$?"
 grep '^#' $W/bench.tsv | tee -a $R
+cp $W/bench.tsv $OUT/search-bench.tsv
+[ -n "${BENCH_ONLY:-}" ] && { say end; exit 0; }
 # Phrases for the end-to-end runs: the rarest and a mid-frequency one of 1 and of 3 words.
 awk -F '\t' '!/^#/ && NR > 2 && $2 > 0 { print $1 "\t" $2 "\t" $6 }' $W/bench.tsv | sort -t$'\t' -k1,1n -k2,2n > $W/ranked.tsv
 : > $W/phrases.txt

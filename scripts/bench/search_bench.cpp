@@ -5,10 +5,12 @@
 // least once and span every frequency), or read from a file, one per line.
 //
 //   gtadoc_search_bench ARCHIVE [--sample N] [--words K,...] [--phrases FILE] [--repeat R]
-//                               [--threads T] [--seed S]
+//                               [--threads T] [--seed S] [--shares S,...]
 //
-// Prints one TSV row per phrase (words, documents, occurrences, index ms, full-pass ms) and a
-// summary per phrase length: p50 / p99 of each, and the index's build time and memory.
+// Prints one TSV row per phrase (words, documents, occurrences, index ms, full-pass ms, then the
+// index's ms with each --shares value as the share of a shard's rules past which it takes the
+// full pass) and a summary per phrase length: p50 / p99 of each, and the index's build time and
+// memory.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -43,7 +45,7 @@ double percentile(std::vector<double> v, double p) {
 
 int main(int argc, char** argv) {
   CLI::App app{"Phrase search on resident grammars: the index against a full pass"};
-  std::string archive, phrases_file, words_list = "1,2,3";
+  std::string archive, phrases_file, words_list = "1,2,3", shares_list;
   unsigned sample = 30, repeat = 5, threads = 0;
   uint64_t seed = 1;
   app.add_option("ARCHIVE", archive)->required();
@@ -53,6 +55,7 @@ int main(int argc, char** argv) {
   app.add_option("--repeat", repeat, "timed runs per phrase (the median is kept)");
   app.add_option("--threads", threads, "threads (default: every usable CPU)");
   app.add_option("--seed", seed);
+  app.add_option("--shares", shares_list, "other full-pass shares to time the index with, e.g. 0.0625,0.25");
   CLI11_PARSE(app, argc, argv);
   threads = resolve_threads(threads);
 
@@ -113,8 +116,17 @@ int main(int argc, char** argv) {
     indexed.push_back({static_cast<uint32_t>(s), &grammars[s], indexes[s].get()});
     full.push_back({static_cast<uint32_t>(s), &grammars[s], nullptr});
   }
+  std::vector<double> shares;
+  for (size_t at = 0; at < shares_list.size();) {
+    const size_t comma = std::min(shares_list.find(',', at), shares_list.size());
+    shares.push_back(std::stod(shares_list.substr(at, comma - at)));
+    at = comma + 1;
+  }
   std::map<size_t, std::vector<double>> index_ms, full_ms;
-  std::printf("words\tdocuments\toccurrences\tindex_ms\tfull_ms\tphrase\n");
+  std::map<std::pair<size_t, size_t>, std::vector<double>> share_ms;
+  std::printf("words\tdocuments\toccurrences\tindex_ms\tfull_ms\tphrase");
+  for (double sh : shares) std::printf("\tindex_ms@%g", sh);
+  std::printf("\n");
   for (const std::string& phrase : phrases) {
     SearchSpec spec;
     spec.phrases = {phrase};
@@ -142,13 +154,25 @@ int main(int argc, char** argv) {
     for (Count c : hits.counts) occurrences += c;
     index_ms[k].push_back(i_ms);
     full_ms[k].push_back(f_ms);
-    std::printf("%zu\t%zu\t%llu\t%.3f\t%.3f\t%s\n", k, hits.docs.size(),
+    std::printf("%zu\t%zu\t%llu\t%.3f\t%.3f\t%s", k, hits.docs.size(),
                 static_cast<unsigned long long>(occurrences), i_ms, f_ms, phrase.c_str());
+    for (size_t i = 0; i < shares.size(); ++i) {
+      search.full_pass_share = shares[i];
+      const double ms = time_it(indexed, repeat, nullptr);
+      share_ms[{k, i}].push_back(ms);
+      std::printf("\t%.3f", ms);
+    }
+    search.full_pass_share = kFullPassShare;
+    std::printf("\n");
   }
   for (const auto& [k, v] : index_ms)
     std::printf("# %zu-word phrases (%zu): index p50 %.2f ms p99 %.2f ms; full pass p50 %.2f ms "
                 "p99 %.2f ms\n",
                 k, v.size(), percentile(v, 0.5), percentile(v, 0.99), percentile(full_ms[k], 0.5),
                 percentile(full_ms[k], 0.99));
+  for (const auto& [key, v] : share_ms)
+    std::printf("# %zu-word phrases, full pass past a share of %g of a shard's rules: index p50 "
+                "%.2f ms p99 %.2f ms\n",
+                key.first, shares[key.second], percentile(v, 0.5), percentile(v, 0.99));
   return 0;
 }

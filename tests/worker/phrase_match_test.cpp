@@ -64,7 +64,8 @@ void check_random(const Normalization& norm, uint32_t words, uint32_t normalized
       if (Count c = brute_count(docs[d], p.words, norm)) expected.push_back({100 + d, c});
     for (int indexed : {0, 1, 2}) {  // full pass; index; index never falling back to a full pass
       const std::vector<DocCount> got =
-          indexed != 0 ? count_phrase(g, index, p, norm, indexed == 1) : count_phrase(g, p, norm);
+          indexed != 0 ? count_phrase(g, index, p, norm, indexed == 1 ? kFullPassShare : 0)
+                       : count_phrase(g, p, norm);
       ASSERT_EQ(got.size(), expected.size()) << "seed " << seed << " trial " << trial << " index " << indexed;
       for (size_t i = 0; i < got.size(); ++i) {
         EXPECT_EQ(got[i].doc, expected[i].doc) << "seed " << seed << " trial " << trial;

@@ -436,7 +436,7 @@ std::vector<DocCount> count_phrase(const ShardGrammar& g, const NormalizedPhrase
 
 std::vector<DocCount> count_phrase(const ShardGrammar& g, const ShardSearchIndex& index,
                                    const NormalizedPhrase& phrase, const Normalization& norm,
-                                   bool allow_full_pass) {
+                                   double full_pass_share) {
   if (phrase.absent || phrase.words.empty() || g.num_docs == 0) return {};
   const Automaton a(static_cast<uint32_t>(phrase.words.size()));
   WordMasks masks(g, norm);
@@ -450,9 +450,11 @@ std::vector<DocCount> count_phrase(const ShardGrammar& g, const ShardSearchIndex
   const uint32_t anchor =
       static_cast<uint32_t>(std::min_element(spread.begin(), spread.end()) - spread.begin());
   // Those rules (the anchor's words' ancestors) and the documents holding any of them. Past a
-  // sixty-fourth of the shard's rules, or a quarter of its documents, one pass over the whole
-  // grammar costs less (hash lookups per symbol against array reads).
-  const size_t rule_bound = g.num_rules() / 64 + 64, doc_bound = g.num_docs / 4 + 64;
+  // share of the shard's rules, or 16 times that share of its documents, one pass over the
+  // whole grammar costs less (hash lookups per symbol against array reads).
+  const bool bounded = full_pass_share > 0;
+  const double rule_bound = full_pass_share * g.num_rules() + 64;
+  const double doc_bound = std::min(1.0, 16 * full_pass_share) * g.num_docs + 64;
   std::unordered_set<RuleId> seen;
   std::vector<RuleId> holding;
   std::vector<Symbol> frontier;
@@ -469,7 +471,8 @@ std::vector<DocCount> count_phrase(const ShardGrammar& g, const ShardSearchIndex
         holding.push_back(r);
         frontier.push_back(rule_symbol(r, g.num_words));
       }
-    if (allow_full_pass && (holding.size() > rule_bound || docs.size() > doc_bound))
+    if (bounded && (static_cast<double>(holding.size()) > rule_bound ||
+                    static_cast<double>(docs.size()) > doc_bound))
       return count_phrase(g, phrase, norm);
   }
   std::sort(holding.begin(), holding.end());  // children first

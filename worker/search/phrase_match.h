@@ -63,14 +63,18 @@ std::vector<DocCount> count_phrase(const ShardGrammar& g, const NormalizedPhrase
                                    const Normalization& norm);
 
 class ShardSearchIndex;
+/// The share of a shard's rules above a phrase's anchor past which an indexed count takes the
+/// full pass instead (docs/PERFORMANCE.md, "Phrase search").
+inline constexpr double kFullPassShare = 1.0 / 64;
 /// The same counts through the shard's index (worker/search/shard_index.h): only the rules above
 /// the phrase's rarest word (every occurrence holds it), the documents holding them and the
 /// first and last k-1 words of their other children are visited, in proportion to where that
 /// word occurs, not to the shard. When those rules pass a quarter of the shard's, the whole
-/// grammar is summarized instead, as above (unless `allow_full_pass` is false: tests).
+/// grammar is summarized instead, as above: past `full_pass_share` of the shard's rules (or 16
+/// times that share of its documents; 0: never, as tests ask).
 std::vector<DocCount> count_phrase(const ShardGrammar& g, const ShardSearchIndex& index,
                                    const NormalizedPhrase& phrase, const Normalization& norm,
-                                   bool allow_full_pass = true);
+                                   double full_pass_share = kFullPassShare);
 
 /// Where the phrases occur in one document's normalized word stream: for each occurrence, the
 /// positions (in the document's unnormalized word list, as expand_document gives it) of its first
