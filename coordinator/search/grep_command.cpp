@@ -32,12 +32,7 @@ void validate(GrepCommand& c) {
   c.spec.format = parse_format(c.format, false);
   validate_search(c.spec);
   if (c.output == "-") c.output.clear();
-  require_archive(c.archive);
-  if (!c.output.empty() && !c.force) {
-    std::error_code ec;
-    if (fs::exists(fs::symlink_status(c.output, ec)))
-      throw InputError(c.output + ": output exists (use --force to replace it)");
-  }
+  require_archive(c.archive);  // an existing -o without --force: AtomicOutput refuses it
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "common/parallel.h"
 #include "coordinator/pipeline/query_spec.h"
+#include "formats/document_text.h"
 
 namespace gtadoc {
 
@@ -183,18 +184,13 @@ void add_line_rows(const std::filesystem::path& archive, const Manifest& manifes
   if (hits.docs.empty()) return;
   const ShardEntry& e = manifest.shards.at(shard);
   const ShardLayout layout = read_shard_layout(archive, manifest, shard);
-  auto corrupt = [&](const std::string& what) {
-    return InputError(archive.string() + ": shard " + std::to_string(shard) + ": " + what +
-                      " (corrupted archive)");
-  };
+  const std::vector<uint64_t> gap_at = document_gap_starts(manifest, shard);
   // Newlines in each whitespace run.
   std::vector<uint64_t> newlines(layout.ws_dict.size());
   for (size_t i = 0; i < layout.ws_dict.size(); ++i)
     newlines[i] = static_cast<uint64_t>(
         std::count(layout.ws_dict[i].begin(), layout.ws_dict[i].end(), '\n'));
   const bool json = search.spec.format != OutputFormat::kTsv;
-  DocId next = e.first_doc;
-  uint64_t gap = 0;  // where document `next`'s gaps start
   std::vector<WordId> words;
   std::string text;
   for (size_t h = 0; h < hits.docs.size(); ++h) {
@@ -202,30 +198,22 @@ void add_line_rows(const std::filesystem::path& archive, const Manifest& manifes
     if (d < g.first_doc || d >= g.first_doc + g.num_docs || d < e.first_doc ||
         d >= e.first_doc + e.num_docs)
       throw InternalError("search: document outside the grammar searched");
-    for (; next < d; ++next) gap += manifest.docs[next].words + 1;
-    const uint64_t n = manifest.docs[d].words;
     words.clear();
-    expand_document(g, d - g.first_doc, words);
-    if (words.size() != n || gap + n + 1 > layout.gaps.size())
-      throw corrupt("layout does not match the grammar");
-    // The document's text, and the line of each word (1 + newlines before it).
+    expand_document(g, d - g.first_doc, words);  // g may be a piece: not expand_checked
+    const uint64_t first = gap_at[d - e.first_doc], n = words.size();
+    if (n != manifest.docs[d].words || first + n + 1 > layout.gaps.size())
+      throw InputError(document_what(archive, manifest, d) + ": its words or gaps differ from "
+                       "the manifest's (corrupted archive)");
+    // The text (its gaps and size checked first), and the line of each word.
+    const std::span<const uint32_t> gaps(layout.gaps.data() + first, n + 1);
+    DocumentText doc(archive, manifest, d, layout.ws_dict, words, gaps);
     text.clear();
-    std::vector<uint64_t> line_of(n);
+    doc.append(0, doc.size(), text);
     std::vector<uint64_t> line_start{0};
-    uint64_t line = 1;
-    for (uint64_t k = 0; k <= n; ++k) {
-      const uint32_t ws = layout.gaps[gap + k];
-      if (ws >= layout.ws_dict.size()) throw corrupt("whitespace index out of range");
-      for (char c : layout.ws_dict[ws]) {
-        text += c;
-        if (c == '\n') line_start.push_back(text.size());
-      }
-      line += newlines[ws];
-      if (k == n) break;
-      line_of[k] = line;
-      text += manifest.dict[words[k]];
-    }
-    if (text.size() != manifest.docs[d].bytes) throw corrupt("document size differs");
+    for (size_t i = 0; i < text.size(); ++i)
+      if (text[i] == '\n') line_start.push_back(i + 1);
+    std::vector<uint64_t> line_of(n);
+    for (uint64_t k = 0, line = 1; k < n; ++k) line_of[k] = line += newlines[gaps[k]];
     // Every line from an occurrence's first word's to its last word's, once, in order.
     std::vector<uint64_t> lines;
     for (const Occurrence& o : locate_phrases(words, search.phrases, norm))

@@ -118,7 +118,8 @@ class RuleSummaries {
   /// Summarizes rule r (its children summarized already, or left to `boundaries`).
   void summarize(RuleId r) {
     if (boundaries_) return summarize_anchored(r);
-    std::vector<uint64_t> prefix;
+    std::vector<uint64_t>& prefix = scratch_;  // reused: one summary per rule of the pass
+    prefix.clear();
     uint64_t state = 0;
     Summary s;
     s.inner = scan(g_.body_begin(r), g_.body_end(r), state, &prefix);
@@ -332,6 +333,7 @@ class RuleSummaries {
   uint64_t last_state_ = 0;  ///< count_anchored: the state where the last window ended
   std::vector<Summary> summaries_;
   std::vector<uint64_t> pool_;  ///< prefix and suffix masks of the summaries
+  std::vector<uint64_t> scratch_;
 };
 
 /// Counts of the documents `docs` (shard-local, ascending) with `rules` summarized.
