@@ -123,6 +123,8 @@ inline constexpr Variable kVariables[] = {
              "0: a GPU's records are downloaded after the traversal and reduced on the host"),
     flag_var("GTADOC_DEVICE_ROW_ORDER", kDebug, "1",
              "0: count-ordered rows are planned on the host"),
+    word_var("GTADOC_POINT_LOOKUP", kDebug, "auto|index|traversal", "auto",
+             "serve: where a query filtered by words takes its records"),
     flag_var("GTADOC_GPU_PREPARE", kDebug, "1",
              "0: the GPU engine's per-query shard estimates are made shard by shard"),
     flag_var("GTADOC_GPU_HOST_BAGS", kDebug, "0", "1: the GPU layout's bags are built on the host"),

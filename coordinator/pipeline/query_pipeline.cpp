@@ -66,10 +66,10 @@ void apply_filter(RecordBatch& r, const QueryOptions& q, const PointFilter& f) {
       const uint32_t d = key[k.doc];
       keep = d < f.docs.size() && f.docs[d] != 0;
     }
-    if (keep && !f.words.empty()) {
+    if (keep && f.words_given) {
       keep = false;
       for (uint32_t p = k.word_begin; p < k.word_end && !keep; ++p)
-        keep = key[p] < f.words.size() && f.words[key[p]] != 0;
+        keep = std::binary_search(f.words.begin(), f.words.end(), key[p]);
     }
     if (!keep) continue;
     if (out != i) {
@@ -250,13 +250,15 @@ PointFilter resolve_filter(const QuerySpec& spec, const Manifest& manifest,
                            const Normalization& norm) {
   PointFilter f;
   if (spec.words_given) {
-    f.words.assign(std::max<size_t>(1, norm.dict.size()), 0);
+    f.words_given = true;
     for (const std::string& word : spec.words) {
       const std::string w = normalize_word(word, spec.q.lowercase, spec.q.alnum);
       if (w.empty()) continue;
       const WordId id = norm.dict.find(w);
-      if (id < norm.dict.size()) f.words[id] = 1;
+      if (id < norm.dict.size()) f.words.push_back(id);
     }
+    std::sort(f.words.begin(), f.words.end());
+    f.words.erase(std::unique(f.words.begin(), f.words.end()), f.words.end());
   }
   if (spec.docs_given) {
     const size_t docs = manifest.docs.size();
@@ -280,7 +282,7 @@ PointFilter resolve_filter(const QuerySpec& spec, const Manifest& manifest,
 }
 
 std::unique_ptr<QueryResult> run_query(Comm& comm, ArchiveSession& session, const QuerySpec& spec,
-                                       QueryTimings& t) {
+                                       QueryTimings& t, PointLookup* lookup) {
   auto result = std::make_unique<QueryResult>();
   QueryResult& res = *result;
   res.q = spec.q;
@@ -300,9 +302,26 @@ std::unique_ptr<QueryResult> run_query(Comm& comm, ArchiveSession& session, cons
   // --engine auto on nodes with and without GPUs) or GTADOC_SHUFFLE=host.
   std::unique_ptr<DeviceRecords> on_device;
   NcclComm* nccl = nullptr;
+  std::optional<RecordBatch> looked_up;
+  const bool may_look_up = lookup != nullptr && spec.words_given &&
+                           settings::word("GTADOC_POINT_LOOKUP") != "traversal";
   run_collectively(comm, [&] {
     res.norm = &session.normalization(q.lowercase, q.alnum);
     filter = resolve_filter(spec, m, *res.norm);
+    if (may_look_up) {
+      Timer lookup_timer;
+      looked_up = lookup->records(q, *res.norm, filter.words, threads);
+      t.traversal += lookup_timer.seconds();
+    }
+  });
+  // The index answers only if it can on every rank (else every rank traverses).
+  const bool indexed = may_look_up && comm.allreduce_and(looked_up.has_value());
+  run_collectively(comm, [&] {
+    if (indexed) {
+      local = std::move(*looked_up);
+      apply_filter(local, q, filter);  // the documents asked for
+      return;
+    }
     const bool device = !filter.any() && session.engine_name() == "gpu" && device_records_wanted();
     if (device && comm.size() > 1) {
       Timer wait;  // NCCL's set-up, when the shards loaded faster

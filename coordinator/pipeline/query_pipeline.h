@@ -26,11 +26,26 @@ namespace gtadoc {
 
 class Comm;
 
-/// The point filters of a query resolved against the archive: masks over normalized word ids
-/// and document ids (empty = no filter).
+/// The point filters of a query resolved against the archive: the normalized word ids asked for
+/// (ascending, distinct; those in no document left out) and a mask over document ids.
 struct PointFilter {
-  std::vector<uint8_t> words, docs;
-  bool any() const { return !words.empty() || !docs.empty(); }
+  bool words_given = false;
+  std::vector<WordId> words;
+  std::vector<uint8_t> docs;  ///< empty: no filter
+  bool any() const { return words_given || !docs.empty(); }
+};
+
+/// Where a filtered query may take its records from instead of a traversal (the service's
+/// search indexes of its resident grammars: coordinator/search/point_lookup.h).
+class PointLookup {
+ public:
+  virtual ~PointLookup() = default;
+  /// This rank's records of `q` whose keys hold one of `words` (PointFilter::words; for n-grams,
+  /// any of their words), or nullopt when a traversal should answer. Any rank's nullopt sends
+  /// every rank to the traversal.
+  virtual std::optional<RecordBatch> records(const QueryOptions& q, const Normalization& norm,
+                                             const std::vector<WordId>& words,
+                                             unsigned threads) = 0;
 };
 
 /// False when GTADOC_DEVICE_RECORDS=0: the GPU engine's records then come back to the host
@@ -63,9 +78,10 @@ class QueryResult {
 };
 
 /// Collective: runs `spec` (validated) on the session. Failures of a rank's shards are raised
-/// on every rank (CollectiveError).
+/// on every rank (CollectiveError). With `lookup` (given on every rank or on none), a query
+/// filtered by words takes its records from it when it can (GTADOC_POINT_LOOKUP): the same rows.
 std::unique_ptr<QueryResult> run_query(Comm& comm, ArchiveSession& session, const QuerySpec& spec,
-                                       QueryTimings& t);
+                                       QueryTimings& t, PointLookup* lookup = nullptr);
 
 /// Collective: writes the result to a file, parts or standard output (result_writer.h).
 uint64_t write_query_result(Comm& comm, const QueryResult& result, const ResultTarget& target,

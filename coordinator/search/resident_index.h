@@ -3,6 +3,7 @@
 // first search waits for what is not built yet. Owned by the service beside its session.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <future>
 #include <memory>
@@ -25,6 +26,10 @@ class ResidentSearchIndex {
 
   /// Every grammar with its index (waits for the build; rethrows its error).
   std::vector<SearchTarget> targets();
+  /// Whether the build has ended (targets() then returns at once).
+  bool ready() const {
+    return built_.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+  }
   /// Bytes the indexes take (0 until built).
   uint64_t bytes() const;
   /// Seconds the build took (0 until built).

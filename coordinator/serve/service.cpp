@@ -23,6 +23,7 @@
 #include "coordinator/pipeline/archive_session.h"
 #include "coordinator/pipeline/query_pipeline.h"
 #include "coordinator/search/phrase_search.h"
+#include "coordinator/search/point_lookup.h"
 #include "coordinator/search/resident_index.h"
 #include "coordinator/serve/documents.h"
 #include "coordinator/serve/http_server.h"
@@ -232,7 +233,8 @@ void execute(Comm& comm, ArchiveSession& session, ResidentSearchIndex& index,
   QueryTimings t;
   std::unique_ptr<QueryResult> result;
   try {
-    result = run_query(comm, session, spec, t);
+    ResidentPointLookup lookup(index);
+    result = run_query(comm, session, spec, t, &lookup);
   } catch (const CollectiveError& e) {  // every rank knows; rank 0 answers
     if (job != nullptr) reply_error(*job, *state, status_of(e), e.what());
     return;

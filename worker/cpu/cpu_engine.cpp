@@ -24,20 +24,22 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }
 
 /// A loaded shard whose full load-time structures (CpuShard) are built on the first query that
-/// needs them; global word tasks run on the stored grammar directly and never need them.
+/// needs them; global word tasks run on the stored grammar directly and never need them. The
+/// grammar stays where it is when they are built: grammar() is the same object from the load on
+/// (a resident session's search indexes hold it and read it while queries run).
 class LazyShard final : public LoadedShard {
  public:
-  explicit LazyShard(ShardGrammar g) : raw_(std::move(g)) {}
-  const ShardGrammar& grammar() const override { return full_ ? full_->g : raw_; }
+  explicit LazyShard(ShardGrammar g) : raw_(std::make_unique<const ShardGrammar>(std::move(g))) {}
+  const ShardGrammar& grammar() const override { return *raw_; }
   CpuShard& full(const Exec& ex) {
-    if (!full_) full_ = std::make_unique<CpuShard>(std::move(raw_), ex);
+    if (!full_) full_ = std::make_unique<CpuShard>(*raw_, ex);
     return *full_;
   }
   bool built() const { return full_ != nullptr; }
 
  private:
-  ShardGrammar raw_;
-  std::unique_ptr<CpuShard> full_;
+  std::unique_ptr<const ShardGrammar> raw_;
+  std::unique_ptr<CpuShard> full_;  ///< refers to *raw_
 };
 
 /// Global word tasks traversed top-down run on the stored grammar (word_count_direct): no

@@ -42,7 +42,8 @@ RecordBatch concat_batches(std::vector<RecordBatch>& parts, uint32_t width);
 /// plus the parent lists the top-down weights need. Multiplicities are u32.
 class CpuShard final : public LoadedShard, public plan::ShardLayout {
  public:
-  CpuShard(ShardGrammar grammar, const Exec& ex);
+  /// `grammar` must outlive the shard (LazyShard owns both).
+  CpuShard(const ShardGrammar& grammar, const Exec& ex);
   const ShardGrammar& grammar() const override { return g; }
 
   /// Inner rules of height h: [level_begin(h), level_end(h)); h < num_inner_levels.
@@ -50,7 +51,7 @@ class CpuShard final : public LoadedShard, public plan::ShardLayout {
   uint32_t level_begin(uint32_t h) const { return g.level_offsets[h]; }
   uint32_t level_end(uint32_t h) const { return g.level_offsets[h + 1]; }
 
-  ShardGrammar g;
+  const ShardGrammar& g;
   Csr<uint32_t> parents;  ///< per inner rule: distinct inner parents, with uses
 };
 

@@ -6,8 +6,8 @@
 
 namespace gtadoc::cpu {
 
-CpuShard::CpuShard(ShardGrammar grammar, const Exec& ex)
-    : plan::ShardLayout(plan::build_shard_layout(grammar, ex)), g(std::move(grammar)) {
+CpuShard::CpuShard(const ShardGrammar& grammar, const Exec& ex)
+    : plan::ShardLayout(plan::build_shard_layout(grammar, ex)), g(grammar) {
   // Parent lists (inner parents) of every inner rule.
   parents.off.assign(static_cast<size_t>(num_inner) + 1, 0);
   for (uint32_t p = 0; p < num_inner; ++p)

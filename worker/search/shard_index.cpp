@@ -56,6 +56,39 @@ ShardSearchIndex::ShardSearchIndex(const ShardGrammar& g) {
   for_each_holder(
       g, seen, [&](Symbol s, RuleId r) { rule_holders_[rule_fill[s]++] = r; },
       [&](Symbol s, uint32_t d) { doc_holders_[doc_fill[s]++] = d; });
+  count_words(g);
+}
+
+void ShardSearchIndex::count_words(const ShardGrammar& g) {
+  num_words_ = g.num_words;
+  uint64_t total = 0;
+  for (uint32_t d = 0; d < g.num_docs; ++d) {
+    const auto [begin, end] = g.doc_segment(d);
+    for (uint64_t i = begin; i < end; ++i) {
+      const Symbol s = g.symbols[i];
+      total += is_word(s, g.num_words) ? 1 : g.rule_length[rule_of(s, g.num_words)];
+    }
+  }
+  if (total > UINT32_MAX) return;  // counts looked up through the rules instead
+  // Occurrences of each rule in the documents, parents before children (descending ids), then
+  // each word's: the occurrences of the bodies and segments that hold it.
+  const uint32_t nw = g.num_words;
+  std::vector<uint32_t> uses(g.num_rules(), 0);
+  word_counts_.assign(nw, 0);
+  auto add = [&](Symbol s, uint32_t times) {
+    if (is_word(s, nw))
+      word_counts_[s] += times;
+    else
+      uses[rule_of(s, nw)] += times;
+  };
+  for (uint32_t d = 0; d < g.num_docs; ++d) {
+    const auto [begin, end] = g.doc_segment(d);
+    for (uint64_t i = begin; i < end; ++i) add(g.symbols[i], 1);
+  }
+  for (RuleId r = g.root(); r-- > 0;) {
+    if (uses[r] == 0) continue;
+    for (uint64_t i = g.body_begin(r); i < g.body_end(r); ++i) add(g.symbols[i], uses[r]);
+  }
 }
 
 std::shared_ptr<const std::vector<uint8_t>> ShardSearchIndex::capped_lengths(
@@ -77,6 +110,7 @@ uint64_t ShardSearchIndex::bytes() const {
     for (const auto& l : lengths_) lengths += l.second->size();
   }
   return (rule_at_.size() + doc_at_.size()) * sizeof(uint64_t) +
+         word_counts_.size() * sizeof(uint32_t) +
          rule_holders_.size() * sizeof(RuleId) + doc_holders_.size() * sizeof(uint32_t) + lengths;
 }
 

@@ -3,14 +3,18 @@
 // and rule, the rules whose bodies hold it and the documents whose root segments hold it, each
 // once. Built once per resident shard, read by any number of searches at once.
 //
-// Guarantees: built by one pass over the bodies (two, counting then filling); memory 8 bytes
-// per distinct (symbol, holder) pair plus 16 bytes per symbol value: at most about three times
-// the grammar's own symbols, all sized by the shard.
+// It also holds each word's occurrences in the shard (a word count of the shard, from one
+// top-down pass over the bodies), so that a word's count is a lookup.
+//
+// Guarantees: built by three passes over the bodies (counting and filling the holders, then the
+// word counts); memory 8 bytes per distinct (symbol, holder) pair plus 16 bytes per symbol value
+// and 4 per word: at most about three times the grammar's own symbols, all sized by the shard.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -37,12 +41,21 @@ class ShardSearchIndex {
   /// 0 is computed each time) and kept.
   std::shared_ptr<const std::vector<uint8_t>> capped_lengths(const ShardGrammar& g,
                                                              const Normalization& norm) const;
+  /// Occurrences of local word `w` in the shard's documents; nullopt when the shard's word count
+  /// does not fit the 32-bit counts kept (over 4 G words in one shard).
+  std::optional<Count> word_count(Symbol w) const {
+    if (word_counts_.size() != num_words_) return std::nullopt;
+    return word_counts_[w];
+  }
   uint64_t bytes() const;
 
  private:
+  void count_words(const ShardGrammar& g);
   std::vector<uint64_t> rule_at_, doc_at_;  ///< symbol values + 1 entries each
   std::vector<RuleId> rule_holders_;
   std::vector<uint32_t> doc_holders_;
+  uint32_t num_words_ = 0;
+  std::vector<uint32_t> word_counts_;  ///< per local word; empty when they do not fit
   mutable std::mutex lengths_mutex_;
   mutable std::vector<std::pair<uint32_t, std::shared_ptr<const std::vector<uint8_t>>>>
       lengths_;  ///< by cache key
