@@ -153,6 +153,10 @@ fi
 # task.
 if cmake --build "$BUILD_DIR" -j "$JOBS" --target gtadoc_reference >"$OUT/reference-build.log" 2>&1; then
   step gpu-pipeline "$ROOT/scripts/gpu-pipeline-check.sh" "$BUILD_DIR"
+  # Point queries on the GPU engine's service: the search indexes' path, the traversal's and the
+  # service's choice against the raw-text reference (the CPU engine's run is in ctest).
+  step gpu-point bash "$ROOT/tests/serve/point_test.sh" "$BUILD_DIR/gtadoc" "$ROOT" \
+    "$BUILD_DIR/point-scratch" "$BUILD_DIR/tests/gtadoc_reference" gpu
 fi
 
 # The GPU test binary alone, with gtest's own report (XML kept for the record).
