@@ -11,6 +11,11 @@
 
 namespace gtadoc {
 
+PointLimits point_limits(std::string_view engine) {
+  if (engine == "gpu") return PointLimits{};
+  return PointLimits{0, 0};
+}
+
 std::optional<RecordBatch> ResidentPointLookup::records(const QueryOptions& q,
                                                         const Normalization& norm,
                                                         const std::vector<WordId>& words,
@@ -20,7 +25,7 @@ std::optional<RecordBatch> ResidentPointLookup::records(const QueryOptions& q,
   const Timer timer;
   const std::vector<SearchTarget> targets = index_.targets();
   const PointWords point = point_words(words, norm, threads);
-  const PointLimits limits = forced ? PointLimits{0, 0} : PointLimits{};
+  const PointLimits limits = forced ? PointLimits{0, 0} : limits_;
   std::vector<std::optional<RecordBatch>> parts(targets.size());
   std::atomic<bool> gave_up = false;
   parallel_for(targets.size(), threads, [&](size_t i) {

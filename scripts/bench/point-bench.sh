@@ -2,7 +2,8 @@
 # Point queries through `gtadoc serve` (docs/PERFORMANCE.md, "Point queries"): on an archive
 # already made (ARCHIVE; scripts/bench/search-scale.sh STAGE=prepare makes the 32 GB one), for each
 # configuration in CONFIGS (gpu: one GPU, gpus2: two GPUs in one process, cpu: the CPU engine on
-# every core, traversal: one GPU with GTADOC_POINT_LOOKUP=traversal, the path without indexes), it
+# every core, traversal: one GPU with GTADOC_POINT_LOOKUP=traversal, the path without indexes,
+# gpu-index: one GPU with GTADOC_POINT_LOOKUP=index, the indexes even where auto traverses), it
 # starts the service, waits until it is ready and its search indexes are built, then times
 # uncached (Cache-Control: no-cache) POST /v1/query requests with "words": one word at a time,
 # words spread over the frequencies (the first configuration picks them: the words of a few
@@ -28,9 +29,10 @@ trap 'tar -czf $OUT/point-logs.tgz -C "$(dirname $L)" logs 2>/dev/null; rm -rf $
 printf 'config\ttask\tword\tcount\tdocs\tbytes\tp50_ms\tmax_ms\tsame\n' > "$T"
 say() { echo "$*" | tee -a "$OUT/point-results.txt"; }
 ms_since() { awk -v a="$EPOCHREALTIME" -v b="$1" 'BEGIN{printf "%.2f", (a-b)*1000}'; }
-post() {  # post PORT BODY OUT
+post() {  # post PORT BODY OUT: prints the milliseconds from connecting to the last byte (curl's
+  # own clock: a curl process takes tens of milliseconds to start and end on some machines)
   curl -sf "localhost:$1/v1/query" -H 'Cache-Control: no-cache' -H 'Content-Type: application/json' \
-    -d "$2" -o "$3"
+    -d "$2" -o "$3" -w '%{time_total}' | awk '{ printf "%.2f", $1 * 1000 }'
 }
 json_words() { python3 -c 'import json,sys; print(json.dumps(sys.argv[1:]))' "$@"; }
 
@@ -42,21 +44,20 @@ for config in $CONFIGS; do
     cpu) args=(--engine cpu) ;;
     cpu-traversal) args=(--engine cpu); envs=(GTADOC_POINT_LOOKUP=traversal) ;;
     traversal) envs=(GTADOC_POINT_LOOKUP=traversal) ;;
+    gpu-index) envs=(GTADOC_POINT_LOOKUP=index) ;;
   esac
   port=$((20000 + RANDOM % 20000)); s=$EPOCHREALTIME
   env "${envs[@]}" "$N" -vv serve "$A" --listen 127.0.0.1:$port "${args[@]}" > "$L/serve-$config.log" 2>&1 &
   sp=$!
   for i in $(seq 6000); do curl -sf "localhost:$port/healthz" > /dev/null && break; sleep 0.05; done
   ready=$(ms_since "$s")
-  for i in $(seq 1200); do
-    curl -sf "localhost:$port/metrics" | awk '/^gtadoc_search_index_bytes/ && $NF > 0 { f = 1 } END { exit !f }' && break
-    sleep 0.05
-  done
+  # A search waits for the search indexes: answered, they are built.
+  curl -sf "localhost:$port/v1/search" -d '{"phrases": ["the"], "count": true}' -o /dev/null
   say "$config: ready in $ready ms, indexes built by $(ms_since "$s") ms"
   if [ -z "$first" ]; then
     first=$config
     # Candidate words: the word-count's head and the words of 8 random documents, by count.
-    post $port '{"task": "word-count", "top": 30000, "format": "tsv"}' "$W/head.tsv"
+    post $port '{"task": "word-count", "top": 30000, "format": "tsv"}' "$W/head.tsv" > /dev/null
     docs=$("$N" info "$A" | awk '$1 == "documents" { print $NF; exit }')
     : > "$W/docwords"
     for d in 1 2 3 4 5 6 7 8; do
@@ -64,16 +65,20 @@ for config in $CONFIGS; do
         tr -s ' \t\r\n' '\n' | awk 'length($0) > 0 && length($0) < 40' | sort -u | shuf -n 300 --random-source=<(yes) >> "$W/docwords"
     done
     # shellcheck disable=SC2046
-    post $port "{\"task\": \"word-count\", \"format\": \"tsv\", \"words\": $(json_words $(sort -u "$W/docwords"))}" "$W/rare.tsv"
+    post $port "{\"task\": \"word-count\", \"format\": \"tsv\", \"words\": $(json_words $(sort -u "$W/docwords"))}" "$W/rare.tsv" > /dev/null
     # Words at counts spread over the range: head ranks 1, 10, 100, 1000, 10000, 30000 and the
     # rarest, middle and a quarter of the random documents' words.
     { sed -n '1p;10p;100p;1000p;10000p;30000p' "$W/head.tsv"
       sort -t$'\t' -k2,2n "$W/rare.tsv" | awk '{ a[NR] = $0 } END { print a[1]; print a[int(NR / 4) + 1]; print a[int(NR / 2) + 1] }'
-    } | sort -t$'\t' -k2,2n -u | cut -f1 > "$W/words"
+    } | sort -t$'\t' -k2,2n -u | cut -f1 | grep -v '^$' > "$W/words"
     say "words: $(tr '\n' ' ' < "$W/words")"
   fi
   q=0
+  began=$EPOCHREALTIME
   while IFS= read -r word; do
+    # BUDGET (300) seconds per configuration: the words left then are skipped.
+    awk -v a="$EPOCHREALTIME" -v b="$began" -v m="${BUDGET:-300}" 'BEGIN { exit !(a - b > m) }' &&
+      { say "$config: budget spent, words from '$word' on skipped"; break; }
     for task in word-count inverted-index "ranked-inverted-index 2" "sequence-count 3"; do
       q=$((q + 1))
       name=${task% *}; n=""
@@ -83,9 +88,8 @@ for config in $CONFIGS; do
       reps=$REPEAT
       [ "${config#*traversal}" != "$config" ] && reps=${REPEAT_TRAVERSAL:-3}
       for r in $(seq "$reps"); do
-        s=$EPOCHREALTIME
-        post $port "$body" "$W/got" || echo "FAILED: $config $body" >> "$OUT/point-results.txt"
-        times+=("$(ms_since "$s")")
+        t=$(post $port "$body" "$W/got") || echo "FAILED: $config $body" >> "$OUT/point-results.txt"
+        times+=("$t")
       done
       [ "$config" = "$first" ] && cp "$W/got" "$W/want.$q"
       cmp -s "$W/got" "$W/want.$q" && same=same || same=DIFFERENT

@@ -4,8 +4,8 @@
 # chooses (=auto), equal byte for byte to the raw-text reference's output filtered with awk:
 # words present, absent, repeated, at document starts and ends, normalized, with --top, --ids,
 # --per-doc, n from 2 to 5, with a "docs" filter beside; one process, shards resident as
-# document-range pieces, and under mpirun -np 2. The n-gram tasks on a word held by every
-# document take the traversal under auto and the index when forced: the same bytes.
+# document-range pieces, and under mpirun -np 2. The n-gram tasks on words held by every
+# document (under auto, the GPU engine's service traverses for them): the same bytes.
 # Usage: point_test.sh GTADOC SOURCE_DIR SCRATCH REFERENCE [ENGINE]. Needs curl (exit 77 without).
 set -euo pipefail
 BIN=$1 SRC=$2 WORK=$3 REF=$4 ENGINE=${5:-cpu}
@@ -81,7 +81,7 @@ for mode in index traversal auto; do
   GTADOC_POINT_LOOKUP=$mode GTADOC_MAX_PIECE_SYMBOLS=3000 start "$mode" "$WORK/a.gtd" \
     --listen 127.0.0.1:0 --engine "$ENGINE" --threads 2 -vv
   check_service "http://127.0.0.1:$PORT" "$mode"
-  # A word in every document: under auto the n-gram tasks traverse, forced they use the index.
+  # Words in every document: under auto the GPU engine traverses for them, forced the index answers.
   check_case "http://127.0.0.1:$PORT" "$mode" \
     "common n-grams|\"task\": \"sequence-count\", \"n\": 2, \"words\": [\"the\", \"a\", \"one\", \"same\", \"Two\", \"alpha\"]|$(lines the a one same Two alpha)|$ngram|sequence-count --n 2"
   kill -TERM "$PID"

@@ -119,6 +119,17 @@ TEST(PointRecords, EqualTheExpandedStreamsOnRandomGrammars) {
   for (uint64_t seed = 1; seed <= 30; ++seed) check_random(identity, 3 + seed % 5, 3 + seed % 5, seed);
 }
 
+TEST(PointRecords, EqualTheExpandedStreamsWhereMostRulesHoldNoFilterWord) {
+  // Many words, one or two asked: the walk skips most rules, taking only their first and last
+  // n-1 words.
+  Normalization identity;
+  for (uint64_t seed = 1; seed <= 30; ++seed) check_random(identity, 20 + seed, 20 + seed, seed);
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    const uint32_t words = 20 + seed;
+    check_random(merging_normalization(words), words, words - 2, seed);
+  }
+}
+
 TEST(PointRecords, FollowANormalizationThatMergesAndDropsWords) {
   for (uint64_t seed = 1; seed <= 30; ++seed) {
     const uint32_t words = 4 + seed % 4;
@@ -140,7 +151,7 @@ TEST(PointRecords, WordsInNoDocumentGiveNothing) {
 }
 
 TEST(PointRecords, NgramTasksGiveUpOnWordsInMostDocuments) {
-  // Every document holds word 0: past an eighth of the documents, the n-gram tasks decline; the
+  // Every document holds word 0: past a quarter of the documents, the n-gram tasks decline; the
   // word tasks always answer.
   const RawGrammar raw = testutil::random_raw_grammar(2, 200, 30, 20, 11);
   const ShardGrammar g = finalize_grammar(2, 0, 200, raw);

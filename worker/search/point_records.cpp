@@ -1,7 +1,7 @@
 #include "worker/search/point_records.h"
 
 #include <algorithm>
-#include <unordered_set>
+#include <memory>
 
 #include "common/error.h"
 
@@ -69,82 +69,161 @@ RecordBatch word_postings(const ShardGrammar& g, const ShardSearchIndex& index,
   return out;
 }
 
-/// Shard-local documents holding one of `symbols` (local words), ascending: the documents of the
-/// rules above them. nullopt past the limits.
-std::optional<std::vector<uint32_t>> holding_documents(const ShardGrammar& g,
-                                                       const ShardSearchIndex& index,
-                                                       std::vector<Symbol> frontier,
-                                                       const PointLimits& limits) {
+/// The rules above some of `symbols` (local words), marked in `holds` (one byte per rule of the
+/// grammar: only grammars holding a word asked for get one), and the shard-local documents holding
+/// them (ascending). nullopt past the limits.
+struct Holding {
+  std::vector<uint8_t> holds;
+  std::vector<uint32_t> docs;
+};
+std::optional<Holding> holding(const ShardGrammar& g, const ShardSearchIndex& index,
+                               std::vector<Symbol> frontier, const PointLimits& limits) {
   constexpr double kNever = 1e300;
   const double rule_bound = limits.rule_share > 0 ? limits.rule_share * g.num_rules() + 64 : kNever;
   const double doc_bound = limits.doc_share > 0 ? limits.doc_share * g.num_docs + 8 : kNever;
-  std::unordered_set<RuleId> seen;
-  std::vector<uint32_t> docs;
-  size_t rules = 0;
+  Holding h;
+  h.holds.assign(g.num_rules(), 0);
+  uint64_t rules = 0;
   while (!frontier.empty()) {
     const Symbol s = frontier.back();
     frontier.pop_back();
     const auto in_docs = index.documents(s);
-    docs.insert(docs.end(), in_docs.begin(), in_docs.end());
+    h.docs.insert(h.docs.end(), in_docs.begin(), in_docs.end());
     for (RuleId r : index.holders(s))
-      if (seen.insert(r).second) {
+      if (h.holds[r] == 0) {
+        h.holds[r] = 1;
         ++rules;
         frontier.push_back(rule_symbol(r, g.num_words));
       }
     if (static_cast<double>(rules) > rule_bound ||
-        static_cast<double>(docs.size()) > 4 * doc_bound)
+        static_cast<double>(h.docs.size()) > 4 * doc_bound)
       return std::nullopt;
   }
-  std::sort(docs.begin(), docs.end());
-  docs.erase(std::unique(docs.begin(), docs.end()), docs.end());
-  if (static_cast<double>(docs.size()) > doc_bound) return std::nullopt;
-  return docs;
+  std::sort(h.docs.begin(), h.docs.end());
+  h.docs.erase(std::unique(h.docs.begin(), h.docs.end()), h.docs.end());
+  if (static_cast<double>(h.docs.size()) > doc_bound) return std::nullopt;
+  return h;
 }
 
-/// sequence-count [w1..wn] / --per-doc [doc, w1..wn], ranked-inverted-index [w1..wn, doc]: the
-/// n-grams of the documents holding a word that hold one, one record per occurrence.
+/// The n-grams of documents that hold a filter word, one record per occurrence, from a walk over
+/// each document's segment that descends only into the rules above a filter word (and rules of
+/// at most 2(n-1) words); of any other rule it takes the first n-1 kept words (while an n-gram
+/// holding a filter word is still open) and the last n-1 (the context of what follows): an
+/// n-gram holding a filter word outside such a rule reaches no further into it.
+class NgramWalk {
+ public:
+  NgramWalk(const ShardGrammar& g, const QueryOptions& q, const Normalization& norm,
+            const PointWords& words, const Holding& holding, const std::vector<uint8_t>& len,
+            RecordBatch& out)
+      : g_(g), norm_(norm), words_(words), holding_(holding), len_(len), out_(out), n_(q.n),
+        lead_(q.task == Task::kSequenceCount && q.per_doc ? 1 : 0),
+        doc_last_(q.task == Task::kRankedInvertedIndex), key_(out.width) {}
+
+  void document(uint32_t d) {
+    const uint32_t doc = static_cast<uint32_t>(g_.first_doc + d);
+    if (lead_) key_[0] = doc;
+    if (doc_last_) key_[n_] = doc;
+    count_ = gap_at_ = last_hit_ = 0;
+    const auto [begin, end] = g_.doc_segment(d);
+    std::vector<std::pair<uint64_t, uint64_t>> stack{{begin, end}};
+    const uint32_t nw = g_.num_words;
+    while (!stack.empty()) {
+      auto& [i, stop] = stack.back();
+      if (i == stop) {
+        stack.pop_back();
+        continue;
+      }
+      const Symbol s = g_.symbols[i++];
+      if (is_word(s, nw)) {
+        push_global(g_.local_words[s]);
+        continue;
+      }
+      const RuleId r = rule_of(s, nw);
+      if (len_[r] <= 2 * (n_ - 1) || holding_.holds[r] != 0) {
+        stack.emplace_back(g_.body_begin(r), g_.body_end(r));  // invalidates i, stop
+        continue;
+      }
+      Edge e;
+      if (open()) {
+        edge(r, true, e);
+        for (uint32_t t = 0; t < e.size && open(); ++t) push(e.words[t]);
+      }
+      count_ += 1;  // a word that is in no n-gram asked for: n-grams across it are not
+      gap_at_ = count_;
+      e.size = 0;
+      edge(r, false, e);
+      for (uint32_t t = e.size; t > 0; --t) push(e.words[t - 1]);
+    }
+  }
+
+ private:
+  static constexpr uint32_t kMaxEdge = 8;
+  struct Edge {
+    WordId words[kMaxEdge];  ///< normalized, heads in text order, tails last word first
+    uint32_t size = 0;
+  };
+
+  void push_global(WordId w) {
+    const WordId m = norm_.map(w);
+    if (m != kDroppedWord) push(m);
+  }
+  /// An n-gram holding a filter word has begun and not ended.
+  bool open() const { return last_hit_ != 0 && last_hit_ + n_ - 1 > count_; }
+  void push(WordId m) {
+    ring_[count_ % n_] = m;
+    ++count_;
+    if (std::binary_search(words_.words.begin(), words_.words.end(), m)) last_hit_ = count_;
+    // The n-gram ending here, when it is whole since the last gap and holds a filter word.
+    if (count_ - gap_at_ < n_ || last_hit_ + n_ <= count_) return;
+    for (uint32_t t = 0; t < n_; ++t) key_[lead_ + t] = ring_[(count_ - n_ + t) % n_];
+    out_.push(key_, 1);
+  }
+  /// Appends the first (head) or last (tail: last word first) n-1 kept words of rule r, normalized,
+  /// to `e` (up to n-1 in all), along r's first or last children only.
+  void edge(RuleId r, bool head, Edge& e) const {
+    const uint32_t want = n_ - 1, nw = g_.num_words;
+    const uint64_t b = g_.body_begin(r), en = g_.body_end(r);
+    for (uint64_t k = 0; k < en - b && e.size < want; ++k) {
+      const Symbol s = g_.symbols[head ? b + k : en - 1 - k];
+      if (!is_word(s, nw)) {
+        edge(rule_of(s, nw), head, e);
+        continue;
+      }
+      const WordId m = norm_.map(g_.local_words[s]);
+      if (m != kDroppedWord) e.words[e.size++] = m;
+    }
+  }
+
+  const ShardGrammar& g_;
+  const Normalization& norm_;
+  const PointWords& words_;
+  const Holding& holding_;
+  const std::vector<uint8_t>& len_;
+  RecordBatch& out_;
+  const uint32_t n_, lead_;
+  const bool doc_last_;
+  std::vector<uint32_t> key_;
+  WordId ring_[kMaxEdge] = {};
+  uint64_t count_ = 0, gap_at_ = 0, last_hit_ = 0;  ///< words pushed; at the last gap; last hit
+};
+
+/// sequence-count [w1..wn] / --per-doc [doc, w1..wn], ranked-inverted-index [w1..wn, doc].
 std::optional<RecordBatch> ngram_records(const ShardGrammar& g, const ShardSearchIndex& index,
                                          const QueryOptions& q, const Normalization& norm,
                                          const PointWords& words, const PointLimits& limits) {
-  const uint32_t n = q.n;
   RecordBatch out;
   out.width = key_layout(q).width;
+  if (q.n < 2 || q.n > 8) throw InternalError("point records: n-grams of 2..8 words");
   std::vector<Symbol> locals;
   for (const auto& members : words.members)
     for (WordId m : members)
       if (std::optional<Symbol> l = local_word(g, m)) locals.push_back(*l);
   if (locals.empty()) return out;
-  const std::optional<std::vector<uint32_t>> docs =
-      holding_documents(g, index, std::move(locals), limits);
-  if (!docs) return std::nullopt;
-  const uint32_t lead = q.task == Task::kSequenceCount && q.per_doc ? 1 : 0;
-  const bool doc_last = q.task == Task::kRankedInvertedIndex;
-  std::vector<WordId> text, stream;
-  std::vector<uint32_t> key(out.width);
-  for (uint32_t d : *docs) {
-    text.clear();
-    expand_document(g, d, text);
-    stream.clear();
-    for (WordId w : text)
-      if (const WordId m = norm.map(w); m != kDroppedWord) stream.push_back(m);
-    if (stream.size() < n) continue;
-    const uint32_t doc = static_cast<uint32_t>(g.first_doc + d);
-    if (lead) key[0] = doc;
-    if (doc_last) key[n] = doc;
-    // Each n-gram once: those starting at or after `next` that reach a filter word at p.
-    size_t next = 0;
-    for (size_t p = 0; p < stream.size(); ++p) {
-      if (!std::binary_search(words.words.begin(), words.words.end(), stream[p])) continue;
-      const size_t first = std::max(next, p + 1 >= n ? p + 1 - n : 0);
-      const size_t last = std::min(p, stream.size() - n);  // starts [first, last]
-      for (size_t s = first; s <= last; ++s) {
-        std::copy(stream.begin() + static_cast<ptrdiff_t>(s),
-                  stream.begin() + static_cast<ptrdiff_t>(s + n), key.begin() + lead);
-        out.push(key, 1);
-      }
-      next = std::max(next, last + 1);
-    }
-  }
+  const std::optional<Holding> h = holding(g, index, std::move(locals), limits);
+  if (!h) return std::nullopt;
+  const std::shared_ptr<const std::vector<uint8_t>> len = index.capped_lengths(g, norm);
+  NgramWalk walk(g, q, norm, words, *h, *len, out);
+  for (uint32_t d : h->docs) walk.document(d);
   return out;
 }
 

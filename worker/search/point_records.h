@@ -9,8 +9,9 @@
 //   inverted-index, term-vector      the rules above the words and the documents holding them
 //                                    (count_phrase of a one-word phrase, which takes one pass
 //                                    over the grammar when those pass its share);
-//   sequence-count, ranked-inverted  the documents holding a word, expanded (only when they are
-//                                    few: see PointLimits).
+//   sequence-count, ranked-inverted  the root segments of the documents holding a word, the rules
+//                                    above the words along them, and the first and last n-1
+//                                    words of the other rules met (while within PointLimits).
 #pragma once
 
 #include <cstdint>
@@ -34,11 +35,11 @@ struct PointWords {
 /// Looks up the members of `words` (normalized ids, any order, repeats allowed) under `norm`.
 PointWords point_words(std::vector<WordId> words, const Normalization& norm, unsigned threads);
 
-/// When the n-gram tasks give up on the index (they expand the documents holding the words): past
+/// When the n-gram tasks give up on the index (they walk the documents holding the words): past
 /// `doc_share` of a grammar's documents or `rule_share` of its rules above the words. 0: never.
 struct PointLimits {
-  double doc_share = 1.0 / 8;
-  double rule_share = 1.0 / 16;
+  double doc_share = 1.0 / 4;
+  double rule_share = 1.0 / 8;
 };
 
 /// The records of `q` over `g` whose keys hold one of `words` (for n-grams: any of their words),
