@@ -2,19 +2,12 @@
 
 #include <spdlog/spdlog.h>
 
-#include <atomic>
-
 #include "common/parallel.h"
 #include "common/settings.h"
 #include "common/timer.h"
 #include "worker/search/point_records.h"
 
 namespace gtadoc {
-
-PointLimits point_limits(std::string_view engine) {
-  if (engine == "gpu") return PointLimits{};
-  return PointLimits{0, 0};
-}
 
 std::optional<RecordBatch> ResidentPointLookup::records(const QueryOptions& q,
                                                         const Normalization& norm,
@@ -25,24 +18,38 @@ std::optional<RecordBatch> ResidentPointLookup::records(const QueryOptions& q,
   const Timer timer;
   const std::vector<SearchTarget> targets = index_.targets();
   const PointWords point = point_words(words, norm, threads);
-  const PointLimits limits = forced ? PointLimits{0, 0} : limits_;
-  std::vector<std::optional<RecordBatch>> parts(targets.size());
-  std::atomic<bool> gave_up = false;
-  parallel_for(targets.size(), threads, [&](size_t i) {
-    if (gave_up.load(std::memory_order_relaxed)) return;
-    parts[i] = point_records(*targets[i].grammar, *targets[i].index, q, norm, point, limits);
-    if (!parts[i]) gave_up = true;
-  });
-  if (gave_up) {
-    spdlog::debug("point lookup: {} words held by too many documents; traversing", words.size());
+  // The grammars holding a word, and what the lookup costs against a traversal (serial: a few
+  // binary searches per grammar).
+  std::vector<size_t> holding;
+  double lookup = 0, passes = 0;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    const PointCost c = point_cost(*targets[i].grammar, *targets[i].index, point);
+    lookup += c.lookup;
+    passes += c.pass;
+    if (c.lookup > 0) holding.push_back(i);
+  }
+  // Counts are looked up, whatever the words: only the other tasks' lookups may cost more.
+  const bool counts = q.task == Task::kWordCount || q.task == Task::kSort;
+  if (!forced && !counts && lookup > kTraversalPasses * passes) {
+    spdlog::debug("point lookup: {} words would cost {:.1f} passes over the grammars; traversing",
+                  point.words.size(), lookup / passes);
     return std::nullopt;
   }
-  std::vector<RecordBatch> batches;
-  batches.reserve(parts.size());
-  for (auto& p : parts) batches.push_back(std::move(*p));
+  std::vector<RecordBatch> batches(holding.size());
+  auto one = [&](size_t j) {
+    const SearchTarget& t = targets[holding[j]];
+    batches[j] = point_records(*t.grammar, *t.index, q, norm, point);
+  };
+  if (holding.size() <= 4) {  // a rare word: the thread pool would cost more than the lookups
+    for (size_t j = 0; j < holding.size(); ++j) one(j);
+  } else {
+    parallel_for(holding.size(), threads, one);
+  }
   RecordBatch out = concatenate(std::move(batches), key_layout(q).width, threads);
-  spdlog::debug("point lookup: {} records of {} words from {} grammars in {:.4f}s", out.size(),
-                point.words.size(), targets.size(), timer.seconds());
+  spdlog::debug("point lookup: {} records of {} words from {} of {} grammars in {:.4f}s "
+                "(estimated {:.3f} passes)",
+                out.size(), point.words.size(), holding.size(), targets.size(), timer.seconds(),
+                passes > 0 ? lookup / passes : 0.0);
   return out;
 }
 

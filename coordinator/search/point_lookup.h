@@ -3,8 +3,9 @@
 // point_records.h) instead of a traversal of every shard, when that costs less.
 //
 // Guarantees: the records are those the traversal gives, filtered (the same rows, byte for byte);
-// `auto` (GTADOC_POINT_LOOKUP) uses the indexes only once they are built, and gives up on them
-// for an n-gram task when some grammar's documents holding the words pass PointLimits.
+// `auto` (GTADOC_POINT_LOOKUP) uses the indexes only once they are built, and only when the
+// rank's point_cost over its grammars is at most kTraversalPasses passes over them (a filter of
+// many common words traverses instead; word-count and sort, whose counts are looked up, never).
 #pragma once
 
 #include "coordinator/pipeline/query_pipeline.h"
@@ -13,21 +14,19 @@
 
 namespace gtadoc {
 
-/// Where the n-gram tasks give up on the indexes for an engine's traversal: the GPU engine's
-/// traversal of a shard is fast, so past a share of a grammar's documents it answers; the CPU
-/// engine's costs more than walking every document, so never (docs/SERVICE.md "Point queries").
-PointLimits point_limits(std::string_view engine);
+/// What a traversal costs in passes over the grammars (point_cost's unit): a filtered query's
+/// records leave the GPU and are filtered on the host, so even the GPU engine's traversal costs
+/// several passes (docs/PERFORMANCE.md "Point queries").
+inline constexpr double kTraversalPasses = 4;
 
 class ResidentPointLookup final : public PointLookup {
  public:
-  ResidentPointLookup(ResidentSearchIndex& index, PointLimits limits)
-      : index_(index), limits_(limits) {}
+  explicit ResidentPointLookup(ResidentSearchIndex& index) : index_(index) {}
   std::optional<RecordBatch> records(const QueryOptions& q, const Normalization& norm,
                                      const std::vector<WordId>& words, unsigned threads) override;
 
  private:
   ResidentSearchIndex& index_;
-  PointLimits limits_;
 };
 
 }  // namespace gtadoc

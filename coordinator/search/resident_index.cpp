@@ -12,8 +12,13 @@ ResidentSearchIndex::ResidentSearchIndex(
     : grammars_(std::move(grammars)), indexes_(grammars_.size()) {
   built_ = std::async(std::launch::async, [this, threads] {
              Timer timer;
+             // With the kept lengths of the identity (normalize_dictionary's key 1), which every
+             // query without normalization reads: its first query does not compute them.
+             Normalization identity;
+             identity.cache_key = 1;
              parallel_for(grammars_.size(), threads, [&](size_t i) {
                indexes_[i] = std::make_unique<ShardSearchIndex>(*grammars_[i].second);
+               indexes_[i]->capped_lengths(*grammars_[i].second, identity);
              });
              seconds_ = timer.seconds();
              uint64_t bytes = 0;  // not bytes(): built_ is not set yet while this runs

@@ -233,7 +233,7 @@ void execute(Comm& comm, ArchiveSession& session, ResidentSearchIndex& index,
   QueryTimings t;
   std::unique_ptr<QueryResult> result;
   try {
-    ResidentPointLookup lookup(index, point_limits(session.engine_name()));
+    ResidentPointLookup lookup(index);
     result = run_query(comm, session, spec, t, &lookup);
   } catch (const CollectiveError& e) {  // every rank knows; rank 0 answers
     if (job != nullptr) reply_error(*job, *state, status_of(e), e.what());

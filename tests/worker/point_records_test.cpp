@@ -103,11 +103,9 @@ void check_random(const Normalization& norm, uint32_t words, uint32_t normalized
     for (size_t j = 0; j < k; ++j) wanted.push_back(static_cast<WordId>(rng() % normalized_words));
     const PointWords point = point_words(wanted, norm, 2);
     for (const QueryOptions& q : every_task()) {
-      const std::optional<RecordBatch> got =
-          point_records(g, index, q, norm, point, PointLimits{0, 0});
-      ASSERT_TRUE(got.has_value());
-      EXPECT_EQ(got->width, key_layout(q).width);
-      EXPECT_EQ(summed(*got), expected_records(docs, 50, q, norm, wanted))
+      const RecordBatch got = point_records(g, index, q, norm, point);
+      EXPECT_EQ(got.width, key_layout(q).width);
+      EXPECT_EQ(summed(got), expected_records(docs, 50, q, norm, wanted))
           << "seed " << seed << " trial " << trial << " task " << task_name(q.task) << " n "
           << q.n << " per-doc " << q.per_doc;
     }
@@ -143,25 +141,31 @@ TEST(PointRecords, WordsInNoDocumentGiveNothing) {
   const ShardSearchIndex index(g);
   Normalization identity;
   for (const QueryOptions& q : every_task()) {
-    const std::optional<RecordBatch> got =
+    const RecordBatch got =
         point_records(g, index, q, identity, point_words({101, 100, 101}, identity, 1));
-    ASSERT_TRUE(got.has_value());
-    EXPECT_EQ(got->size(), 0u) << task_name(q.task);
+    EXPECT_EQ(got.size(), 0u) << task_name(q.task);
   }
 }
 
-TEST(PointRecords, NgramTasksGiveUpOnWordsInMostDocuments) {
-  // Every document holds word 0: past a quarter of the documents, the n-gram tasks decline; the
-  // word tasks always answer.
-  const RawGrammar raw = testutil::random_raw_grammar(2, 200, 30, 20, 11);
-  const ShardGrammar g = finalize_grammar(2, 0, 200, raw);
+TEST(PointRecords, CostIsNothingForAbsentWordsAndAtMostAPassPerWord) {
+  const RawGrammar raw = testutil::random_raw_grammar(12, 40, 30, 20, 11);
+  const ShardGrammar g = finalize_grammar(12, 0, 40, raw);
   const ShardSearchIndex index(g);
   Normalization identity;
-  const PointWords point = point_words({0, 1}, identity, 1);
-  for (const QueryOptions& q : every_task()) {
-    const std::optional<RecordBatch> got = point_records(g, index, q, identity, point);
-    EXPECT_EQ(got.has_value(), !is_sequence_task(q.task)) << task_name(q.task);
-  }
+  const PointCost none = point_cost(g, index, point_words({100, 101}, identity, 1));
+  EXPECT_EQ(none.lookup, 0);
+  EXPECT_EQ(none.pass, g.num_rules() + 40.0);
+  std::vector<WordId> all;
+  for (WordId w = 0; w < 12; ++w) all.push_back(w);
+  const PointWords every = point_words(all, identity, 1);
+  const PointCost c = point_cost(g, index, every);
+  EXPECT_GT(c.lookup, 0);
+  EXPECT_LE(c.lookup, c.pass * static_cast<double>(every.words.size()));
+  // One word's cost: its direct holders (rules and documents) fanned out, at most a pass.
+  const Symbol w0 = 0;
+  const double direct = 1.0 + static_cast<double>(index.holders(w0).size() + index.documents(w0).size());
+  EXPECT_EQ(point_cost(g, index, point_words({g.local_words[w0]}, identity, 1)).lookup,
+            std::min(c.pass, kPointFanOut * direct));
 }
 
 TEST(PointRecords, WordCountsAreTheShardsOccurrences) {

@@ -71,19 +71,15 @@ RecordBatch word_postings(const ShardGrammar& g, const ShardSearchIndex& index,
 
 /// The rules above some of `symbols` (local words), marked in `holds` (one byte per rule of the
 /// grammar: only grammars holding a word asked for get one), and the shard-local documents holding
-/// them (ascending). nullopt past the limits.
+/// them (ascending).
 struct Holding {
   std::vector<uint8_t> holds;
   std::vector<uint32_t> docs;
 };
-std::optional<Holding> holding(const ShardGrammar& g, const ShardSearchIndex& index,
-                               std::vector<Symbol> frontier, const PointLimits& limits) {
-  constexpr double kNever = 1e300;
-  const double rule_bound = limits.rule_share > 0 ? limits.rule_share * g.num_rules() + 64 : kNever;
-  const double doc_bound = limits.doc_share > 0 ? limits.doc_share * g.num_docs + 8 : kNever;
+Holding holding(const ShardGrammar& g, const ShardSearchIndex& index,
+                std::vector<Symbol> frontier) {
   Holding h;
   h.holds.assign(g.num_rules(), 0);
-  uint64_t rules = 0;
   while (!frontier.empty()) {
     const Symbol s = frontier.back();
     frontier.pop_back();
@@ -92,16 +88,11 @@ std::optional<Holding> holding(const ShardGrammar& g, const ShardSearchIndex& in
     for (RuleId r : index.holders(s))
       if (h.holds[r] == 0) {
         h.holds[r] = 1;
-        ++rules;
         frontier.push_back(rule_symbol(r, g.num_words));
       }
-    if (static_cast<double>(rules) > rule_bound ||
-        static_cast<double>(h.docs.size()) > 4 * doc_bound)
-      return std::nullopt;
   }
   std::sort(h.docs.begin(), h.docs.end());
   h.docs.erase(std::unique(h.docs.begin(), h.docs.end()), h.docs.end());
-  if (static_cast<double>(h.docs.size()) > doc_bound) return std::nullopt;
   return h;
 }
 
@@ -208,9 +199,9 @@ class NgramWalk {
 };
 
 /// sequence-count [w1..wn] / --per-doc [doc, w1..wn], ranked-inverted-index [w1..wn, doc].
-std::optional<RecordBatch> ngram_records(const ShardGrammar& g, const ShardSearchIndex& index,
-                                         const QueryOptions& q, const Normalization& norm,
-                                         const PointWords& words, const PointLimits& limits) {
+RecordBatch ngram_records(const ShardGrammar& g, const ShardSearchIndex& index,
+                          const QueryOptions& q, const Normalization& norm,
+                          const PointWords& words) {
   RecordBatch out;
   out.width = key_layout(q).width;
   if (q.n < 2 || q.n > 8) throw InternalError("point records: n-grams of 2..8 words");
@@ -219,11 +210,10 @@ std::optional<RecordBatch> ngram_records(const ShardGrammar& g, const ShardSearc
     for (WordId m : members)
       if (std::optional<Symbol> l = local_word(g, m)) locals.push_back(*l);
   if (locals.empty()) return out;
-  const std::optional<Holding> h = holding(g, index, std::move(locals), limits);
-  if (!h) return std::nullopt;
+  const Holding h = holding(g, index, std::move(locals));
   const std::shared_ptr<const std::vector<uint8_t>> len = index.capped_lengths(g, norm);
-  NgramWalk walk(g, q, norm, words, *h, *len, out);
-  for (uint32_t d : h->docs) walk.document(d);
+  NgramWalk walk(g, q, norm, words, h, *len, out);
+  for (uint32_t d : h.docs) walk.document(d);
   return out;
 }
 
@@ -244,9 +234,23 @@ PointWords point_words(std::vector<WordId> words, const Normalization& norm, uns
   return out;
 }
 
-std::optional<RecordBatch> point_records(const ShardGrammar& g, const ShardSearchIndex& index,
-                                         const QueryOptions& q, const Normalization& norm,
-                                         const PointWords& words, const PointLimits& limits) {
+PointCost point_cost(const ShardGrammar& g, const ShardSearchIndex& index,
+                     const PointWords& words) {
+  PointCost c;
+  c.pass = static_cast<double>(g.num_rules()) + g.num_docs;
+  for (const auto& members : words.members) {
+    double spread = 0;
+    for (WordId m : members)
+      if (std::optional<Symbol> l = local_word(g, m))
+        spread += 1 + static_cast<double>(index.holders(*l).size() + index.documents(*l).size());
+    c.lookup += std::min(c.pass, kPointFanOut * spread);
+  }
+  return c;
+}
+
+RecordBatch point_records(const ShardGrammar& g, const ShardSearchIndex& index,
+                          const QueryOptions& q, const Normalization& norm,
+                          const PointWords& words) {
   require_bodies(g);
   switch (q.task) {
     case Task::kWordCount:
@@ -257,7 +261,7 @@ std::optional<RecordBatch> point_records(const ShardGrammar& g, const ShardSearc
       return word_postings(g, index, q, norm, words);
     case Task::kSequenceCount:
     case Task::kRankedInvertedIndex:
-      return ngram_records(g, index, q, norm, words, limits);
+      return ngram_records(g, index, q, norm, words);
   }
   throw InternalError("point records: unknown task");
 }

@@ -11,11 +11,10 @@
 //                                    over the grammar when those pass its share);
 //   sequence-count, ranked-inverted  the root segments of the documents holding a word, the rules
 //                                    above the words along them, and the first and last n-1
-//                                    words of the other rules met (while within PointLimits).
+//                                    words of the other rules met.
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <vector>
 
 #include "formats/grammar.h"
@@ -35,18 +34,21 @@ struct PointWords {
 /// Looks up the members of `words` (normalized ids, any order, repeats allowed) under `norm`.
 PointWords point_words(std::vector<WordId> words, const Normalization& norm, unsigned threads);
 
-/// When the n-gram tasks give up on the index (they walk the documents holding the words): past
-/// `doc_share` of a grammar's documents or `rule_share` of its rules above the words. 0: never.
-struct PointLimits {
-  double doc_share = 1.0 / 4;
-  double rule_share = 1.0 / 8;
+/// What a lookup of `words` costs on `g` against one pass over `g`, both in index entries: per word
+/// (and task), the rules and documents directly above its members times kPointFanOut (the rules
+/// above those fan out), at most a pass; a pass is the grammar's rules and documents. Zero when
+/// `g` holds none of the words (a few binary searches of its words).
+inline constexpr double kPointFanOut = 8;
+struct PointCost {
+  double lookup = 0, pass = 0;
 };
+PointCost point_cost(const ShardGrammar& g, const ShardSearchIndex& index,
+                     const PointWords& words);
 
 /// The records of `q` over `g` whose keys hold one of `words` (for n-grams: any of their words),
-/// unreduced, in no particular order. nullopt when an n-gram task passes `limits` on this grammar
-/// (the caller then traverses). Thread-safe on a shared grammar and index.
-std::optional<RecordBatch> point_records(const ShardGrammar& g, const ShardSearchIndex& index,
-                                         const QueryOptions& q, const Normalization& norm,
-                                         const PointWords& words, const PointLimits& limits = {});
+/// unreduced, in no particular order. Thread-safe on a shared grammar and index.
+RecordBatch point_records(const ShardGrammar& g, const ShardSearchIndex& index,
+                          const QueryOptions& q, const Normalization& norm,
+                          const PointWords& words);
 
 }  // namespace gtadoc
