@@ -40,7 +40,9 @@ std::optional<RecordBatch> ResidentPointLookup::records(const QueryOptions& q,
     const SearchTarget& t = targets[holding[j]];
     batches[j] = point_records(*t.grammar, *t.index, q, norm, point);
   };
-  if (holding.size() <= 4) {  // a rare word: the thread pool would cost more than the lookups
+  // Counts (a binary search per grammar and member) and a rare word's grammars: the thread pool
+  // would cost more than the lookups.
+  if (counts || holding.size() <= 4) {
     for (size_t j = 0; j < holding.size(); ++j) one(j);
   } else {
     parallel_for(holding.size(), threads, one);

@@ -14,7 +14,7 @@
 #
 #   ARCHIVE=/tmp/gtadoc-search-scale/a.gtd OUT=/tmp/out CONFIGS="gpu traversal gpus2" \
 #     scripts/bench/point-bench.sh
-# BUILD_DIR (./build-search) holds gtadoc. Writes $OUT/point-bench.tsv and $OUT/point-logs.tgz.
+# WORDS (space-separated) replaces the picked words. BUILD_DIR (./build-search) holds gtadoc. Writes $OUT/point-bench.tsv and $OUT/point-logs.tgz.
 set -u
 OUT=${OUT:-./device-out}; mkdir -p "$OUT"; OUT=$(cd "$OUT" && pwd)
 L=$(mktemp -d)/logs; mkdir -p "$L"
@@ -46,15 +46,24 @@ for config in $CONFIGS; do
     traversal) envs=(GTADOC_POINT_LOOKUP=traversal) ;;
     gpu-index) envs=(GTADOC_POINT_LOOKUP=index) ;;
   esac
-  port=$((20000 + RANDOM % 20000)); s=$EPOCHREALTIME
-  env "${envs[@]}" "$N" -vv serve "$A" --listen 127.0.0.1:$port "${args[@]}" > "$L/serve-$config.log" 2>&1 &
+  s=$EPOCHREALTIME
+  env "${envs[@]}" "$N" -vv serve "$A" --listen 127.0.0.1:0 "${args[@]}" > "$L/serve-$config.log" 2>&1 &
   sp=$!
-  for i in $(seq 6000); do curl -sf "localhost:$port/healthz" > /dev/null && break; sleep 0.05; done
+  port=""
+  while [ -z "$port" ] && kill -0 $sp 2> /dev/null; do
+    sleep 0.05
+    port=$(sed -n 's|^gtadoc serve: listening on http://[^ ]*:\([0-9][0-9]*\)$|\1|p' "$L/serve-$config.log")
+  done
+  [ -n "$port" ] || { say "$config: the service exited: $(tail -1 "$L/serve-$config.log")"; continue; }
   ready=$(ms_since "$s")
   # A search waits for the search indexes: answered, they are built.
   curl -sf "localhost:$port/v1/search" -d '{"phrases": ["the"], "count": true}' -o /dev/null
   say "$config: ready in $ready ms, indexes built by $(ms_since "$s") ms"
-  if [ -z "$first" ]; then
+  if [ -z "$first" ] && [ -n "${WORDS:-}" ]; then
+    first=$config
+    printf '%s\n' $WORDS > "$W/words"
+    : > "$W/head.tsv"; : > "$W/rare.tsv"
+  elif [ -z "$first" ]; then
     first=$config
     # Candidate words: the word-count's head and the words of 8 random documents, by count.
     post $port '{"task": "word-count", "top": 30000, "format": "tsv"}' "$W/head.tsv" > /dev/null
