@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "formats/grammar.h"
+#include "worker/query.h"
 
 namespace gtadoc::testutil {
 
@@ -21,5 +22,16 @@ struct RandomGrammarOptions {
 RawGrammar random_raw_grammar(uint32_t num_words, uint32_t num_docs, uint32_t num_rules,
                               uint32_t max_segment, uint64_t seed,
                               const RandomGrammarOptions& options = {});
+
+/// Words 0..n-1 with 0 and 1 merged into normalized word 0, word 2 dropped, the others shifted
+/// down by 2: a normalization that merges and drops words, for the search tests.
+inline Normalization merging_normalization(uint32_t words, uint32_t cache_key) {
+  Normalization norm;
+  norm.identity = false;
+  norm.cache_key = cache_key;
+  for (uint32_t w = 0; w < words; ++w)
+    norm.remap.push_back(w <= 1 ? 0 : w == 2 ? kDroppedWord : w - 2);
+  return norm;
+}
 
 }  // namespace gtadoc::testutil

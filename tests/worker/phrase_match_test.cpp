@@ -35,14 +35,8 @@ NormalizedPhrase phrase_of(std::vector<WordId> words, const Normalization& norm,
   return p;
 }
 
-/// Words 0..n-1 with 0 and 1 merged into normalized word 0, word 2 dropped, others shifted.
 Normalization merging_normalization(uint32_t words) {
-  Normalization norm;
-  norm.identity = false;
-  norm.cache_key = 7;
-  for (uint32_t w = 0; w < words; ++w)
-    norm.remap.push_back(w <= 1 ? 0 : w == 2 ? kDroppedWord : w - 2);
-  return norm;
+  return testutil::merging_normalization(words, 7);
 }
 
 void check_random(const Normalization& norm, uint32_t words, uint32_t normalized_words,

@@ -18,14 +18,8 @@ namespace {
 using Key = std::vector<uint32_t>;
 using Counts = std::map<Key, Count>;
 
-/// Words 0..n-1 with 0 and 1 merged into normalized word 0, word 2 dropped, others shifted.
 Normalization merging_normalization(uint32_t words) {
-  Normalization norm;
-  norm.identity = false;
-  norm.cache_key = 9;
-  for (uint32_t w = 0; w < words; ++w)
-    norm.remap.push_back(w <= 1 ? 0 : w == 2 ? kDroppedWord : w - 2);
-  return norm;
+  return testutil::merging_normalization(words, 9);
 }
 
 /// The records of `q` restricted to `wanted` (normalized ids), from the expanded documents.
