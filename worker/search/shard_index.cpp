@@ -61,15 +61,8 @@ ShardSearchIndex::ShardSearchIndex(const ShardGrammar& g) {
 
 void ShardSearchIndex::count_words(const ShardGrammar& g) {
   num_words_ = g.num_words;
-  uint64_t total = 0;
-  for (uint32_t d = 0; d < g.num_docs; ++d) {
-    const auto [begin, end] = g.doc_segment(d);
-    for (uint64_t i = begin; i < end; ++i) {
-      const Symbol s = g.symbols[i];
-      total += is_word(s, g.num_words) ? 1 : g.rule_length[rule_of(s, g.num_words)];
-    }
-  }
-  if (total > UINT32_MAX) return;  // counts looked up through the rules instead
+  // The shard's words (the root's expansion); past 32 bits, counts go through the rules instead.
+  if (g.rule_length[g.root()] > UINT32_MAX) return;
   // Occurrences of each rule in the documents, parents before children (descending ids), then
   // each word's: the occurrences of the bodies and segments that hold it.
   const uint32_t nw = g.num_words;
