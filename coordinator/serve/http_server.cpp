@@ -436,8 +436,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   /// POST /v1/query, or POST /v1/search (`search`): both queue a job for the executor.
-  asio::awaitable<bool> query(const http::request<http::string_body>& req, bool keep,
-                              bool search) {
+  asio::awaitable<bool> query(const http::request<http::string_body>& req, bool keep, bool search) {
     const Clock::time_point received = Clock::now();
     auto job = std::make_shared<QueryJob>();
     job->is_search = search;
@@ -671,7 +670,10 @@ const char* content_type(OutputFormat f) {
 }
 
 HttpServer::HttpServer(ServiceState& state, const asio::ip::address& address, uint16_t port)
-    : state_(state), acceptor_(ioc_), signals_(ioc_, SIGTERM, SIGINT) {
+    : state_(state),
+      accept_strand_(asio::make_strand(ioc_)),
+      acceptor_(ioc_),
+      signals_(ioc_, SIGTERM, SIGINT) {
   beast::error_code ec;
   const tcp::endpoint endpoint(address, port);
   acceptor_.open(endpoint.protocol(), ec);
@@ -692,13 +694,13 @@ void HttpServer::start(unsigned threads, std::function<void()> on_stop_signal) {
   signals_.async_wait([on_stop_signal](const beast::error_code& ec, int) {
     if (!ec && on_stop_signal) on_stop_signal();
   });
-  asio::co_spawn(ioc_, accept_loop(state_, acceptor_, docs_pool_), asio::detached);
+  asio::co_spawn(accept_strand_, accept_loop(state_, acceptor_, docs_pool_), asio::detached);
   for (unsigned i = 0; i < std::max(1u, threads); ++i)
     threads_.emplace_back([this] { ioc_.run(); });
 }
 
 void HttpServer::stop_accepting() {
-  asio::post(ioc_, [this] {
+  asio::post(accept_strand_, [this] {
     beast::error_code ec;
     acceptor_.close(ec);
   });

@@ -13,6 +13,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/strand.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <functional>
 #include <memory>
@@ -44,6 +45,9 @@ class HttpServer {
  private:
   ServiceState& state_;
   boost::asio::io_context ioc_;
+  /// The accept loop and stop_accepting's close run here, never at once on two I/O threads (an
+  /// acceptor is not safe for concurrent use: a close racing an accept's start crashed).
+  boost::asio::strand<boost::asio::io_context::executor_type> accept_strand_;
   boost::asio::ip::tcp::acceptor acceptor_;
   boost::asio::signal_set signals_;
   /// Where GET /v1/docs reads and renders documents (documents.h), off the I/O threads.
