@@ -22,7 +22,8 @@ struct Held {
     else
       return arrays64;
   }
-  // Drops the oldest arrays (of either type) into `drop` until the bytes fit the capacity.
+  // Drops the oldest arrays into `drop` until the bytes fit the capacity and each type holds at
+  // most kMaxArrays.
   void trim(std::deque<std::vector<uint32_t>>& drop32, std::deque<std::vector<uint64_t>>& drop64);
 };
 
@@ -38,10 +39,15 @@ uint64_t bytes_of(const std::vector<T>& v) {
 
 void Held::trim(std::deque<std::vector<uint32_t>>& drop32,
                 std::deque<std::vector<uint64_t>>& drop64) {
-  while (bytes > capacity && !(arrays32.empty() && arrays64.empty())) {
+  while ((bytes > capacity || arrays32.size() > kMaxArrays || arrays64.size() > kMaxArrays) &&
+         !(arrays32.empty() && arrays64.empty())) {
     // The larger of the two oldest goes first: ages are not compared across the types.
-    const bool take32 = arrays64.empty() ||
-                        (!arrays32.empty() && bytes_of(arrays32.front()) >= bytes_of(arrays64.front()));
+    // Past the count, that type's.
+    const bool take32 =
+        arrays32.size() > kMaxArrays ||
+        (arrays64.size() <= kMaxArrays &&
+         (arrays64.empty() ||
+          (!arrays32.empty() && bytes_of(arrays32.front()) >= bytes_of(arrays64.front()))));
     if (take32) {
       bytes -= bytes_of(arrays32.front());
       drop32.push_back(std::move(arrays32.front()));

@@ -110,6 +110,9 @@ inline constexpr Variable kVariables[] = {
               "result ranges smaller than this are written with pwrite"),
     bytes_var("GTADOC_CPU_TABLE_BUDGET", kTuning, 0, "",
               "memory a bottom-up traversal's tables may take in the CPU engine"),
+    count_var("GTADOC_CPU_BATCH_SYMBOLS", kTuning, 1, kUnbounded, "4194304",
+              "symbols a streamed query's shards hold together before the CPU engine runs them "
+              "as a batch (and at least four shards per thread)"),
     count_var("GTADOC_MAX_PIECE_SYMBOLS", kTuning, 0, kUnbounded, "0",
               "largest document-range piece a shard is loaded in, in grammar symbols "
               "(0: the pipeline's choice)"),

@@ -402,6 +402,16 @@ bool chunk_maps_wanted() {
 // disagree with the entry, the file is not a regular file of the recorded size, or a chunk does
 // not decode as its map says: the caller then reads the file through HDF5, whose checks and
 // messages hold.
+// The shard's arrays in handed-back memory where it is held (common/recycled_arrays.h: earlier
+// shards' arrays, their pages in place), sized as the manifest says.
+void take_recycled(ShardGrammar& g, const ShardEntry& entry) {
+  g.symbols = recycled::take(entry.symbols);
+  g.rule_uses = recycled::take(entry.rules);
+  g.rule_length = recycled::take<uint64_t>(entry.rules);
+  g.rule_offsets = recycled::take<uint64_t>(entry.rules + 1);
+  g.doc_root_offsets = recycled::take<uint64_t>(uint64_t{entry.num_docs} + 1);
+}
+
 bool read_located(const fs::path& file, const ShardEntry& entry, unsigned threads, ShardGrammar& g,
                   std::vector<uint64_t>& body_lengths, std::vector<uint64_t>& segments,
                   ShardReadTimes& spent) {
@@ -427,8 +437,9 @@ bool read_located(const fs::path& file, const ShardEntry& entry, unsigned thread
   spent.open += clock.seconds();
   g.num_words = static_cast<uint32_t>(maps[0].n);
   h5::BatchRead batch(threads);
+  g.local_words = recycled::take(g.num_words);
   // Pages already in memory, where held (common/recycled_arrays.h), as the HDF5 path takes them.
-  g.symbols = recycled::take(entry.symbols);
+  take_recycled(g, entry);
   body_lengths = recycled::take<uint64_t>(entry.rules);
   segments = recycled::take<uint64_t>(entry.num_docs);
   const size_t items[] = {batch.add_located(fd, maps[0], g.local_words),
@@ -480,6 +491,8 @@ ShardGrammar read_shard_grammar(const fs::path& archive, const Manifest& manifes
                           : manifest.dict.size();
       h5::Group gr = h5::open_group(f.id(), "grammar");
       h5::BatchRead batch(threads);
+      take_recycled(g, entry);
+      if (local) g.local_words = recycled::take(g.num_words);
       body_lengths = recycled::take<uint64_t>(entry.rules);
       segments = recycled::take<uint64_t>(entry.num_docs);
       // Sizes the manifest and the header give are checked before anything is allocated.
@@ -488,7 +501,6 @@ ShardGrammar read_shard_grammar(const fs::path& archive, const Manifest& manifes
                                    : 0;
       const size_t body_i =
           batch.add(gr.id(), "rule_body_lengths", body_lengths, entry.rules, "number of rules");
-      g.symbols = recycled::take(entry.symbols);  // pages already in memory, when one is held
       const size_t symbols_i =
           batch.add(gr.id(), "symbols", g.symbols, entry.symbols, "number of symbols");
       const size_t levels_i = batch.add(gr.id(), "level_offsets", g.level_offsets);

@@ -10,6 +10,7 @@
 #include "common/big_alloc.h"
 #include "common/error.h"
 #include "common/parallel.h"
+#include "common/recycled_arrays.h"
 
 namespace gtadoc {
 namespace {
@@ -200,8 +201,8 @@ void localize_words(ShardGrammar& g) {
     for (uint64_t i = 0; i < S; ++i) {
       const Symbol s = sym[i];
       if (s < V)
-        sym[i] = static_cast<Symbol>(std::lower_bound(local.begin(), local.end(), s) -
-                                     local.begin());
+        sym[i] =
+            static_cast<Symbol>(std::lower_bound(local.begin(), local.end(), s) - local.begin());
       else if (!is_boundary(s))
         sym[i] = rule_symbol(rule_of(s, V), L);
     }
@@ -287,9 +288,9 @@ bool valid_in_parallel(const ShardGrammar& g, unsigned threads) {
   // arrays would take too much memory.
   const uint64_t word_blocks = uint64_t{V} / 64 + 1;
   const uint64_t worker_bytes = (uint64_t{R} + 1) * sizeof(uint32_t) + word_blocks * 8;
-  const size_t workers = std::max<size_t>(
-      1, std::min<size_t>({resolve_threads(threads), tasks.size(),
-                           static_cast<size_t>(kPerWorkerBytes / worker_bytes)}));
+  const size_t workers =
+      std::max<size_t>(1, std::min<size_t>({resolve_threads(threads), tasks.size(),
+                                            static_cast<size_t>(kPerWorkerBytes / worker_bytes)}));
   std::vector<std::vector<uint32_t>> uses(workers);
   std::vector<std::vector<uint64_t>> seen(workers);
   std::atomic<size_t> next_task{0};
@@ -302,8 +303,7 @@ bool valid_in_parallel(const ShardGrammar& g, unsigned threads) {
     uint64_t* const bits = seen[w].data();
     // Symbols [begin, end) of a body whose rule children must be below `limit`; boundaries are
     // allowed (and counted) in the root only. False when a symbol is neither.
-    auto scan = [&](uint64_t begin, uint64_t end, uint32_t limit, bool root_body,
-                    RootPart& part) {
+    auto scan = [&](uint64_t begin, uint64_t end, uint32_t limit, bool root_body, RootPart& part) {
       bool bad = false;
       uint64_t length = 0, boundaries = 0;
       int64_t max_child = -1;
@@ -554,6 +554,16 @@ void expand_document(const ShardGrammar& g, uint32_t d, std::vector<WordId>& out
       stack.emplace_back(g.body_begin(r), g.body_end(r));
     }
   }
+}
+
+void recycle_grammar(ShardGrammar&& g) noexcept {
+  recycled::give(std::move(g.local_words));
+  recycled::give(std::move(g.symbols));
+  recycled::give(std::move(g.rule_uses));
+  recycled::give(std::move(g.rule_offsets));
+  recycled::give(std::move(g.rule_length));
+  recycled::give(std::move(g.doc_root_offsets));
+  g = ShardGrammar{};
 }
 
 }  // namespace gtadoc

@@ -21,8 +21,8 @@ struct ShardGrammar {
   /// Local word -> global dictionary id: L entries, strictly ascending, each word used in some
   /// body. Ordering local ids is ordering global ids, hence ordering the words' bytes.
   std::vector<WordId> local_words;
-  DocId first_doc = 0;     ///< global id of the shard's first document
-  uint32_t num_docs = 0;   ///< documents in this shard (ids first_doc .. first_doc+num_docs-1)
+  DocId first_doc = 0;    ///< global id of the shard's first document
+  uint32_t num_docs = 0;  ///< documents in this shard (ids first_doc .. first_doc+num_docs-1)
 
   /// Rule bodies in CSR form: rule r is symbols[rule_offsets[r] .. rule_offsets[r+1]).
   std::vector<uint64_t> rule_offsets;  ///< num_rules + 1 entries, starts at 0
@@ -73,6 +73,11 @@ struct RawGrammar {
 ShardGrammar finalize_grammar(uint32_t num_words, DocId first_doc, uint32_t num_docs,
                               const RawGrammar& raw);
 
+/// Hands `g`'s arrays to the next shard's read (common/recycled_arrays.h): a process that reads
+/// shards one after another and drops each when its query is done (the CPU engine's streamed
+/// shards) then fills memory whose pages are already in place. Leaves `g` empty.
+void recycle_grammar(ShardGrammar&& g) noexcept;
+
 /// Renumbers the words of `g`, whose symbols below g.num_words are ids of a word space of that
 /// size (global dictionary ids, as archives of format version 1 store them), into local ids:
 /// sets local_words to the ids that occur, ascending, and rewrites words and rule symbols.
@@ -82,9 +87,10 @@ ShardGrammar finalize_grammar(uint32_t num_words, DocId first_doc, uint32_t num_
 void localize_words(ShardGrammar& g);
 
 /// Checks every structural invariant (local words strictly ascending and each used, ids in range,
-/// acyclic by height, offsets, lengths, uses, boundaries). Throws InputError naming `what` and the first violation. Used after every read.
-/// Large grammars are checked on `threads` threads (0: every hardware thread; 1: the sequential
-/// checks only); a violation is then named by the sequential checks, so the message is the same.
+/// acyclic by height, offsets, lengths, uses, boundaries). Throws InputError naming `what` and the
+/// first violation. Used after every read. Large grammars are checked on `threads` threads (0:
+/// every hardware thread; 1: the sequential checks only); a violation is then named by the
+/// sequential checks, so the message is the same.
 void validate_grammar(const ShardGrammar& g, std::string_view what, unsigned threads = 0);
 
 namespace detail {

@@ -17,6 +17,7 @@
 #include "common/cpus.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "common/parallel.h"
 #include "common/recycled_arrays.h"
 #include "common/settings.h"
 #include "common/timer.h"
@@ -266,7 +267,8 @@ NcclComm* ArchiveSession::nccl() {
 // process share them (Comm::made_once), the maker using every such rank's threads.
 std::vector<std::pair<uint32_t, const ShardGrammar*>> ArchiveSession::resident_grammars() const {
   std::vector<std::pair<uint32_t, const ShardGrammar*>> out;
-  for (size_t i = 0; i < loaded_.size(); ++i) out.emplace_back(loaded_ids_[i], &loaded_[i]->grammar());
+  for (size_t i = 0; i < loaded_.size(); ++i)
+    out.emplace_back(loaded_ids_[i], &loaded_[i]->grammar());
   return out;
 }
 
@@ -402,8 +404,10 @@ RecordBatch ArchiveSession::collect_resident(const QueryOptions& q, const Normal
 
 RecordBatch ArchiveSession::collect_streaming(const QueryOptions& q, const Normalization& norm,
                                               QueryTimings& t) {
-  // Reads run ahead of loading (ShardPrefetcher). The CPU engine loads every shard, then runs
-  // them side by side in one batch (CpuEngine::run_batch). The GPU engine runs each window of
+  // Reads run ahead of loading (ShardPrefetcher). The CPU engine loads shards until a batch is
+  // due (batch_due), runs them side by side (CpuEngine::run_batch) while the reads go on, and
+  // drops them: their arrays are the next shards' (recycle_grammar), so memory stays bounded by
+  // a batch and is not touched fresh for every shard. The GPU engine runs each window of
   // shards, one shard after the other, on a thread of its own while the next window loads (its
   // load lanes and the query have streams of their own), and drops them: the per-shard set-up
   // and traversal overlap the reads and loads of the shards behind instead of following the last
@@ -509,12 +513,16 @@ RecordBatch ArchiveSession::collect_streaming(const QueryOptions& q, const Norma
                   w.shards, read_wait, std::max(0.0, load_timer.seconds() - read_wait),
                   prefetch_->elapsed());
     t.load += load_timer.seconds();
-    if (!side_by_side) run_beside();
+    if (!side_by_side)
+      run_beside();
+    else if (batch_due(loaded))
+      flush();  // their memory goes to the next shards' reads (recycle_grammar)
     progress.add(w.shards);
   }
   progress.finish();
   recycled::clear();  // no more shards to read
   flush();
+  recycled::clear();  // nor the last batch's
   Timer concat;
   RecordBatch out = concatenate(std::move(parts), key_layout(q).width, threads_);
   t.collect += concat.seconds();
@@ -534,6 +542,19 @@ std::vector<PreparedShard> ArchiveSession::pieces_of(PreparedShard p) const {
   spdlog::info("shard of documents {}..{}: {} symbols, loaded as {} document-range pieces",
                g.first_doc, g.first_doc + g.num_docs - 1, g.symbols.size(), pieces.size());
   return pieces;
+}
+
+bool ArchiveSession::batch_due(const std::vector<std::unique_ptr<LoadedShard>>& loaded) const {
+  // Enough shards for every thread to take a few (CpuEngine::run_batch: a slot per shard), and
+  // enough symbols that a batch is much more than its set-up.
+  const size_t threads = resolve_threads(threads_);
+  if (loaded.size() < kBatchShardsPerThread * threads) return false;
+  const uint64_t batch_symbols = settings::count("GTADOC_CPU_BATCH_SYMBOLS");
+  uint64_t symbols = 0;
+  for (const auto& shard : loaded) symbols += shard->grammar().symbols.size();
+  if (symbols < batch_symbols) return false;
+  spdlog::debug("{} shards of {} symbols run as a batch", loaded.size(), symbols);
+  return true;
 }
 
 ArchiveSession::Window ArchiveSession::next_window(size_t limit) {

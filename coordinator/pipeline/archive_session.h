@@ -124,6 +124,10 @@ class ArchiveSession {
   /// Takes the next shards from the prefetcher (as many as the engine loads side by side, twice
   /// over: Engine::load_lanes) and splits them into pieces; a read's error names its shard.
   Window next_window(size_t limit);
+  /// A streamed query's shards loaded by the CPU engine run as a batch once there are at least
+  /// kBatchShardsPerThread per thread holding at least GTADOC_CPU_BATCH_SYMBOLS symbols together.
+  static constexpr size_t kBatchShardsPerThread = 4;
+  bool batch_due(const std::vector<std::unique_ptr<LoadedShard>>& loaded) const;
   /// Loads what the window holds side by side (Engine::load_prepared_many), appending the
   /// loaded shards to `loaded` and `ids` and removing them from the window: what stays there,
   /// unchanged and in order, failed for want of memory or was not tried (an earlier one

@@ -40,7 +40,7 @@ TEST(RecycledArrays, SmallArraysAndTheCapacity) {
   Clean clean;
   recycled::give(std::vector<uint32_t>(1000, 1));
   EXPECT_EQ(recycled::held(), 0u);
-  const size_t n = size_t{1} << 19;  // 2 MiB each
+  const size_t n = size_t{1} << 19;                      // 2 MiB each
   recycled::set_capacity(5 * n * sizeof(uint32_t) / 2);  // room for two
   for (int i = 0; i < 3; ++i) recycled::give(std::vector<uint32_t>(n, 1));
   EXPECT_EQ(recycled::held(), 2 * n * sizeof(uint32_t));  // the oldest went
@@ -61,13 +61,29 @@ TEST(RecycledArrays, SixtyFourBitArraysAreKeptApartAndShareTheCapacity) {
   EXPECT_EQ(recycled::held(), 0u);
 
   recycled::set_capacity(3 * n * sizeof(uint64_t));  // 12 MiB: a 4 MiB and an 8 MiB array fit
-  recycled::give(std::move(back));                    // 4 MiB, uint64
-  recycled::give(std::vector<uint32_t>(2 * n, 1));    // 4 MiB, uint32
-  recycled::give(std::vector<uint32_t>(2 * n, 1));    // 4 MiB more: 12 MiB held
+  recycled::give(std::move(back));                   // 4 MiB, uint64
+  recycled::give(std::vector<uint32_t>(2 * n, 1));   // 4 MiB, uint32
+  recycled::give(std::vector<uint32_t>(2 * n, 1));   // 4 MiB more: 12 MiB held
   EXPECT_EQ(recycled::held(), 3 * n * sizeof(uint64_t));
   recycled::give(std::vector<uint64_t>(n, 1));  // over: the oldest arrays go until it fits
   EXPECT_EQ(recycled::held(), 3 * n * sizeof(uint64_t));
   EXPECT_GE(recycled::take<uint64_t>(n).capacity(), n);
+}
+
+TEST(RecycledArrays, AtMostMaxArraysOfEachType) {
+  Clean clean;
+  const size_t n = recycled::kMinBytes / sizeof(uint32_t);  // the smallest kept
+  for (size_t i = 0; i < recycled::kMaxArrays + 3; ++i) recycled::give(std::vector<uint32_t>(n, 1));
+  recycled::give(std::vector<uint64_t>(n / 2, 1));  // the other type is counted apart
+  EXPECT_EQ(recycled::held(), (recycled::kMaxArrays + 1) * n * sizeof(uint32_t));
+  std::vector<std::vector<uint32_t>> back;
+  for (size_t i = 0; i < recycled::kMaxArrays; ++i) back.push_back(recycled::take(n));
+  EXPECT_EQ(recycled::take(n).capacity(), 0u);  // three went
+  for (const auto& v : back) EXPECT_GE(v.capacity(), n);
+  EXPECT_EQ(recycled::held(), n * sizeof(uint32_t));  // the uint64 array
+  EXPECT_EQ(recycled::take(n - 1).capacity(), 0u);
+  recycled::give(std::vector<uint32_t>(n - 1, 1));  // below kMinBytes: freed at once
+  EXPECT_EQ(recycled::held(), n * sizeof(uint32_t));
 }
 
 }  // namespace

@@ -29,7 +29,15 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 /// (a resident session's search indexes hold it and read it while queries run).
 class LazyShard final : public LoadedShard {
  public:
-  explicit LazyShard(ShardGrammar g) : raw_(std::make_unique<const ShardGrammar>(std::move(g))) {}
+  explicit LazyShard(ShardGrammar g) : raw_(std::make_unique<ShardGrammar>(std::move(g))) {}
+  /// The grammar's arrays go to the next shard's read (a streamed query drops each shard when
+  /// its batch is done).
+  ~LazyShard() override {
+    full_.reset();
+    recycle_grammar(std::move(*raw_));
+  }
+  LazyShard(const LazyShard&) = delete;
+  LazyShard& operator=(const LazyShard&) = delete;
   const ShardGrammar& grammar() const override { return *raw_; }
   CpuShard& full(const Exec& ex) {
     if (!full_) full_ = std::make_unique<CpuShard>(*raw_, ex);
@@ -38,8 +46,8 @@ class LazyShard final : public LoadedShard {
   bool built() const { return full_ != nullptr; }
 
  private:
-  std::unique_ptr<const ShardGrammar> raw_;
-  std::unique_ptr<CpuShard> full_;  ///< refers to *raw_
+  std::unique_ptr<ShardGrammar> raw_;  ///< never changed while the shard lives
+  std::unique_ptr<CpuShard> full_;     ///< refers to *raw_
 };
 
 /// Global word tasks traversed top-down run on the stored grammar (word_count_direct): no
