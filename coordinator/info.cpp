@@ -9,6 +9,7 @@
 #include "coordinator/cli.h"
 #include "coordinator/verify.h"
 #include "formats/archive.h"
+#include "worker/search/shard_index.h"
 
 namespace gtadoc {
 namespace fs = std::filesystem;
@@ -18,9 +19,14 @@ std::string archive_info(const fs::path& archive, bool json, bool verify, bool* 
   std::optional<VerifyReport> report;
   if (verify) report = verify_archive(archive, 0);
   if (verified) *verified = report && report->ok;
-  uint64_t input = 0, words = 0, rules = 0, symbols = 0, shard_bytes = 0;
+  uint64_t input = 0, words = 0, rules = 0, symbols = 0, shard_bytes = 0, index_bound = 0;
   uint32_t depth = 0;
   for (const auto& s : m.shards) {
+    // The shard's distinct words: its local_words' size where the chunk maps record it, else
+    // at most its words and its symbols.
+    const uint64_t distinct =
+        s.chunk_maps.empty() ? std::min(s.words, s.symbols) : s.chunk_maps[0].n;
+    index_bound += search_index_bytes_bound(distinct, s.rules, s.symbols);
     input += s.input_bytes;
     words += s.words;
     rules += s.rules;
@@ -49,6 +55,7 @@ std::string archive_info(const fs::path& archive, bool json, bool verify, bool* 
     j["shard_bytes"] = shard_bytes;
     j["archive_bytes"] = total;
     j["compression_ratio"] = ratio;
+    j["search_index_bytes_bound"] = index_bound;
     if (m.content_sha256)
       j["content_sha256"] = to_hex(*m.content_sha256);
     else
@@ -91,6 +98,8 @@ std::string archive_info(const fs::path& archive, bool json, bool verify, bool* 
   line("archive bytes",
        fmt::format("{} (manifest {}, shards {})", total, manifest_bytes, shard_bytes));
   line("ratio", fmt::format("{:.2f}x", ratio));
+  line("search index",
+       fmt::format("at most {} bytes (built in memory by gtadoc serve)", index_bound));
   line("content digest", m.content_sha256 ? "sha256:" + to_hex(*m.content_sha256)
                                           : std::string("none (written before digests existed)"));
   if (!report)
@@ -98,9 +107,8 @@ std::string archive_info(const fs::path& archive, bool json, bool verify, bool* 
          "not checked (info reads the manifest; gtadoc verify or info --verify reads "
          "everything)");
   else if (report->ok)
-    line("verified",
-         fmt::format("yes ({}, {} read)", counted(report->shards, "shard"),
-                     counted(report->bytes_read, "byte")));
+    line("verified", fmt::format("yes ({}, {} read)", counted(report->shards, "shard"),
+                                 counted(report->bytes_read, "byte")));
   else
     line("verified", "NO: " + report->first_failure());
   return out;

@@ -100,15 +100,16 @@ void check_random(const Normalization& norm, uint32_t words, uint32_t normalized
       const RecordBatch got = point_records(g, index, q, norm, point);
       EXPECT_EQ(got.width, key_layout(q).width);
       EXPECT_EQ(summed(got), expected_records(docs, 50, q, norm, wanted))
-          << "seed " << seed << " trial " << trial << " task " << task_name(q.task) << " n "
-          << q.n << " per-doc " << q.per_doc;
+          << "seed " << seed << " trial " << trial << " task " << task_name(q.task) << " n " << q.n
+          << " per-doc " << q.per_doc;
     }
   }
 }
 
 TEST(PointRecords, EqualTheExpandedStreamsOnRandomGrammars) {
   Normalization identity;
-  for (uint64_t seed = 1; seed <= 30; ++seed) check_random(identity, 3 + seed % 5, 3 + seed % 5, seed);
+  for (uint64_t seed = 1; seed <= 30; ++seed)
+    check_random(identity, 3 + seed % 5, 3 + seed % 5, seed);
 }
 
 TEST(PointRecords, EqualTheExpandedStreamsWhereMostRulesHoldNoFilterWord) {
@@ -157,7 +158,8 @@ TEST(PointRecords, CostIsNothingForAbsentWordsAndAtMostAPassPerWord) {
   EXPECT_LE(c.lookup, c.pass * static_cast<double>(every.words.size()));
   // One word's cost: its direct holders (rules and documents) fanned out, at most a pass.
   const Symbol w0 = 0;
-  const double direct = 1.0 + static_cast<double>(index.holders(w0).size() + index.documents(w0).size());
+  const double direct =
+      1.0 + static_cast<double>(index.holders(w0).size() + index.documents(w0).size());
   EXPECT_EQ(point_cost(g, index, point_words({g.local_words[w0]}, identity, 1)).lookup,
             std::min(c.pass, kPointFanOut * direct));
 }
@@ -175,6 +177,24 @@ TEST(PointRecords, WordCountsAreTheShardsOccurrences) {
              g.local_words.begin()];
   }
   for (Symbol w = 0; w < g.num_words; ++w) EXPECT_EQ(index.word_count(w), want[w]) << w;
+}
+
+TEST(ShardSearchIndex, BytesWithinTheBoundFromTheShardsSizes) {
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    const uint32_t words = 2 + static_cast<uint32_t>(seed % 7) * 9;
+    const RawGrammar raw = testutil::random_raw_grammar(words, 1 + seed % 9, 30, 25, seed);
+    const ShardGrammar g = finalize_grammar(words, 0, 1 + seed % 9, raw);
+    const ShardSearchIndex index(g);
+    const uint64_t bound =
+        search_index_bytes_bound(g.num_words, g.num_rules(), g.symbols.size(), 0);
+    EXPECT_LE(index.bytes(), bound) << seed;
+    Normalization identity;
+    identity.cache_key = 1;
+    index.capped_lengths(g, identity);  // as the service builds it
+    EXPECT_LE(index.bytes(), search_index_bytes_bound(g.num_words, g.num_rules(), g.symbols.size()))
+        << seed;
+    EXPECT_GT(index.bytes(), bound / 4) << seed;  // a bound, not a guess
+  }
 }
 
 }  // namespace

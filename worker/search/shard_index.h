@@ -64,6 +64,17 @@ class ShardSearchIndex {
 /// Throws InternalError unless `g` holds its rule bodies (an engine may drop them on the host).
 void require_bodies(const ShardGrammar& g);
 
+/// The most a shard's ShardSearchIndex::bytes() can be with the kept lengths of `normalizations`
+/// normalizations, from the shard's sizes alone (`words` distinct local words, `rules` rules,
+/// root included, `symbols` body symbols): holders at most one per symbol, two offsets per
+/// symbol value, a count per word, a length per rule and normalization. What `gtadoc info`
+/// reports before a service builds the indexes.
+constexpr uint64_t search_index_bytes_bound(uint64_t words, uint64_t rules, uint64_t symbols,
+                                            uint64_t normalizations = 1) {
+  return 2 * sizeof(uint64_t) * (words + rules + 1) + sizeof(uint32_t) * symbols +
+         sizeof(uint32_t) * words + normalizations * rules;
+}
+
 /// Kept words of each rule's expansion under `norm`, capped at 255 (one pass over the bodies).
 std::vector<uint8_t> capped_rule_lengths(const ShardGrammar& g, const Normalization& norm);
 
