@@ -23,8 +23,7 @@ struct Automaton {
   uint32_t k = 0;
   uint64_t hit = 0;   ///< bit k-1: a whole occurrence ends here
   uint64_t keep = 0;  ///< bits 0..k-2: what later words can extend
-  explicit Automaton(uint32_t words)
-      : k(words), hit(uint64_t{1} << (words - 1)), keep(hit - 1) {}
+  explicit Automaton(uint32_t words) : k(words), hit(uint64_t{1} << (words - 1)), keep(hit - 1) {}
 };
 
 /// The shard's words that match some phrase position, with the positions they match (sorted
@@ -65,7 +64,9 @@ class WordMasks {
     auto it = std::lower_bound(masks_.begin(), masks_.end(), std::pair<Symbol, uint64_t>{w, 0});
     return it != masks_.end() && it->first == w ? it->second : 0;
   }
-  bool kept(Symbol w) const { return norm_.identity || norm_.map(g_.local_words[w]) != kDroppedWord; }
+  bool kept(Symbol w) const {
+    return norm_.identity || norm_.map(g_.local_words[w]) != kDroppedWord;
+  }
   const std::vector<std::pair<Symbol, uint64_t>>& words() const { return masks_; }
 
  private:
@@ -87,11 +88,20 @@ struct DenseSlots {
 /// Summary slots of the few rules a lookup visits (with an index).
 struct SparseSlots {
   std::unordered_map<RuleId, uint32_t> slot;
+  /// A bit per rule of the grammar: set for the rules with a slot. Most symbols a search scans
+  /// have none, and a bit answers them without a hash lookup (a third of a one-word lookup's
+  /// time went to the hash table).
+  std::vector<uint64_t> has;
+  explicit SparseSlots(uint32_t rules) : has((size_t{rules} + 63) / 64, 0) {}
   uint32_t find(RuleId r) const {
+    if ((has[r >> 6] >> (r & 63) & 1) == 0) return kNoSlot;
     auto it = slot.find(r);
     return it == slot.end() ? kNoSlot : it->second;
   }
-  void set(RuleId r, uint32_t s) { slot.emplace(r, s); }
+  void set(RuleId r, uint32_t s) {
+    has[r >> 6] |= uint64_t{1} << (r & 63);
+    slot.emplace(r, s);
+  }
 };
 
 /// Summaries of rules for one phrase (see the header). Rules must be summarized children first
@@ -105,8 +115,7 @@ class RuleSummaries {
  public:
   /// `anchor`: the phrase position every summarized rule holds (indexed searches), else unused.
   RuleSummaries(const ShardGrammar& g, const Automaton& a, const WordMasks& w,
-                const std::vector<uint8_t>& len, Slots slots, bool boundaries,
-                uint32_t anchor = 0)
+                const std::vector<uint8_t>& len, Slots slots, bool boundaries, uint32_t anchor = 0)
       : g_(g),
         a_(a),
         w_(w),
@@ -187,8 +196,7 @@ class RuleSummaries {
         slot = boundary(c);
       if (slot == kNoSlot) {  // holds no phrase word: matches nothing, ends every partial match
         if (len != 0) d = 0;
-        if (prefix != nullptr)
-          prefix->resize(std::min<size_t>(want, prefix->size() + len), 0);
+        if (prefix != nullptr) prefix->resize(std::min<size_t>(want, prefix->size() + len), 0);
         continue;
       }
       const Summary& sum = summaries_[slot];
@@ -256,7 +264,8 @@ class RuleSummaries {
       const uint32_t cs = slot_of(c);
       prefix_of(c, cs);
       const Summary& sum = summaries_[cs];
-      for (size_t t = 0; t < sum.prefix_size && n < want; ++t) prefix[n++] = pool_[sum.prefix_at + t];
+      for (size_t t = 0; t < sum.prefix_size && n < want; ++t)
+        prefix[n++] = pool_[sum.prefix_at + t];
     }
     Summary& b = summaries_[slot];
     b.prefix_at = pool_.size();
@@ -344,7 +353,8 @@ std::vector<DocCount> count_documents(const ShardGrammar& g, RuleSummaries<Slots
   for (uint32_t d : docs) {
     const auto [begin, end] = g.doc_segment(d);
     uint64_t state = 0;
-    const Count c = anchored ? rules.count_anchored(begin, end) : rules.scan(begin, end, state, nullptr);
+    const Count c =
+        anchored ? rules.count_anchored(begin, end) : rules.scan(begin, end, state, nullptr);
     if (c != 0) out.push_back({g.first_doc + d, c});
   }
   return out;
@@ -481,7 +491,7 @@ std::vector<DocCount> count_phrase(const ShardGrammar& g, const ShardSearchIndex
   std::sort(docs.begin(), docs.end());
   docs.erase(std::unique(docs.begin(), docs.end()), docs.end());
   const std::shared_ptr<const std::vector<uint8_t>> len = index.capped_lengths(g, norm);
-  SparseSlots slots;
+  SparseSlots slots(g.num_rules());
   slots.slot.reserve(holding.size() * 2);
   RuleSummaries<SparseSlots> rules(g, a, masks, *len, std::move(slots), true, anchor);
   for (RuleId r : holding) rules.summarize(r);

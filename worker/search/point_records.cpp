@@ -51,24 +51,6 @@ RecordBatch word_totals(const ShardGrammar& g, const ShardSearchIndex& index,
   return out;
 }
 
-/// inverted-index [w, doc], term-vector [doc, w]: each word's documents and counts.
-RecordBatch word_postings(const ShardGrammar& g, const ShardSearchIndex& index,
-                          const QueryOptions& q, const Normalization& norm,
-                          const PointWords& words) {
-  RecordBatch out;
-  out.width = 2;
-  const bool doc_first = q.task == Task::kTermVector;
-  for (size_t i = 0; i < words.words.size(); ++i) {
-    const uint32_t w = words.words[i];
-    for (const DocCount& d : count_phrase(g, index, one_word(words, i), norm)) {
-      const uint32_t doc = static_cast<uint32_t>(d.doc);
-      const uint32_t key[2] = {doc_first ? doc : w, doc_first ? w : doc};
-      out.push(key, d.count);
-    }
-  }
-  return out;
-}
-
 /// The rules above some of `symbols` (local words), marked in `holds` (one byte per rule of the
 /// grammar: only grammars holding a word asked for get one), and the shard-local documents holding
 /// them (ascending).
@@ -96,6 +78,38 @@ Holding holding(const ShardGrammar& g, const ShardSearchIndex& index,
   return h;
 }
 
+/// inverted-index [w, doc], term-vector [doc, w]: each word's documents and counts. The rows of
+/// inverted-index show no counts: its records are the documents holding the word's members
+/// (the rules above them and the documents whose segments hold one, from the index alone, no
+/// segment read), each with count 1.
+RecordBatch word_postings(const ShardGrammar& g, const ShardSearchIndex& index,
+                          const QueryOptions& q, const Normalization& norm,
+                          const PointWords& words) {
+  RecordBatch out;
+  out.width = 2;
+  const bool doc_first = q.task == Task::kTermVector;
+  for (size_t i = 0; i < words.words.size(); ++i) {
+    const uint32_t w = words.words[i];
+    if (q.task == Task::kInvertedIndex) {
+      std::vector<Symbol> members;
+      for (WordId m : words.members[i])
+        if (const std::optional<Symbol> local = local_word(g, m)) members.push_back(*local);
+      if (members.empty()) continue;
+      for (uint32_t d : holding(g, index, std::move(members)).docs) {
+        const uint32_t key[2] = {w, static_cast<uint32_t>(g.first_doc + d)};
+        out.push(key, 1);
+      }
+      continue;
+    }
+    for (const DocCount& d : count_phrase(g, index, one_word(words, i), norm)) {
+      const uint32_t doc = static_cast<uint32_t>(d.doc);
+      const uint32_t key[2] = {doc_first ? doc : w, doc_first ? w : doc};
+      out.push(key, d.count);
+    }
+  }
+  return out;
+}
+
 /// The n-grams of documents that hold a filter word, one record per occurrence, from a walk over
 /// each document's segment that descends only into the rules above a filter word (and rules of
 /// at most 2(n-1) words); of any other rule it takes the first n-1 kept words (while an n-gram
@@ -106,9 +120,16 @@ class NgramWalk {
   NgramWalk(const ShardGrammar& g, const QueryOptions& q, const Normalization& norm,
             const PointWords& words, const Holding& holding, const std::vector<uint8_t>& len,
             RecordBatch& out)
-      : g_(g), norm_(norm), words_(words), holding_(holding), len_(len), out_(out), n_(q.n),
+      : g_(g),
+        norm_(norm),
+        words_(words),
+        holding_(holding),
+        len_(len),
+        out_(out),
+        n_(q.n),
         lead_(q.task == Task::kSequenceCount && q.per_doc ? 1 : 0),
-        doc_last_(q.task == Task::kRankedInvertedIndex), key_(out.width) {}
+        doc_last_(q.task == Task::kRankedInvertedIndex),
+        key_(out.width) {}
 
   void document(uint32_t d) {
     const uint32_t doc = static_cast<uint32_t>(g_.first_doc + d);

@@ -1,14 +1,16 @@
 // A filtered query's records from one grammar's search index (worker/search/shard_index.h)
 // instead of a traversal: the service's "words" filter (docs/SERVICE.md "Point queries"). The
-// records are exactly those the engines produce for the grammar (key layouts in worker/query.h)
+// records are those the engines produce for the grammar (key layouts in worker/query.h)
 // restricted to the keys that hold one of the words, so the pipeline that follows (shuffle,
-// reduce, rows) gives the same bytes.
+// reduce, rows) gives the same bytes; inverted-index's carry count 1 (its rows show none).
 //
 // Cost per grammar, for the words asked:
 //   word-count, sort                 a lookup per member word (the index's word counts);
-//   inverted-index, term-vector      the rules above the words and the documents holding them
-//                                    (count_phrase of a one-word phrase, which takes one pass
-//                                    over the grammar when those pass its share);
+//   inverted-index                   the rules above the words and the documents holding them,
+//                                    from the index alone;
+//   term-vector                      the same, and the counts along the holding documents'
+//                                    segments (count_phrase of a one-word phrase, which takes
+//                                    one pass over the grammar when those pass its share);
 //   sequence-count, ranked-inverted  the root segments of the documents holding a word, the rules
 //                                    above the words along them, and the first and last n-1
 //                                    words of the other rules met.
@@ -42,8 +44,7 @@ inline constexpr double kPointFanOut = 8;
 struct PointCost {
   double lookup = 0, pass = 0;
 };
-PointCost point_cost(const ShardGrammar& g, const ShardSearchIndex& index,
-                     const PointWords& words);
+PointCost point_cost(const ShardGrammar& g, const ShardSearchIndex& index, const PointWords& words);
 
 /// The records of `q` over `g` whose keys hold one of `words` (for n-grams: any of their words),
 /// unreduced, in no particular order. Thread-safe on a shared grammar and index.
