@@ -18,18 +18,23 @@ std::optional<RecordBatch> ResidentPointLookup::records(const QueryOptions& q,
   const Timer timer;
   const std::vector<SearchTarget> targets = index_.targets();
   const PointWords point = point_words(words, norm, threads);
+  // Counts are looked up, whatever the words (a binary search per grammar and member, done once,
+  // by point_records): only the other tasks' lookups may cost more than a traversal.
+  const bool counts = q.task == Task::kWordCount || q.task == Task::kSort;
   // The grammars holding a word, and what the lookup costs against a traversal (serial: a few
   // binary searches per grammar).
   std::vector<size_t> holding;
   double lookup = 0, passes = 0;
   for (size_t i = 0; i < targets.size(); ++i) {
+    if (counts) {
+      holding.push_back(i);
+      continue;
+    }
     const PointCost c = point_cost(*targets[i].grammar, *targets[i].index, point);
     lookup += c.lookup;
     passes += c.pass;
     if (c.lookup > 0) holding.push_back(i);
   }
-  // Counts are looked up, whatever the words: only the other tasks' lookups may cost more.
-  const bool counts = q.task == Task::kWordCount || q.task == Task::kSort;
   if (!forced && !counts && lookup > kTraversalPasses * passes) {
     spdlog::debug("point lookup: {} words would cost {:.1f} passes over the grammars; traversing",
                   point.words.size(), lookup / passes);
@@ -47,7 +52,7 @@ std::optional<RecordBatch> ResidentPointLookup::records(const QueryOptions& q,
   } else {
     parallel_for(holding.size(), threads, one);
   }
-  RecordBatch out = concatenate(std::move(batches), key_layout(q).width, threads);
+  RecordBatch out = concatenate(std::move(batches), key_layout(q).width, counts ? 1 : threads);
   spdlog::debug("point lookup: {} records of {} words from {} of {} grammars in {:.4f}s "
                 "(estimated {:.3f} passes)",
                 out.size(), point.words.size(), holding.size(), targets.size(), timer.seconds(),
