@@ -8,22 +8,12 @@ set -euo pipefail
 BIN=$1 SRC=$2 WORK=$3 REF=$4
 rm -rf "$WORK" && mkdir -p "$WORK" && cd "$WORK"
 fail() { echo "FAIL: $*" >&2; exit 1; }
-mkdir in
-cp -r "$SRC/data/sample/." in/
-printf '' > in/empty.txt
-printf 'a b a b a b a b\n\n\ta b\n' > in/repeats.txt
+# shellcheck source=tests/lib/corpus.sh
+source "$SRC/tests/lib/corpus.sh"
+make_test_corpus
 "$BIN" compress in -o c.gtd --shards 12 >/dev/null
 
-CASES=(
-  "word-count"
-  "word-count --top 7 --lowercase --alnum"
-  "sort"
-  "inverted-index --ids"
-  "term-vector --top 0 --min-count 2"
-  "sequence-count --n 2"
-  "sequence-count --per-doc --top 3"
-  "ranked-inverted-index --n 3"
-)
+CASES=("${EVERY_TASK_CASES[@]}")
 for c in "${CASES[@]}"; do
   # shellcheck disable=SC2086
   "$REF" in $c >want

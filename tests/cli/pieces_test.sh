@@ -15,16 +15,9 @@ printf 'one\n' > in/one-word.txt
 printf 'a b a b a b a b\n\n\ta b\n' > in/repeats.txt
 "$BIN" compress in -o c.gtd --shards 2 >/dev/null
 
-CASES=(
-  "word-count"
-  "word-count --top 7 --lowercase --alnum"
-  "sort"
-  "inverted-index --ids"
-  "term-vector --top 0 --min-count 2"
-  "sequence-count --n 2"
-  "sequence-count --per-doc --top 3"
-  "ranked-inverted-index --n 3"
-)
+# shellcheck source=tests/lib/corpus.sh
+source "$SRC/tests/lib/corpus.sh"
+CASES=("${EVERY_TASK_CASES[@]}")
 pieces_seen=0
 for c in "${CASES[@]}"; do
   # shellcheck disable=SC2086

@@ -18,3 +18,18 @@ make_test_corpus() {
   for i in $(seq 10); do deep="$deep $deep"; done
   echo "$deep" > "$WORK/in/deep"
 }
+
+# Every task once, with the options that change its records or rows (normalization, --top,
+# --min-count, --ids, --per-doc, n): the cases of the tests that run each task over a changed
+# path (pieces, streamed CPU batches).
+# shellcheck disable=SC2034
+EVERY_TASK_CASES=(
+  "word-count"
+  "word-count --top 7 --lowercase --alnum"
+  "sort"
+  "inverted-index --ids"
+  "term-vector --top 0 --min-count 2"
+  "sequence-count --n 2"
+  "sequence-count --per-doc --top 3"
+  "ranked-inverted-index --n 3"
+)
