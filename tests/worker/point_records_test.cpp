@@ -113,6 +113,11 @@ TEST(PointRecords, EqualTheExpandedStreamsOnRandomGrammars) {
     check_random(identity, 3 + seed % 5, 3 + seed % 5, seed);
 }
 
+TEST(PointRecords, EqualTheExpandedStreamsWithThousandsOfWords) {
+  // Grammars of hundreds of local words among thousands of the dictionary.
+  for (uint64_t seed = 30; seed < 33; ++seed) check_random(Normalization{}, 3000, 3000, seed);
+}
+
 TEST(PointRecords, EqualTheExpandedStreamsWhereMostRulesHoldNoFilterWord) {
   // Many words, one or two asked: the walk skips most rules, taking only their first and last
   // n-1 words.
