@@ -403,8 +403,10 @@ bool chunk_maps_wanted() {
 // not decode as its map says: the caller then reads the file through HDF5, whose checks and
 // messages hold.
 // The shard's arrays in handed-back memory where it is held (common/recycled_arrays.h: earlier
-// shards' arrays, their pages in place), sized as the manifest says.
-void take_recycled(ShardGrammar& g, const ShardEntry& entry) {
+// shards' arrays, their pages in place), sized as the manifest and g.num_words say (local words
+// only where the shard stores them: format 2).
+void take_recycled(ShardGrammar& g, const ShardEntry& entry, bool local) {
+  if (local) g.local_words = recycled::take(g.num_words);
   g.symbols = recycled::take(entry.symbols);
   g.rule_uses = recycled::take(entry.rules);
   g.rule_length = recycled::take<uint64_t>(entry.rules);
@@ -437,9 +439,8 @@ bool read_located(const fs::path& file, const ShardEntry& entry, unsigned thread
   spent.open += clock.seconds();
   g.num_words = static_cast<uint32_t>(maps[0].n);
   h5::BatchRead batch(threads);
-  g.local_words = recycled::take(g.num_words);
   // Pages already in memory, where held (common/recycled_arrays.h), as the HDF5 path takes them.
-  take_recycled(g, entry);
+  take_recycled(g, entry, true);
   body_lengths = recycled::take<uint64_t>(entry.rules);
   segments = recycled::take<uint64_t>(entry.num_docs);
   const size_t items[] = {batch.add_located(fd, maps[0], g.local_words),
@@ -491,8 +492,7 @@ ShardGrammar read_shard_grammar(const fs::path& archive, const Manifest& manifes
                           : manifest.dict.size();
       h5::Group gr = h5::open_group(f.id(), "grammar");
       h5::BatchRead batch(threads);
-      take_recycled(g, entry);
-      if (local) g.local_words = recycled::take(g.num_words);
+      take_recycled(g, entry, local);
       body_lengths = recycled::take<uint64_t>(entry.rules);
       segments = recycled::take<uint64_t>(entry.num_docs);
       // Sizes the manifest and the header give are checked before anything is allocated.

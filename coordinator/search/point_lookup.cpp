@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <numeric>
+
 #include "common/parallel.h"
 #include "common/settings.h"
 #include "common/timer.h"
@@ -25,15 +27,16 @@ std::optional<RecordBatch> ResidentPointLookup::records(const QueryOptions& q,
   // binary searches per grammar).
   std::vector<size_t> holding;
   double lookup = 0, passes = 0;
-  for (size_t i = 0; i < targets.size(); ++i) {
-    if (counts) {
-      holding.push_back(i);
-      continue;
+  if (counts) {
+    holding.resize(targets.size());
+    std::iota(holding.begin(), holding.end(), size_t{0});
+  } else {
+    for (size_t i = 0; i < targets.size(); ++i) {
+      const PointCost c = point_cost(*targets[i].grammar, *targets[i].index, point);
+      lookup += c.lookup;
+      passes += c.pass;
+      if (c.lookup > 0) holding.push_back(i);
     }
-    const PointCost c = point_cost(*targets[i].grammar, *targets[i].index, point);
-    lookup += c.lookup;
-    passes += c.pass;
-    if (c.lookup > 0) holding.push_back(i);
   }
   if (!forced && !counts && lookup > kTraversalPasses * passes) {
     spdlog::debug("point lookup: {} words would cost {:.1f} passes over the grammars; traversing",
@@ -53,10 +56,11 @@ std::optional<RecordBatch> ResidentPointLookup::records(const QueryOptions& q,
     parallel_for(holding.size(), threads, one);
   }
   RecordBatch out = concatenate(std::move(batches), key_layout(q).width, counts ? 1 : threads);
-  spdlog::debug("point lookup: {} records of {} words from {} of {} grammars in {:.4f}s "
-                "(estimated {:.3f} passes)",
-                out.size(), point.words.size(), holding.size(), targets.size(), timer.seconds(),
-                passes > 0 ? lookup / passes : 0.0);
+  spdlog::debug(
+      "point lookup: {} records of {} words from {} of {} grammars in {:.4f}s "
+      "(estimated {:.3f} passes)",
+      out.size(), point.words.size(), holding.size(), targets.size(), timer.seconds(),
+      passes > 0 ? lookup / passes : 0.0);
   return out;
 }
 

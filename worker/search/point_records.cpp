@@ -16,6 +16,13 @@ std::optional<Symbol> local_word(const ShardGrammar& g, WordId w) {
   return static_cast<Symbol>(it - g.local_words.begin());
 }
 
+/// The local ids of the `members` (global ids) that `g` holds, appended to `out`.
+void append_locals(const ShardGrammar& g, const std::vector<WordId>& members,
+                   std::vector<Symbol>& out) {
+  for (WordId m : members)
+    if (const std::optional<Symbol> local = local_word(g, m)) out.push_back(*local);
+}
+
 NormalizedPhrase one_word(const PointWords& words, size_t i) {
   NormalizedPhrase p;
   p.words = {words.words[i]};
@@ -92,8 +99,7 @@ RecordBatch word_postings(const ShardGrammar& g, const ShardSearchIndex& index,
     const uint32_t w = words.words[i];
     if (q.task == Task::kInvertedIndex) {
       std::vector<Symbol> members;
-      for (WordId m : words.members[i])
-        if (const std::optional<Symbol> local = local_word(g, m)) members.push_back(*local);
+      append_locals(g, words.members[i], members);
       if (members.empty()) continue;
       for (uint32_t d : holding(g, index, std::move(members)).docs) {
         const uint32_t key[2] = {w, static_cast<uint32_t>(g.first_doc + d)};
@@ -227,9 +233,7 @@ RecordBatch ngram_records(const ShardGrammar& g, const ShardSearchIndex& index,
   out.width = key_layout(q).width;
   if (q.n < 2 || q.n > 8) throw InternalError("point records: n-grams of 2..8 words");
   std::vector<Symbol> locals;
-  for (const auto& members : words.members)
-    for (WordId m : members)
-      if (std::optional<Symbol> l = local_word(g, m)) locals.push_back(*l);
+  for (const auto& members : words.members) append_locals(g, members, locals);
   if (locals.empty()) return out;
   const Holding h = holding(g, index, std::move(locals));
   const std::shared_ptr<const std::vector<uint8_t>> len = index.capped_lengths(g, norm);
