@@ -38,4 +38,11 @@ done
 # The default leaves a small archive in one batch at the end.
 "$BIN" -vv run c.gtd word-count --engine cpu --threads 1 -o got --force 2>log
 ! grep -q "run as a batch" log || fail "the default ran the 12 small shards in batches"
+# A bad value: exit 2 with a message naming the variable, no output file.
+rm -f bad
+rc=0
+GTADOC_CPU_BATCH_SYMBOLS=0 "$BIN" run c.gtd word-count --engine cpu -o bad 2>log || rc=$?
+[[ $rc -eq 2 ]] || fail "GTADOC_CPU_BATCH_SYMBOLS=0: exit $rc, expected 2"
+grep -q "GTADOC_CPU_BATCH_SYMBOLS" log || fail "GTADOC_CPU_BATCH_SYMBOLS=0: the error does not name it"
+[[ ! -e bad ]] && [[ -z $(find . -maxdepth 1 -name 'bad.tmp-*') ]] || fail "a refused run left a file"
 echo "PASS: ${#CASES[@]} tasks in streamed CPU batches equal the reference"
