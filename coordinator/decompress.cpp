@@ -8,7 +8,6 @@
 #include <cstring>
 #include <mutex>
 #include <span>
-#include <unordered_map>
 #include <unordered_set>
 
 #include "common/error.h"
@@ -24,13 +23,13 @@ namespace fs = std::filesystem;
 namespace {
 
 /// A stored name becomes a path below the output directory; refuse anything that would escape.
-fs::path safe_relative_path(const std::string& name) {
+fs::path safe_relative_path(std::string_view name) {
   fs::path p(name);
   bool ok = !name.empty() && p.is_relative();
   for (const auto& part : p) {
     if (part == ".." || part == "." || part.empty()) ok = false;
   }
-  if (!ok) throw InputError("document name '" + name + "' is not a safe relative path");
+  if (!ok) throw InputError("document name '" + std::string(name) + "' is not a safe relative path");
   return p;
 }
 
@@ -54,20 +53,18 @@ uint64_t decompress(const fs::path& archive, const fs::path& out_dir,
   Manifest m = read_manifest(archive);
   std::vector<char> wanted(m.docs.size(), options.docs.empty() ? 1 : 0);
   if (!options.docs.empty()) {
-    std::unordered_map<std::string, DocId> by_name;
-    for (DocId d = 0; d < m.docs.size(); ++d) by_name.emplace(m.docs[d].name, d);
     for (const std::string& name : options.docs) {
-      auto it = by_name.find(name);
-      if (it == by_name.end())
+      const DocId d = m.doc_names.find(name);
+      if (d >= m.docs.size())
         throw InputError(archive.string() + ": no document named '" + name + "'");
-      wanted[it->second] = 1;
+      wanted[d] = 1;
     }
   }
   std::vector<fs::path> rel(m.docs.size());
   uint64_t count = 0;
   for (DocId d = 0; d < m.docs.size(); ++d)
     if (wanted[d]) {
-      rel[d] = safe_relative_path(m.docs[d].name);
+      rel[d] = safe_relative_path(m.doc_names[d]);
       ++count;
     }
 
@@ -76,13 +73,12 @@ uint64_t decompress(const fs::path& archive, const fs::path& out_dir,
   // own, as it must hold exactly the documents).
   std::error_code ec;
   if (options.force && fs::is_directory(fs::symlink_status(out_dir, ec))) {
-    std::unordered_set<std::string> names;
-    for (const DocEntry& doc : m.docs) names.insert(doc.name);
+    const Dictionary& names = m.doc_names;
     for (fs::recursive_directory_iterator it(out_dir, ec), end; !ec && it != end;
          it.increment(ec)) {
       if (it->is_directory(ec)) continue;
       const std::string name = fs::relative(it->path(), out_dir, ec).generic_string();
-      if (!it->is_regular_file(ec) || !names.count(name))
+      if (!it->is_regular_file(ec) || names.find(name) >= names.size())
         throw UsageError(out_dir.string() + ": not a previous output of this archive (" + name +
                          " is not one of its documents); --force replaces only those");
     }

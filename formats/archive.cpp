@@ -681,7 +681,7 @@ void check_shard_documents(const fs::path& archive, const Manifest& m, uint32_t 
         }
       }
       const std::string what =
-          "document " + std::to_string(id) + " (" + printable_name(doc.name) + ")";
+          "document " + std::to_string(id) + " (" + printable_name(m.doc_names[id]) + ")";
       if (words != doc.words)
         throw InputError(what + " expands to " + std::to_string(words) +
                          " words, the manifest says " + std::to_string(doc.words));
@@ -753,11 +753,9 @@ Dictionary read_dictionary(h5::BatchRead& batch, size_t lengths_i, size_t bytes_
   return dict;
 }
 
-// Checks document `d`'s entry on its own: its name is a safe relative path (decompress writes
-// the document there) and its size can hold its words (each at least one byte, with a gap of at
-// least one byte between two words).
-void check_document(const DocEntry& doc, size_t d) {
-  const std::string_view name = doc.name;
+// Why document `d`'s name is unusable (empty when it is fine): it must be a safe relative path,
+// since decompress writes the document there.
+std::string document_name_problem(std::string_view name, size_t d) {
   bool safe = !name.empty() && name.front() != '/' && name.find('\0') == std::string_view::npos;
   for (size_t begin = 0; safe && begin <= name.size();) {
     size_t end = name.find('/', begin);
@@ -766,14 +764,16 @@ void check_document(const DocEntry& doc, size_t d) {
     safe = !part.empty() && part != "." && part != "..";
     begin = end + 1;
   }
-  if (!safe)
-    throw InputError("document " + std::to_string(d) + ": name \"" + printable_name(name) +
-                     "\" is not a safe relative path (empty, absolute, a '.', '..' or empty "
-                     "component, or a NUL byte)");
-  if (doc.words > 0 && (doc.words > doc.bytes || doc.bytes - doc.words < doc.words - 1))
-    throw InputError("document " + std::to_string(d) + " (" + printable_name(name) + ") has " +
-                     std::to_string(doc.words) + " words in " + std::to_string(doc.bytes) +
-                     " bytes (too few bytes for its words)");
+  if (safe) return {};
+  return "document " + std::to_string(d) + ": name \"" + printable_name(name) +
+         "\" is not a safe relative path (empty, absolute, a '.', '..' or empty component, or a "
+         "NUL byte)";
+}
+
+// Whether document `doc`'s size can hold its words (each at least one byte, with a gap of at
+// least one byte between two words).
+bool document_size_fits(const DocEntry& doc) {
+  return doc.words == 0 || (doc.words <= doc.bytes && doc.bytes - doc.words >= doc.words - 1);
 }
 
 // The smallest i in [begin, n) for which bad(i) holds, else n: blocks of indexes on every usable
@@ -797,15 +797,24 @@ size_t first_where(size_t begin, size_t n, Bad bad) {
   return first;
 }
 
+// Checks a manifest's document names: each a safe relative path, all in strictly increasing
+// byte order. The first bad name in document order is reported, as a sequential reader would;
+// the names are checked in blocks on every usable CPU.
+void check_document_names(const Dictionary& names) {
+  const size_t n = names.size();
+  const size_t unsafe =
+      first_where(0, n, [&](size_t d) { return !document_name_problem(names[d], d).empty(); });
+  if (unsafe < n) throw InputError(document_name_problem(names[unsafe], unsafe));
+  const size_t unsorted = first_where(1, n, [&](size_t i) { return !(names[i - 1] < names[i]); });
+  if (unsorted < n)
+    throw InputError("document names are not sorted and unique (document " +
+                     std::to_string(unsorted) + ")");
+}
+
 // Checks the relations between the tables of a manifest that was just read.
 // `dict_sorted_unique` says whether the dictionary is sorted and unique (checked when decoding).
 void check_manifest(const Manifest& m, bool dict_sorted_unique) {
   if (!dict_sorted_unique) throw InputError("dictionary words are not sorted and unique");
-  const size_t unsorted = first_where(
-      1, m.docs.size(), [&](size_t i) { return !(m.docs[i - 1].name < m.docs[i].name); });
-  if (unsorted < m.docs.size())
-    throw InputError("document names are not sorted and unique (document " +
-                     std::to_string(unsorted) + ")");
   uint64_t next_doc = 0;
   for (size_t s = 0; s < m.shards.size(); ++s) {
     const ShardEntry& e = m.shards[s];
@@ -838,12 +847,11 @@ void write_manifest_file(const fs::path& file, const Manifest& m, const ArchiveO
   if (resolve_threads(options.threads) > 1)
     digest = std::async(std::launch::async, [&m] { return manifest_content_digest(m); });
   FrontCoded words = front_code(m.dict, options.threads);
-  std::vector<char> name_bytes;
-  std::vector<uint64_t> name_lengths;
-  for (const DocEntry& d : m.docs) {
-    name_bytes.insert(name_bytes.end(), d.name.begin(), d.name.end());
-    name_lengths.push_back(d.name.size());
-  }
+  expect_equal(m.doc_names.size(), m.docs.size(), "number of document names");
+  const std::vector<char>& name_bytes = m.doc_names.bytes();
+  std::vector<uint64_t> name_lengths(m.docs.size());
+  for (size_t d = 0; d < name_lengths.size(); ++d)
+    name_lengths[d] = m.doc_names.offsets()[d + 1] - m.doc_names.offsets()[d];
 
   h5::Lock lock;
   RemoveOnFailure cleanup(file);
@@ -936,6 +944,29 @@ Dictionary read_dictionary_alone(const fs::path& file, uint64_t size) {
   });
 }
 
+// The document names of `file` alone (`size` of them), read and checked with the messages
+// read_manifest gives: the on-demand part of a ManifestRead::kDeferDictionary read.
+Dictionary read_document_names_alone(const fs::path& file, uint64_t archive_id, uint64_t size) {
+  h5::Lock lock;
+  return in_file(file, [&] {
+    h5::File f = h5::open_file(file);
+    expect_equal(check_header(f.id(), kManifestContent).archive_id, archive_id, "archive id");
+    h5::BatchRead batch;
+    LazyGroup docs(f.id(), "documents");
+    std::vector<char> bytes;
+    std::vector<uint64_t> lengths;
+    const size_t lengths_i = batch.add(docs.id(), "name_lengths", lengths);
+    const size_t bytes_i = batch.add(docs.id(), "name_bytes", bytes);
+    batch.run();
+    std::vector<uint64_t> offsets =
+        get_strings(batch, bytes_i, lengths_i, lengths, "name_bytes", "name_lengths");
+    expect_equal(lengths.size(), size, "size of /documents/name_lengths");
+    Dictionary names(std::move(bytes), std::move(offsets));
+    check_document_names(names);
+    return names;
+  });
+}
+
 }  // namespace
 
 Manifest read_manifest(const fs::path& archive, ManifestRead how) {
@@ -965,8 +996,10 @@ Manifest read_manifest(const fs::path& archive, ManifestRead how) {
     std::vector<uint32_t> shard;
     size_t name_lengths_i = 0, name_bytes_i = 0, bytes_i = 0, words_i = 0, shard_i = 0;
     if (docs.ok()) {
-      name_lengths_i = batch.add(docs.id(), "name_lengths", name_lengths);
-      name_bytes_i = batch.add(docs.id(), "name_bytes", name_bytes);
+      if (!defer) {
+        name_lengths_i = batch.add(docs.id(), "name_lengths", name_lengths);
+        name_bytes_i = batch.add(docs.id(), "name_bytes", name_bytes);
+      }
       bytes_i = batch.add(docs.id(), "bytes", bytes);
       words_i = batch.add(docs.id(), "words", doc_words);
       shard_i = batch.add(docs.id(), "shard", shard);
@@ -1016,32 +1049,46 @@ Manifest read_manifest(const fs::path& archive, ManifestRead how) {
     }
 
     docs.id();  // likewise
-    std::vector<uint64_t> name_offsets = get_strings(batch, name_bytes_i, name_lengths_i,
-                                                     name_lengths, "name_bytes", "name_lengths");
-    const size_t num_docs = name_offsets.size() - 1;
-    batch.finish(bytes_i);
+    size_t num_docs = 0;
+    if (defer) {
+      batch.finish(bytes_i);
+      num_docs = bytes.size();
+    } else {
+      std::vector<uint64_t> name_offsets = get_strings(batch, name_bytes_i, name_lengths_i,
+                                                       name_lengths, "name_bytes", "name_lengths");
+      num_docs = name_offsets.size() - 1;
+      m.doc_names = Dictionary(std::move(name_bytes), std::move(name_offsets));
+      check_document_names(m.doc_names);
+      batch.finish(bytes_i);
+    }
     batch.finish(words_i);
     batch.finish(shard_i);
     expect_equal(bytes.size(), num_docs, "size of /documents/bytes");
     expect_equal(doc_words.size(), num_docs, "size of /documents/words");
     expect_equal(shard.size(), num_docs, "size of /documents/shard");
+    if (num_docs >= kBoundaryBit) throw InputError("document table too large");
+    if (defer)
+      m.doc_names = Dictionary::on_demand(
+          static_cast<uint32_t>(num_docs), [file, id = m.archive_id, num_docs] {
+            return read_document_names_alone(file, id, num_docs);
+          });
     // Millions of entries at tens of GB: built and checked on every usable CPU; the first bad
     // entry in document order is reported, as a sequential reader would.
     m.docs.resize(num_docs);
     const size_t bad_doc = first_where(0, num_docs, [&](size_t d) {
       DocEntry& e = m.docs[d];
-      e.name.assign(name_bytes.data() + name_offsets[d], name_offsets[d + 1] - name_offsets[d]);
       e.bytes = bytes[d];
       e.words = doc_words[d];
       e.shard = shard[d];
-      try {
-        check_document(e, d);
-        return false;
-      } catch (const InputError&) {
-        return true;
-      }
+      return !document_size_fits(e);
     });
-    if (bad_doc < num_docs) check_document(m.docs[bad_doc], bad_doc);  // throws its message
+    if (bad_doc < num_docs) {
+      const DocEntry& e = m.docs[bad_doc];
+      throw InputError("document " + std::to_string(bad_doc) + " (" +
+                       printable_name(m.doc_names[static_cast<DocId>(bad_doc)]) + ") has " +
+                       std::to_string(e.words) + " words in " + std::to_string(e.bytes) +
+                       " bytes (too few bytes for its words)");
+    }
 
     sg.id();  // likewise
     batch.finish(first_doc_i);
@@ -1129,8 +1176,9 @@ Sha256 manifest_content_digest(const Manifest& m) {
   u64(m.dict.size());
   for (uint32_t w = 0; w < m.dict.size(); ++w) str(m.dict[w]);
   u64(m.docs.size());
-  for (const DocEntry& d : m.docs) {
-    str(d.name);
+  for (size_t i = 0; i < m.docs.size(); ++i) {
+    const DocEntry& d = m.docs[i];
+    str(m.doc_names[static_cast<DocId>(i)]);
     u64(d.bytes);
     u64(d.words);
     u64(d.shard);

@@ -21,8 +21,8 @@
 
 namespace gtadoc {
 
+/// One document's sizes; its name is Manifest::doc_names[id].
 struct DocEntry {
-  std::string name;    ///< path relative to the input directory (or base name); any bytes but NUL
   uint64_t bytes = 0;  ///< original size in bytes
   uint64_t words = 0;  ///< number of words
   uint32_t shard = 0;  ///< shard holding the document
@@ -47,7 +47,10 @@ struct Manifest {
   uint32_t format_version = kFormatVersion;
   uint64_t archive_id = 0;  ///< random; every shard file repeats it so files cannot be mixed
   Dictionary dict;
-  std::vector<DocEntry> docs;  ///< sorted by name (byte order); index = DocId
+  std::vector<DocEntry> docs;  ///< index = DocId
+  /// Document names, in byte order (index = DocId): paths relative to the input directory (or
+  /// base names), any bytes but NUL; one byte buffer and offsets (find() searches by name).
+  Dictionary doc_names;
   std::vector<ShardEntry> shards;
   /// The manifest's content digest as stored (`content_sha256`); nullopt in archives written
   /// before digests existed. Writers compute it (manifest_content_digest); only `gtadoc verify`
@@ -116,9 +119,11 @@ void write_shard_file(const std::filesystem::path& file, uint64_t archive_id,
 void write_manifest_file(const std::filesystem::path& file, const Manifest& manifest,
                          const ArchiveOptions& options);
 
-/// How read_manifest reads the dictionary: with the rest, or on a thread of its own while the
-/// caller goes on (its words are then waited for at their first use, and its errors thrown
-/// there: a query reads its shards meanwhile, and needs the words only to print its rows).
+/// How read_manifest reads the dictionary and the document names: with the rest, or deferred.
+/// Deferred, the dictionary is read on a thread of its own while the caller goes on (its words
+/// are waited for at their first use, and its errors thrown there: a query reads its shards
+/// meanwhile, and needs the words only to print its rows), and the document names are read at
+/// their first use (a query that prints no document never reads them: 4 M names at 32 GB).
 enum class ManifestRead { kWhole, kDeferDictionary };
 
 /// Reads and checks `<archive>/manifest.h5`. Throws InputError ("<path>: not a gtadoc archive",

@@ -40,10 +40,19 @@ Dictionary& Dictionary::operator=(Dictionary&& o) noexcept {
 }
 
 Dictionary Dictionary::deferred(uint32_t size, std::function<Dictionary()> read) {
+  return pending(std::launch::async, size, std::move(read));
+}
+
+Dictionary Dictionary::on_demand(uint32_t size, std::function<Dictionary()> read) {
+  return pending(std::launch::deferred, size, std::move(read));
+}
+
+Dictionary Dictionary::pending(std::launch policy, uint32_t size,
+                               std::function<Dictionary()> read) {
   Dictionary d;
   d.pending_ = std::make_shared<Pending>();
   d.pending_->size = size;
-  d.pending_->content = std::async(std::launch::async, [size, read = std::move(read)] {
+  d.pending_->content = std::async(policy, [size, read = std::move(read)] {
                           Dictionary words = read();
                           GTADOC_EXPECTS(words.size() == size,
                                          "deferred dictionary: the words read are not the "
@@ -63,7 +72,10 @@ std::shared_ptr<Dictionary::Storage> Dictionary::storage_ptr() {
 
 const Dictionary::Storage& Dictionary::Pending::get() {
   // An error leaves the flag unset: the next access gets it again from the shared future.
-  std::call_once(once, [this] { resolved = content.get(); });
+  std::call_once(once, [this] {
+    resolved = content.get();
+    done.store(true, std::memory_order_release);
+  });
   return *resolved;
 }
 

@@ -1,8 +1,10 @@
 // The global dictionary: every distinct word of the corpus as a byte string, stored as one byte
 // buffer plus offsets. Ids are assigned in byte order of the words (`build` sorts), so ordering
-// word ids is ordering words.
+// word ids is ordering words. A manifest's document names are held the same way (one buffer,
+// no allocation per name, binary search by name).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -33,6 +35,11 @@ class Dictionary {
   /// waits for the words and rethrows the error `read` threw. `read` must return `size` words
   /// (InternalError otherwise).
   static Dictionary deferred(uint32_t size, std::function<Dictionary()> read);
+  /// The same, but `read` runs at the first access that needs the words, on the thread making
+  /// it (a manifest's document names, which most queries never print, are then never read).
+  static Dictionary on_demand(uint32_t size, std::function<Dictionary()> read);
+  /// Whether the words are delivered yet (false while a deferred or on-demand read is pending).
+  bool ready() const { return !pending_ || pending_->done.load(std::memory_order_acquire); }
 
   uint32_t size() const {
     return pending_ ? pending_->size : static_cast<uint32_t>(s_->offsets.size() - 1);
@@ -60,8 +67,10 @@ class Dictionary {
     std::shared_future<std::shared_ptr<Storage>> content;
     std::once_flag once;
     std::shared_ptr<Storage> resolved;
+    std::atomic<bool> done{false};
     const Storage& get();
   };
+  static Dictionary pending(std::launch policy, uint32_t size, std::function<Dictionary()> read);
   const Storage& storage() const { return pending_ ? pending_->get() : *s_; }
   std::shared_ptr<Storage> storage_ptr();
   static std::shared_ptr<Storage> empty_storage();

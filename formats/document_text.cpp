@@ -29,7 +29,7 @@ uint64_t segment_words(const ShardGrammar& g, uint32_t d) {
 std::string document_what(const std::filesystem::path& archive, const Manifest& m, DocId doc) {
   const DocEntry& e = m.docs.at(doc);
   return (archive / shard_file_name(e.shard)).string() + ": document " + std::to_string(doc) +
-         " (" + printable_name(e.name) + ")";
+         " (" + printable_name(m.doc_names[doc]) + ")";
 }
 
 void expand_checked(const std::filesystem::path& archive, const Manifest& m, uint32_t shard,

@@ -230,16 +230,16 @@ class RowText {
 
 }  // namespace
 
-DocText::DocText(const std::vector<DocEntry>& docs, bool ids, OutputFormat format,
-                 unsigned threads) {
+DocText::DocText(const Dictionary& names, bool ids, OutputFormat format, unsigned threads) {
   const bool json = format != OutputFormat::kTsv;
-  offsets_.assign(docs.size() + 1, 0);
+  if (!ids) (void)names.bytes();  // names read on demand are read here, not inside the blocks
+  offsets_.assign(size_t{names.size()} + 1, 0);
   auto measure = [&](DocId d) -> uint64_t {
     if (ids) return decimal_digits(d);
-    return json ? json_escaped_size(docs[d].name) + 2 : tsv_escaped_size(docs[d].name);
+    return json ? json_escaped_size(names[d]) + 2 : tsv_escaped_size(names[d]);
   };
   parallel_blocks(
-      docs.size(), threads,
+      names.size(), threads,
       [&](uint64_t lo, uint64_t hi) {
         for (uint64_t d = lo; d < hi; ++d) offsets_[d] = measure(static_cast<DocId>(d));
       },
@@ -248,7 +248,7 @@ DocText::DocText(const std::vector<DocEntry>& docs, bool ids, OutputFormat forma
   bytes_.resize(exclusive_scan_in_place(offsets_));
   offsets_.back() = bytes_.size();
   parallel_blocks(
-      docs.size(), threads,
+      names.size(), threads,
       [&](uint64_t lo, uint64_t hi) {
         for (uint64_t d = lo; d < hi; ++d) {
           char* p = bytes_.data() + offsets_[d];
@@ -256,10 +256,10 @@ DocText::DocText(const std::vector<DocEntry>& docs, bool ids, OutputFormat forma
             write_decimal(d, p);
           } else if (json) {
             *p++ = '"';
-            p = write_json_escaped(docs[d].name, p);
+            p = write_json_escaped(names[static_cast<DocId>(d)], p);
             *p = '"';
           } else {
-            write_tsv_escaped(docs[d].name, p);
+            write_tsv_escaped(names[static_cast<DocId>(d)], p);
           }
         }
       },

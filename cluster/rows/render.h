@@ -29,15 +29,25 @@ namespace gtadoc {
 /// as a quoted JSON string (JSON). Built once per query, in parallel.
 class DocText {
  public:
-  DocText(const std::vector<DocEntry>& docs, bool ids, OutputFormat format, unsigned threads);
+  /// No documents: for queries whose rows show none (rows_show_documents).
+  DocText() = default;
+  /// `names` are the manifest's document names; with `ids` they are not read.
+  DocText(const Dictionary& names, bool ids, OutputFormat format, unsigned threads);
   std::string_view operator[](DocId d) const {
     return {bytes_.data() + offsets_[d], static_cast<size_t>(offsets_[d + 1] - offsets_[d])};
   }
 
  private:
   std::vector<char> bytes_;
-  std::vector<uint64_t> offsets_;
+  std::vector<uint64_t> offsets_{0};
 };
+
+/// Whether `q`'s rows name documents (inverted-index, term-vector, ranked-inverted-index,
+/// sequence-count --per-doc): only those need the document names.
+inline bool rows_show_documents(const QueryOptions& q) {
+  return q.task == Task::kInvertedIndex || q.task == Task::kTermVector ||
+         q.task == Task::kRankedInvertedIndex || (q.task == Task::kSequenceCount && q.per_doc);
+}
 
 struct RenderContext {
   const QueryOptions& q;

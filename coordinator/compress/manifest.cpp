@@ -60,6 +60,7 @@ CompressStats CompressJob::write_manifest() {
     Manifest manifest;
     manifest.archive_id = archive_id;
     manifest.docs.resize(docs.size());
+    for (const InputDocument& d : docs) manifest.doc_names.push_back(d.name);  // in name order
     manifest.shards.resize(plan.size());
     for (const auto& t : tables) {
       size_t pos = 0;
@@ -85,7 +86,6 @@ CompressStats CompressJob::write_manifest() {
         e.chunk_maps = take_chunk_maps(maps, at);
         for (uint32_t i = 0; i < e.num_docs; ++i) {
           DocEntry& d = manifest.docs.at(e.first_doc + i);
-          d.name = docs[e.first_doc + i].name;
           d.bytes = take(t, pos);
           d.words = take(t, pos);
           d.shard = s;

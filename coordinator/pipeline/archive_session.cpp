@@ -230,6 +230,15 @@ std::unique_ptr<ArchiveSession> ArchiveSession::open(Comm& comm, const SessionOp
 double ArchiveSession::warm_up() {
   Timer timer;
   if (!options_.resident || loaded_.empty()) return 0;
+  // The document names, read at their first use, are read beside the engine's preparation: the
+  // service's first index query then does not wait for them. A damaged table is reported by the
+  // queries that need it.
+  std::future<void> names = std::async(std::launch::async, [this] {
+    try {
+      (void)manifest_->doc_names.bytes();
+    } catch (const std::exception&) {
+    }
+  });
   QueryOptions q;
   q.task = Task::kWordCount;
   q.top = 1;
@@ -300,10 +309,12 @@ const SequenceOrder& ArchiveSession::sequence_order(bool lowercase, bool alnum, 
   return *order;
 }
 
-const DocText& ArchiveSession::doc_text(bool ids, OutputFormat format) {
+const DocText& ArchiveSession::doc_text(const QueryOptions& q, OutputFormat format) {
+  if (!rows_show_documents(q)) return no_documents_;  // the names are then never read
+  const bool ids = q.ids;
   const bool quoted = format != OutputFormat::kTsv;  // JSON and NDJSON print the same names
   std::unique_ptr<DocText>& text = doc_texts_[{ids, quoted}];
-  if (!text) text = std::make_unique<DocText>(manifest_->docs, ids, format, threads_);
+  if (!text) text = std::make_unique<DocText>(manifest_->doc_names, ids, format, threads_);
   return *text;
 }
 

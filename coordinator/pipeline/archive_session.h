@@ -95,8 +95,9 @@ class ArchiveSession {
   const Normalization& normalization(bool lowercase, bool alnum);
   /// The byte order of n-grams of that normalization, computed once per combination and n.
   const SequenceOrder& sequence_order(bool lowercase, bool alnum, uint32_t n);
-  /// Every document as rows print it (ids or names, TSV or JSON), computed once per kind.
-  const DocText& doc_text(bool ids, OutputFormat format);
+  /// Every document as `q`'s rows print it (ids or names, TSV or JSON), computed once per kind;
+  /// an empty table when its rows show no documents (the names are then not read).
+  const DocText& doc_text(const QueryOptions& q, OutputFormat format);
 
   /// This rank's records of query `q` over all its shards (collective only through the
   /// failures: call inside run_collectively). Errors name the shard. With `on_device` and an
@@ -157,6 +158,7 @@ class ArchiveSession {
   std::map<int, std::shared_ptr<const Normalization>> norms_;
   std::map<std::pair<int, uint32_t>, std::shared_ptr<const SequenceOrder>> orders_;
   std::map<std::pair<bool, bool>, std::unique_ptr<DocText>> doc_texts_;
+  DocText no_documents_;
   /// Reads and prepares this rank's shards ahead of their load, started during open().
   std::unique_ptr<ShardPrefetcher> prefetch_;
   std::future<std::unique_ptr<NcclComm>> nccl_init_;  ///< NCCL's set-up, started at open()

@@ -264,12 +264,9 @@ PointFilter resolve_filter(const QuerySpec& spec, const Manifest& manifest,
     const size_t docs = manifest.docs.size();
     f.docs.assign(std::max<size_t>(1, docs), 0);
     for (const std::string& name : spec.docs) {
-      auto it =
-          std::lower_bound(manifest.docs.begin(), manifest.docs.end(), name,
-                           [](const DocEntry& e, const std::string& n) { return e.name < n; });
-      if (it == manifest.docs.end() || it->name != name)
-        throw UsageError("\"docs\": no document named '" + name + "' in the archive");
-      f.docs[static_cast<size_t>(it - manifest.docs.begin())] = 1;
+      const DocId d = manifest.doc_names.find(name);
+      if (d >= docs) throw UsageError("\"docs\": no document named '" + name + "' in the archive");
+      f.docs[d] = 1;
     }
     for (uint64_t id : spec.doc_ids) {
       if (id >= docs)
@@ -464,7 +461,7 @@ std::unique_ptr<QueryResult> run_query(Comm& comm, ArchiveSession& session, cons
                               filter.docs.empty() ? nullptr : &filter.docs, exchanged);
   }
   t.merge += merge_timer.seconds();
-  res.docs = &session.doc_text(q.ids, res.format);
+  res.docs = &session.doc_text(q, res.format);
   return result;
 }
 

@@ -34,9 +34,9 @@ void append_doc(std::string& out, const Manifest& m, DocId d, bool ids, bool jso
   if (ids)
     out += std::to_string(d);
   else if (json)
-    append_json_string(out, m.docs[d].name);
+    append_json_string(out, m.doc_names[d]);
   else
-    append_tsv_name(out, m.docs[d].name);
+    append_tsv_name(out, m.doc_names[d]);
 }
 
 /// Rows joined as docs/OUTPUT.md frames them: TSV and NDJSON rows end with a newline; JSON is

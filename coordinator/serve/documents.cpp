@@ -24,11 +24,9 @@ DocumentStore::DocumentStore(std::filesystem::path archive, const Manifest& mani
     : archive_(std::move(archive)), manifest_(manifest), capacity_(cache_bytes) {}
 
 std::optional<DocId> DocumentStore::find(std::string_view name) const {
-  const std::vector<DocEntry>& docs = manifest_.docs;
-  auto it = std::lower_bound(docs.begin(), docs.end(), name,
-                             [](const DocEntry& e, std::string_view n) { return e.name < n; });
-  if (it == docs.end() || it->name != name) return std::nullopt;
-  return static_cast<DocId>(it - docs.begin());
+  const DocId d = manifest_.doc_names.find(name);
+  if (d >= manifest_.doc_names.size()) return std::nullopt;
+  return d;
 }
 
 std::shared_ptr<const DocumentStore::Shard> DocumentStore::load(uint32_t s) const {

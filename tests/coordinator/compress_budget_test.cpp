@@ -289,7 +289,7 @@ void expect_same_archive(const fs::path& a, const fs::path& b) {
   EXPECT_EQ(ma.dict.offsets(), mb.dict.offsets());
   ASSERT_EQ(ma.docs.size(), mb.docs.size());
   for (size_t d = 0; d < ma.docs.size(); ++d) {
-    EXPECT_EQ(ma.docs[d].name, mb.docs[d].name);
+    EXPECT_EQ(ma.doc_names[d], mb.doc_names[d]);
     EXPECT_EQ(ma.docs[d].bytes, mb.docs[d].bytes);
     EXPECT_EQ(ma.docs[d].words, mb.docs[d].words);
     EXPECT_EQ(ma.docs[d].shard, mb.docs[d].shard);

@@ -12,6 +12,7 @@
 #include "formats/archive.h"
 #include "formats/chunk_maps.h"
 #include "tests/testutil/corpus.h"
+#include "tests/testutil/string_tables.h"
 
 namespace gtadoc {
 namespace {
@@ -217,7 +218,7 @@ TEST(DecompressErrors, NameThatIsAlsoAFolder) {
     ASSERT_EQ(m.docs.size(), 6u);
     ASSERT_EQ(m.shards.size(), 2u);
     ASSERT_EQ(m.shards[1].first_doc, 3u);  // doc0..doc2 in shard 0, doc3..doc5 in shard 1
-    m.docs[renamed].name = to;
+    m.doc_names = testutil::with_entry(m.doc_names, renamed, to);
     fs::remove(a.path / kManifestFile);
     write_manifest_file(a.path / kManifestFile, m, ArchiveOptions{});
     TempDir out;

@@ -18,6 +18,7 @@
 #include "formats/chunk_maps.h"
 #include "formats/h5.h"
 #include "tests/testutil/corpus.h"
+#include "tests/testutil/string_tables.h"
 #include "tests/testutil/grammars.h"
 
 namespace gtadoc {
@@ -93,9 +94,10 @@ Manifest manifest_for(uint64_t archive_id, uint32_t num_words,
     ShardEntry e = entry_of(shards[s]);
     for (uint32_t d = 0; d < e.num_docs; ++d) {
       std::snprintf(buf, sizeof buf, "doc-%07zu", m.docs.size());
-      DocEntry doc{buf, 0, 0, s};
-      if (d == 0) doc = DocEntry{buf, e.input_bytes, e.words, s};
+      DocEntry doc{0, 0, s};
+      if (d == 0) doc = DocEntry{e.input_bytes, e.words, s};
       m.docs.push_back(doc);
+      m.doc_names.push_back(buf);
     }
     m.shards.push_back(e);
   }
@@ -122,7 +124,7 @@ void expect_same_manifest(const Manifest& a, const Manifest& b) {
   EXPECT_EQ(a.dict.offsets(), b.dict.offsets());
   ASSERT_EQ(a.docs.size(), b.docs.size());
   for (size_t d = 0; d < a.docs.size(); ++d) {
-    EXPECT_EQ(a.docs[d].name, b.docs[d].name) << d;
+    EXPECT_EQ(a.doc_names[d], b.doc_names[d]) << d;
     EXPECT_EQ(a.docs[d].bytes, b.docs[d].bytes) << d;
     EXPECT_EQ(a.docs[d].words, b.docs[d].words) << d;
     EXPECT_EQ(a.docs[d].shard, b.docs[d].shard) << d;
@@ -206,13 +208,13 @@ TEST_P(ArchiveDeflate, ManifestRoundTripWithOddBytes) {
         std::string("z"), std::string("\xff\xfe_invalid_utf8", 16)})
     m.dict.push_back(w);
   ASSERT_TRUE(m.dict.is_sorted_unique());
-  m.docs = {{"\x01", 0, 0, 0},
-            {std::string("a\x01"
-                         "b"),
-             10, 3, 0},
-            {"dir/file\twith tab", 5, 1, 1},
-            {"new\nline", 0, 0, 1},
-            {std::string("\xff\xff", 2), 7, 2, 1}};
+  m.docs = {{0, 0, 0}, {10, 3, 0}, {5, 1, 1}, {0, 0, 1}, {7, 2, 1}};
+  for (const std::string& name : {std::string("\x01"),
+                                  std::string("a\x01"
+                                              "b"),
+                                  std::string("dir/file\twith tab"), std::string("new\nline"),
+                                  std::string("\xff\xff", 2)})
+    m.doc_names.push_back(name);
   m.shards = {{0, 2, 10, 3, 4, 9, 1, 1234}, {2, 3, 12, 3, 2, 5, 0, 999}};
   write_manifest_file(dir / kManifestFile, m, {GetParam()});
   Manifest back = read_manifest(dir.path());
@@ -560,7 +562,7 @@ TEST(ArchiveErrors, MixedUpFiles) {
 TEST(ArchiveErrors, InconsistentManifestTables) {
   TempDir dir;
   Manifest m = manifest_for(8, 10, {random_grammar(10, 0, 2, 5, 20, 1)});
-  std::swap(m.docs[0].name, m.docs[1].name);
+  m.doc_names = testutil::with_entry(m.doc_names, 0, std::string(m.doc_names[1]));  // twice
   write_manifest_file(dir / kManifestFile, m, {});
   expect_input_error([&] { read_manifest(dir.path()); },
                      {(dir / kManifestFile).string() + ": ", "not sorted"});
@@ -603,6 +605,45 @@ TEST(ArchiveErrors, DeferredDictionaryReadsTheSameWordsAndErrors) {
   for (int i = 0; i < 2; ++i)
     expect_input_error([&] { (void)deferred.dict[0]; },
                        {(bad / kManifestFile).string() + ": ", "not sorted and unique"});
+}
+
+/// Deferred, the document names are not read until they are used: their number is known at
+/// once, the table is read at the first access, with the eager read's names and errors (an
+/// unsafe or unsorted name), while the rest of the manifest answers without them.
+TEST(ArchiveErrors, DocumentNamesAreReadAtTheirFirstUse) {
+  TempDir dir;
+  Manifest m = manifest_for(7, 50, {random_grammar(50, 0, 6, 5, 20, 1)});
+  write_manifest_file(dir / kManifestFile, m, {});
+  const Manifest eager = read_manifest(dir.path());
+  ASSERT_TRUE(eager.doc_names.ready());
+  const Manifest lazy = read_manifest(dir.path(), ManifestRead::kDeferDictionary);
+  EXPECT_EQ(lazy.doc_names.size(), 6u);
+  EXPECT_EQ(lazy.docs.size(), 6u);
+  EXPECT_FALSE(lazy.doc_names.ready());
+  EXPECT_EQ(lazy.docs[0].words, eager.docs[0].words);
+  EXPECT_FALSE(lazy.doc_names.ready());  // the sizes come without the names
+  EXPECT_EQ(lazy.doc_names.find("doc-0000003"), 3u);
+  EXPECT_TRUE(lazy.doc_names.ready());
+  EXPECT_EQ(lazy.doc_names.bytes(), eager.doc_names.bytes());
+  EXPECT_EQ(lazy.doc_names.offsets(), eager.doc_names.offsets());
+
+  for (const auto& [name, needle] : {std::pair<std::string, std::string>{"../up", "document 2: "
+                                                                                  "name \"../up\""},
+                                     {"doc-0000005", "not sorted and unique (document 3)"}}) {
+    SCOPED_TRACE(name);
+    TempDir bad;
+    Manifest u = m;
+    u.doc_names = testutil::with_entry(m.doc_names, 2, name);
+    write_manifest_file(bad / kManifestFile, u, {});
+    expect_input_error([&] { read_manifest(bad.path()); },
+                       {(bad / kManifestFile).string() + ": ", needle});
+    const Manifest deferred = read_manifest(bad.path(), ManifestRead::kDeferDictionary);
+    EXPECT_EQ(deferred.doc_names.size(), 6u);
+    EXPECT_EQ(deferred.shards.size(), 1u);
+    for (int i = 0; i < 2; ++i)
+      expect_input_error([&] { (void)deferred.doc_names[0]; },
+                         {(bad / kManifestFile).string() + ": ", needle});
+  }
 }
 
 TEST(ArchiveErrors, WritersNeverOverwrite) {

@@ -71,7 +71,7 @@ TEST_F(DocumentTextTest, EveryDocumentWholeAndByRanges) {
     EXPECT_EQ(gap_at.back(), layout.gaps.size());
     for (uint32_t i = 0; i < m.shards[s].num_docs; ++i) {
       const DocId d = m.shards[s].first_doc + i;
-      const std::string want = read_file(input() / m.docs[d].name);
+      const std::string want = read_file(input() / m.doc_names[d]);
       EXPECT_EQ(segment_words(g, i), m.docs[d].words);
       std::vector<WordId> words;
       expand_checked(archive(), m, s, g, d, words);
@@ -89,13 +89,13 @@ TEST_F(DocumentTextTest, EveryDocumentWholeAndByRanges) {
       ASSERT_EQ(text.size(), want.size());
       std::string got;
       text.append(0, text.size(), got);
-      ASSERT_EQ(got, want) << m.docs[d].name;
+      ASSERT_EQ(got, want) << m.doc_names[d];
       // Ranges, and reads piece by piece from a position.
       for (int k = 0; k < 20 && !want.empty(); ++k) {
         const uint64_t a = rng() % want.size(), b = a + rng() % (want.size() - a + 1);
         got.clear();
         text.append(a, b, got);
-        ASSERT_EQ(got, want.substr(a, b - a)) << m.docs[d].name << " [" << a << ", " << b << ")";
+        ASSERT_EQ(got, want.substr(a, b - a)) << m.doc_names[d] << " [" << a << ", " << b << ")";
         text.seek(a);
         got.clear();
         const uint64_t step = 1 + rng() % 9;

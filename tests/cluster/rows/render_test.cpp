@@ -49,11 +49,7 @@ Dictionary dictionary(const std::vector<std::string>& words) {
   return d;
 }
 
-std::vector<DocEntry> documents(const std::vector<std::string>& names) {
-  std::vector<DocEntry> docs(names.size());
-  for (size_t i = 0; i < names.size(); ++i) docs[i].name = names[i];
-  return docs;
-}
+Dictionary documents(const std::vector<std::string>& names) { return dictionary(names); }
 
 struct Built {
   RecordBatch records;
@@ -108,7 +104,7 @@ struct Rendered {
 };
 
 Rendered render(const Built& b, const QueryOptions& q, const Dictionary& dict,
-                const std::vector<DocEntry>& docs, OutputFormat fmt, bool first_is_start = true,
+                const Dictionary& docs, OutputFormat fmt, bool first_is_start = true,
                 unsigned threads = 2, const SequenceOrder* ranked = nullptr) {
   const DocText doc_text(docs, q.ids, fmt, threads);
   const RenderContext ctx{q, dict, doc_text, fmt, ranked};
@@ -134,7 +130,7 @@ Rendered render(const Built& b, const QueryOptions& q, const Dictionary& dict,
 /// The whole result's bytes: all rows, then the JSON trailer. Also checks the chunked output
 /// and the byte count against render_all().
 std::string whole(const Built& b, const QueryOptions& q, const Dictionary& dict,
-                  const std::vector<DocEntry>& docs, OutputFormat fmt,
+                  const Dictionary& docs, OutputFormat fmt,
                   const SequenceOrder* ranked = nullptr) {
   const Rendered r = render(b, q, dict, docs, fmt, true, 2, ranked);
   EXPECT_EQ(r.chunks, r.all);
@@ -177,7 +173,7 @@ const std::vector<std::string> kNames = {"a.txt",
 class RenderLiteral : public ::testing::Test {
  protected:
   Dictionary dict = dictionary(kWords);
-  std::vector<DocEntry> docs = documents(kNames);
+  Dictionary docs = documents(kNames);
 };
 
 TEST_F(RenderLiteral, WordCount) {
@@ -647,7 +643,7 @@ TEST_P(RenderLarge, ManyBlocksEqualIndependentBytes) {
   const std::vector<std::string> words = large_words();
   const std::vector<std::string> names = large_names();
   const Dictionary dict = dictionary(words);
-  const std::vector<DocEntry> docs = documents(names);
+  const Dictionary docs = documents(names);
   const uint32_t V = dict.size(), D = static_cast<uint32_t>(docs.size());
   const bool grouped = c.task == Task::kInvertedIndex || c.task == Task::kTermVector ||
                        c.task == Task::kRankedInvertedIndex;

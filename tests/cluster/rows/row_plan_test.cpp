@@ -35,10 +35,9 @@ Dictionary tricky_dictionary(bool low_bytes) {
   return d;
 }
 
-std::vector<DocEntry> documents(uint32_t n) {
-  std::vector<DocEntry> docs(n);
-  for (uint32_t i = 0; i < n; ++i)
-    docs[i].name = "d" + std::to_string(1000 + i) + (i % 3 ? "" : "\tx");
+Dictionary documents(uint32_t n) {
+  Dictionary docs;
+  for (uint32_t i = 0; i < n; ++i) docs.push_back("d" + std::to_string(1000 + i) + (i % 3 ? "" : "\tx"));
   return docs;
 }
 
@@ -64,10 +63,10 @@ std::string joined(const Dictionary& d, const uint32_t* w, uint32_t n) {
   for (uint32_t i = 0; i < n; ++i) s += (i ? " " : "") + std::string(d[w[i]]);
   return s;
 }
-std::string tsv_doc(const std::vector<DocEntry>& docs, DocId d, bool ids) {
+std::string tsv_doc(const Dictionary& docs, DocId d, bool ids) {
   if (ids) return std::to_string(d);
   std::string out;
-  for (char c : docs[d].name) out += c == '\t' ? std::string("\\t") : std::string(1, c);
+  for (char c : docs[d]) out += c == '\t' ? std::string("\\t") : std::string(1, c);
   return out;
 }
 std::string json_text(const std::string& s) {
@@ -76,11 +75,11 @@ std::string json_text(const std::string& s) {
 
 /// The reference result bytes for records `r` (any order, unique keys), built from strings.
 std::string reference(const RecordBatch& r, const QueryOptions& q, const Dictionary& dict,
-                      const std::vector<DocEntry>& docs, OutputFormat fmt) {
+                      const Dictionary& docs, OutputFormat fmt) {
   const bool json = fmt == OutputFormat::kJson;
   std::vector<std::string> lines;
   auto key = [&](size_t i) { return &r.keys[i * r.width]; };
-  auto doc_json = [&](DocId d) { return q.ids ? std::to_string(d) : json_text(docs[d].name); };
+  auto doc_json = [&](DocId d) { return q.ids ? std::to_string(d) : json_text(std::string(docs[d])); };
   if (q.task == Task::kWordCount) {
     std::vector<std::tuple<uint64_t, std::string>> rows;  // (~count, word)
     for (size_t i = 0; i < r.size(); ++i)
@@ -169,7 +168,7 @@ std::string reference(const RecordBatch& r, const QueryOptions& q, const Diction
 /// as the GPU does (DeviceRecords::order_by_count, its host reference) and planned by
 /// plan_ordered_rows instead of plan_rows.
 std::string rendered(RecordBatch r, const QueryOptions& q, const Dictionary& dict,
-                     const std::vector<DocEntry>& docs, OutputFormat fmt, unsigned threads,
+                     const Dictionary& docs, OutputFormat fmt, unsigned threads,
                      bool rank_keys, bool gpu_ordered = false) {
   const SequenceOrder words(dict, q.n, threads);
   const bool ranked = rank_keys && is_sequence_task(q.task) && !words.identity();
@@ -214,7 +213,7 @@ TEST(RowPlan, EqualsStringReferenceForEveryTask) {
       {Task::kTermVector, 3, false, 2, 1},          {Task::kTermVector, 3, false, 0, 3},
       {Task::kInvertedIndex, 3, false, 0, 1},
   };
-  const std::vector<DocEntry> docs = documents(7);
+  const Dictionary docs = documents(7);
   for (bool low : {false, true}) {
     const Dictionary dict = tricky_dictionary(low);
     const uint32_t V = dict.size(), D = static_cast<uint32_t>(docs.size());
