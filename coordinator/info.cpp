@@ -14,11 +14,10 @@
 namespace gtadoc {
 namespace fs = std::filesystem;
 
-std::string archive_info(const fs::path& archive, bool json, bool verify, bool* verified) {
-  Manifest m = read_manifest(archive);
-  std::optional<VerifyReport> report;
-  if (verify) report = verify_archive(archive, 0);
-  if (verified) *verified = report && report->ok;
+namespace {
+
+std::string describe(const fs::path& archive, const Manifest& m, bool json,
+                     const std::optional<VerifyReport>& report) {
   uint64_t input = 0, words = 0, rules = 0, symbols = 0, shard_bytes = 0, index_bound = 0;
   uint32_t depth = 0;
   for (const auto& s : m.shards) {
@@ -112,6 +111,20 @@ std::string archive_info(const fs::path& archive, bool json, bool verify, bool* 
   else
     line("verified", "NO: " + report->first_failure());
   return out;
+}
+
+}  // namespace
+
+std::string archive_info(const fs::path& archive, bool json, bool verify, bool* verified) {
+  const Manifest m = read_manifest(archive);
+  std::optional<VerifyReport> report;
+  if (verify) report = verify_archive(archive, 0);
+  if (verified) *verified = report && report->ok;
+  return describe(archive, m, json, report);
+}
+
+std::string archive_info(const fs::path& archive, const Manifest& manifest, bool json) {
+  return describe(archive, manifest, json, std::nullopt);
 }
 
 }  // namespace gtadoc

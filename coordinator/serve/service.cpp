@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -289,6 +291,43 @@ void execute(Comm& comm, ArchiveSession& session, ResidentSearchIndex& index,
                rendered ? "" : " - the client went away or was too slow");
 }
 
+/// Queries whose first run builds what later ones reuse (the GPU engine's per-shard sequence
+/// tables, the sequence order, the document names' text): run once each after the service says
+/// it is ready, in this order.
+constexpr const char* kWarmUpQueries[] = {
+    R"({"task":"word-count","top":100})",
+    R"({"task":"sequence-count","top":100})",
+    R"({"task":"inverted-index","top":100})",
+};
+
+/// Whether a failure-test hook is set to strike (its value is not "none"): the hooks aim at the
+/// clients' queries, so no warm-up query runs then.
+bool fault_hook_set() {
+  for (const std::optional<std::string>& v : {settings::text_if_set("GTADOC_FAULT_INJECT"),
+                                              settings::text_if_set("GTADOC_FAULT_PAUSE")})
+    if (v && *v != "none") return true;
+  return false;
+}
+
+/// Rank 0, once ready: runs kWarmUpQueries (every rank takes part, answers are dropped, nothing
+/// is counted) while no client's query waits; a query that arrives ends the warm-up there, so a
+/// client waits at most for the one warm-up query under way.
+void warm_up_tasks(Comm& comm, ArchiveSession& session, ResidentSearchIndex& index,
+                   ServiceState& state) {
+  if (!settings::flag("GTADOC_SERVE_WARM_UP") || fault_hook_set()) return;
+  Timer timer;
+  size_t ran = 0;
+  for (const char* body : kWarmUpQueries) {
+    if (state.queue.depth() > 0 || state.draining) break;
+    std::vector<uint8_t> msg = encode(false, OutputFormat::kTsv, body);
+    comm.broadcast_idle(msg);
+    execute(comm, session, index, msg, nullptr, nullptr);
+    ++ran;
+  }
+  spdlog::info("warm-up: {} of {} task queries in {:.2f}s", ran, std::size(kWarmUpQueries),
+               timer.seconds());
+}
+
 }  // namespace
 
 void serve(Comm& comm, const ServeOptions& o) {
@@ -360,7 +399,7 @@ void serve(Comm& comm, const ServeOptions& o) {
         std::chrono::milliseconds(static_cast<int64_t>(o.header_timeout_s * 1000));
     state->write_timeout =
         std::chrono::milliseconds(static_cast<int64_t>(o.write_timeout_s * 1000));
-    state->archive_json = archive_info(o.archive, true);
+    state->archive_json = archive_info(o.archive, session->manifest(), true);
     char id[24];
     std::snprintf(id, sizeof id, "%016llx",
                   static_cast<unsigned long long>(session->manifest().archive_id));
@@ -400,6 +439,7 @@ void serve(Comm& comm, const ServeOptions& o) {
   std::fprintf(stderr, "gtadoc serve: listening on http://%s:%u\n", listen.shown.c_str(),
                static_cast<unsigned>(server->port()));
   std::fflush(stderr);
+  warm_up_tasks(comm, *session, search_index, *state);
 
   for (;;) {
     std::shared_ptr<QueryJob> job = state->queue.pop();

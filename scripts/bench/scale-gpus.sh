@@ -7,10 +7,13 @@
 # half the cores' reads at once, by the chunk maps and through HDF5); `word-count --top 100`
 # on 1 GPU (twice, alternating with GTADOC_CHUNK_MAPS=0 and the old build), on every GPU
 # (--gpus N, also with GTADOC_CHUNK_MAPS=0) and on 2; the CPU engine; `sequence-count --top 100` on 1
-# GPU and on every GPU (-vv: where the shuffle's time goes); the one-GPU load by shard (-vv: the
-# read steps, the waits for reads); then `gtadoc serve --gpus N`: seconds until /healthz answers,
-# uncached `word-count --top 100` x7 and `sequence-count --top 100` x4 (ms each); a second start
-# with GTADOC_GPU_PHASES=1: the merged DAGs' build by phase.
+# GPU and on every GPU (-vv: where the shuffle's time goes); `inverted-index --top 100` on 1 GPU
+# (the one task here that prints document names); the one-GPU load by shard (-vv: the read steps,
+# the waits for reads); then `gtadoc serve --gpus N`, started twice (without its warm-up queries,
+# then with them, queried once they are done): seconds until /healthz answers, uncached
+# `word-count --top 100` x7, `sequence-count --top 100` x4 and `inverted-index --top 100` x3 (ms
+# each, Server-Timing of the first two); a third start with GTADOC_GPU_PHASES=1: the merged DAGs'
+# build by phase. On a one-GPU machine the runs on every GPU and on two are left out.
 #
 #   SIZE=32G OUT=/tmp/out scripts/bench/scale-gpus.sh            # GPU machine, 64 cores: ~9 min
 #   OLD_SRC=../old SIZE=32G scripts/bench/scale-gpus.sh            # and the old build's runs
@@ -70,15 +73,22 @@ for k in 1 2; do
   GTADOC_CHUNK_MAPS=0 t new-wc-g1-hdf5-$k $N -v run $W/a.gtd word-count --top 100 --engine gpu
   [ -n "$OLD" ] && t old-wc-g1-$k $O -v run $W/a.gtd word-count --top 100 --engine gpu
 done
-GTADOC_CHUNK_MAPS=0 t new-wc-g$NG-hdf5 $N -v run $W/a.gtd word-count --top 100 --gpus $NG
-t new-wc-g$NG $N -v run $W/a.gtd word-count --top 100 --gpus $NG
-[ -n "$OLD" ] && t old-wc-g$NG $O -v run $W/a.gtd word-count --top 100 --gpus $NG
-t new-wc-g2 $N -v run $W/a.gtd word-count --top 100 --gpus 2
+if [ "$NG" -gt 1 ]; then
+  GTADOC_CHUNK_MAPS=0 t new-wc-g$NG-hdf5 $N -v run $W/a.gtd word-count --top 100 --gpus $NG
+  t new-wc-g$NG $N -v run $W/a.gtd word-count --top 100 --gpus $NG
+  [ -n "$OLD" ] && t old-wc-g$NG $O -v run $W/a.gtd word-count --top 100 --gpus $NG
+  t new-wc-g2 $N -v run $W/a.gtd word-count --top 100 --gpus 2
+fi
 for lanes in 1 8 16; do
   GTADOC_GPU_LOAD_LANES=$lanes t new-wc-g1-lanes$lanes $N -v run $W/a.gtd word-count --top 100 --engine gpu
 done
 t new-wc-cpu $N -v run $W/a.gtd word-count --top 100 --engine cpu
 t new-seq-g1 $N -v run $W/a.gtd sequence-count --top 100 --engine gpu
+[ -n "$OLD" ] && t old-seq-g1 $O -v run $W/a.gtd sequence-count --top 100 --engine gpu
+for k in 1 2; do  # an index task prints document names: read only by the tasks that print them
+  t new-ii-g1-$k $N -v run $W/a.gtd inverted-index --top 100 --engine gpu
+  [ -n "$OLD" ] && t old-ii-g1-$k $O -v run $W/a.gtd inverted-index --top 100 --engine gpu
+done
 t new-seq-g$NG-vv $N -vv run $W/a.gtd sequence-count --top 100 --gpus $NG
 t new-wc-g1-vv $N -vv run $W/a.gtd word-count --top 100 --engine gpu
 grep -h "ms: lock wait" $L/err.new-wc-g1-vv | awk '{for(i=1;i<=NF;i++){if($i=="wait")lw+=$(i+1); if($i=="open")op+=$(i+1); if($i=="checks")ck+=$(i+1); if($i=="[locate")lo+=$(i+1); if($i=="touch")to+=$(i+1); if($i=="validate")va+=$(i+1); if($i=="data")da+=$(i+1); if($i=="inflate")inf+=$(i+1)} n++} END {if(n) printf "wc 1 gpu reads: %d shards, ms per shard: lock wait %.2f open %.2f locate %.2f touch %.2f data %.2f inflate (thread-ms) %.2f checks %.2f validate %.2f\n", n, lw/n, op/n, lo/n, to/n, da/n, inf/n, ck/n, va/n}' | tee -a $R
@@ -86,18 +96,41 @@ awk '/waited .* for the read/ { for (i=1;i<=NF;i++) { if ($i=="waited") w+=$(i+1
 grep -h "device shuffle\|local reduce\|row exchange\|merged in" $L/err.new-seq-g$NG-vv | head -12 | cut -c1-220 | tee -a $R
 for f in $W/out.*wc*; do cmp -s $f $W/out.new-wc-g1-1 || say "DIFF $f"; done
 for f in $W/out.*seq*; do cmp -s $f $W/out.new-seq-g1 || say "DIFF $f"; done
+for f in $W/out.*ii-g1*; do cmp -s $f $W/out.new-ii-g1-1 || say "DIFF $f"; done
 say compared
-port=$((20000 + RANDOM % 20000)); s=$EPOCHREALTIME
-$N -vv serve $W/a.gtd --listen 127.0.0.1:$port --gpus $NG > $L/serve.log 2>&1 & sp=$!
-for i in $(seq 1200); do curl -sf localhost:$port/healthz >/dev/null && break; sleep 0.05; done
-ready=$(since $s); q=""
-for k in 1 2 3 4 5 6 7; do s2=$EPOCHREALTIME; curl -sf localhost:$port/v1/query -H 'Cache-Control: no-cache' -d '{"task":"word-count","top":100,"format":"tsv"}' > $W/sv.$k; q="$q $(awk -v a=$EPOCHREALTIME -v b=$s2 'BEGIN{printf "%.1f", (a-b)*1000}')"; done
-say "serve --gpus $NG ready ${ready}s word-count --top 100 ms:$q"
-q=""; for k in 1 2 3 4; do s2=$EPOCHREALTIME; curl -sf localhost:$port/v1/query -H 'Cache-Control: no-cache' -d '{"task":"sequence-count","top":100,"format":"tsv"}' > $W/sq.$k; q="$q $(awk -v a=$EPOCHREALTIME -v b=$s2 'BEGIN{printf "%.1f", (a-b)*1000}')"; done
-say "serve --gpus $NG sequence-count --top 100 ms:$q"
-cmp -s $W/sv.1 $W/out.new-wc-g1-1 || say "DIFF serve wc"; cmp -s $W/sq.1 $W/out.new-seq-g1 || say "DIFF serve seq"
-kill $sp; wait $sp 2>/dev/null
-grep -h "ready\|warm\|prepar\|merged\|listening\|manifest read" $L/serve.log | grep -v "shard [0-9]*:" | head -12 | cut -c1-220 | tee -a $R
+# The service, twice: without its warm-up queries (the first query of each task builds what
+# later ones reuse), then with them, timed once the log says they are done; Server-Timing of each
+# task's first two queries.
+port=$((20000 + RANDOM % 20000))
+q_ms() {  # TASK COUNT LABEL: COUNT uncached queries, ms each; Server-Timing of the first two
+  local q="" k s2
+  for k in $(seq $2); do
+    s2=$EPOCHREALTIME
+    curl -sf -D $W/h.$3.$k localhost:$port/v1/query -H 'Cache-Control: no-cache' -d "{\"task\":\"$1\",\"top\":100,\"format\":\"tsv\"}" > $W/$3.$k
+    q="$q $(awk -v a=$EPOCHREALTIME -v b=$s2 'BEGIN{printf "%.1f", (a-b)*1000}')"
+  done
+  say "  $1 --top 100 ms:$q"
+  for k in 1 2; do say "    $k: $(grep -i '^server-timing' $W/h.$3.$k | tr -d '\r' | tr '\n' ' ' | cut -c1-300)"; done
+}
+for mode in cold warm; do
+  port=$((port + 1)); s=$EPOCHREALTIME
+  env GTADOC_SERVE_WARM_UP=$([ $mode = warm ] && echo 1 || echo 0) $N -vv serve $W/a.gtd --listen 127.0.0.1:$port --gpus $NG > $L/serve-$mode.log 2>&1 & sp=$!
+  for i in $(seq 1200); do curl -sf localhost:$port/healthz >/dev/null && break; sleep 0.05; done
+  ready=$(since $s)
+  if [ $mode = warm ]; then
+    for i in $(seq 1200); do grep -q "warm-up:" $L/serve-$mode.log && break; sleep 0.05; done
+    say "serve --gpus $NG ready ${ready}s; $(grep -o 'warm-up:.*' $L/serve-$mode.log) (done $(since $s) s after the start)"
+  else
+    say "serve --gpus $NG ready ${ready}s, no warm-up queries"
+  fi
+  q_ms word-count 7 sv-$mode
+  q_ms sequence-count 4 sq-$mode
+  q_ms inverted-index 3 si-$mode
+  cmp -s $W/sv-$mode.1 $W/out.new-wc-g1-1 || say "DIFF serve wc"; cmp -s $W/sq-$mode.1 $W/out.new-seq-g1 || say "DIFF serve seq"
+  cmp -s $W/si-$mode.1 $W/out.new-ii-g1-1 || say "DIFF serve ii"
+  kill $sp; wait $sp 2>/dev/null
+  grep -h "ready\|warm\|prepar\|merged\|listening\|manifest read\|sequence order" $L/serve-$mode.log | grep -v "shard [0-9]*:" | head -14 | cut -c1-220 | tee -a $R
+done
 # Where the service's start goes: the merged DAGs' build by phase (a second start, not queried).
 port=$((port + 1))
 GTADOC_GPU_PHASES=1 $N -vv serve $W/a.gtd --listen 127.0.0.1:$port --gpus $NG > $L/serve-phases.log 2>&1 & sp=$!

@@ -472,7 +472,12 @@ TEST(Crafted, SizeClaimsBeyondTheFileAreRefusedBeforeAllocating) {
       replace_with_claim(dir / kManifestFile, name, n);
       const std::string needle = std::string("manifest.h5: dataset ") + name + ": claims " +
                                  std::to_string(n) + " elements";
-      expect_every_reader_refuses(dir, needle);
+      // The names are read only by the queries that print documents.
+      if (std::string(name) == "/documents/name_lengths")
+        expect_every_reader_refuses(dir, needle,
+                                    {"info", "verify", "run:inverted-index", "decompress"});
+      else
+        expect_every_reader_refuses(dir, needle);
       try {
         read_manifest(dir);
         ADD_FAILURE() << name << " accepted";
