@@ -7,12 +7,12 @@
 # half the cores' reads at once, by the chunk maps and through HDF5); `word-count --top 100`
 # on 1 GPU (twice, alternating with GTADOC_CHUNK_MAPS=0 and the old build), on every GPU
 # (--gpus N, also with GTADOC_CHUNK_MAPS=0) and on 2; the CPU engine; `sequence-count --top 100` on 1
-# GPU and on every GPU (-vv: where the shuffle's time goes); `inverted-index --top 100` on 1 GPU
-# (the one task here that prints document names); the one-GPU load by shard (-vv: the read steps,
+# GPU and on every GPU (-vv: where the shuffle's time goes); `sequence-count --top 100 --per-doc`
+# on 1 GPU (the one query here that prints document names); the one-GPU load by shard (-vv: the read steps,
 # the waits for reads); then `gtadoc serve --gpus N`, started twice (without its warm-up queries,
 # then with them, queried once they are done): seconds until /healthz answers, uncached
-# `word-count --top 100` x7, `sequence-count --top 100` x4 and `inverted-index --top 100` x3 (ms
-# each, Server-Timing of the first two); a third start with GTADOC_GPU_PHASES=1: the merged DAGs'
+# `word-count --top 100` x7 and `sequence-count --top 100` x4 (ms each, Server-Timing of the first
+# two); a third start with GTADOC_GPU_PHASES=1: the merged DAGs'
 # build by phase. On a one-GPU machine the runs on every GPU and on two are left out.
 #
 #   SIZE=32G OUT=/tmp/out scripts/bench/scale-gpus.sh            # GPU machine, 64 cores: ~9 min
@@ -85,9 +85,9 @@ done
 t new-wc-cpu $N -v run $W/a.gtd word-count --top 100 --engine cpu
 t new-seq-g1 $N -v run $W/a.gtd sequence-count --top 100 --engine gpu
 [ -n "$OLD" ] && t old-seq-g1 $O -v run $W/a.gtd sequence-count --top 100 --engine gpu
-for k in 1 2; do  # an index task prints document names: read only by the tasks that print them
-  t new-ii-g1-$k $N -v run $W/a.gtd inverted-index --top 100 --engine gpu
-  [ -n "$OLD" ] && t old-ii-g1-$k $O -v run $W/a.gtd inverted-index --top 100 --engine gpu
+for k in 1 2; do  # rows that name documents: the names are read only by such queries
+  t new-pd-g1-$k $N -v run $W/a.gtd sequence-count --top 100 --per-doc --engine gpu
+  [ -n "$OLD" ] && t old-pd-g1-$k $O -v run $W/a.gtd sequence-count --top 100 --per-doc --engine gpu
 done
 t new-seq-g$NG-vv $N -vv run $W/a.gtd sequence-count --top 100 --gpus $NG
 t new-wc-g1-vv $N -vv run $W/a.gtd word-count --top 100 --engine gpu
@@ -96,7 +96,7 @@ awk '/waited .* for the read/ { for (i=1;i<=NF;i++) { if ($i=="waited") w+=$(i+1
 grep -h "device shuffle\|local reduce\|row exchange\|merged in" $L/err.new-seq-g$NG-vv | head -12 | cut -c1-220 | tee -a $R
 for f in $W/out.*wc*; do cmp -s $f $W/out.new-wc-g1-1 || say "DIFF $f"; done
 for f in $W/out.*seq*; do cmp -s $f $W/out.new-seq-g1 || say "DIFF $f"; done
-for f in $W/out.*ii-g1*; do cmp -s $f $W/out.new-ii-g1-1 || say "DIFF $f"; done
+for f in $W/out.*pd-g1*; do cmp -s $f $W/out.new-pd-g1-1 || say "DIFF $f"; done
 say compared
 # The service, twice: without its warm-up queries (the first query of each task builds what
 # later ones reuse), then with them, timed once the log says they are done; Server-Timing of each
@@ -115,7 +115,8 @@ q_ms() {  # TASK COUNT LABEL: COUNT uncached queries, ms each; Server-Timing of 
 for mode in cold warm; do
   port=$((port + 1)); s=$EPOCHREALTIME
   env GTADOC_SERVE_WARM_UP=$([ $mode = warm ] && echo 1 || echo 0) $N -vv serve $W/a.gtd --listen 127.0.0.1:$port --gpus $NG > $L/serve-$mode.log 2>&1 & sp=$!
-  for i in $(seq 1200); do curl -sf localhost:$port/healthz >/dev/null && break; sleep 0.05; done
+  for i in $(seq 1200); do curl -sf localhost:$port/healthz >/dev/null && break; kill -0 $sp 2>/dev/null || break; sleep 0.05; done
+  kill -0 $sp 2>/dev/null || { say "serve exited: $(grep -i 'error' $L/serve-$mode.log | head -2 | cut -c1-200)"; break; }
   ready=$(since $s)
   if [ $mode = warm ]; then
     for i in $(seq 1200); do grep -q "warm-up:" $L/serve-$mode.log && break; sleep 0.05; done
@@ -125,9 +126,7 @@ for mode in cold warm; do
   fi
   q_ms word-count 7 sv-$mode
   q_ms sequence-count 4 sq-$mode
-  q_ms inverted-index 3 si-$mode
   cmp -s $W/sv-$mode.1 $W/out.new-wc-g1-1 || say "DIFF serve wc"; cmp -s $W/sq-$mode.1 $W/out.new-seq-g1 || say "DIFF serve seq"
-  cmp -s $W/si-$mode.1 $W/out.new-ii-g1-1 || say "DIFF serve ii"
   kill $sp; wait $sp 2>/dev/null
   grep -h "ready\|warm\|prepar\|merged\|listening\|manifest read\|sequence order" $L/serve-$mode.log | grep -v "shard [0-9]*:" | head -14 | cut -c1-220 | tee -a $R
 done
