@@ -815,21 +815,45 @@ void check_document_names(const Dictionary& names) {
 // `dict_sorted_unique` says whether the dictionary is sorted and unique (checked when decoding).
 void check_manifest(const Manifest& m, bool dict_sorted_unique) {
   if (!dict_sorted_unique) throw InputError("dictionary words are not sorted and unique");
+  // The shards whose document ranges follow each other inside the table (all of them in a valid
+  // manifest) get their sums, and their first document of another shard, on every usable CPU
+  // (4 M documents at 32 GB); the checks then run in shard order with a sequential reader's
+  // messages.
+  const size_t num_shards = m.shards.size();
+  size_t ranged = 0;
+  for (uint64_t next = 0; ranged < num_shards; ++ranged) {
+    const ShardEntry& e = m.shards[ranged];
+    if (e.first_doc != next || e.num_docs > m.docs.size() - next) break;
+    next += e.num_docs;
+  }
+  struct Sums {
+    uint64_t words = 0, bytes = 0, foreign = ~uint64_t{0};  ///< first document of another shard
+  };
+  std::vector<Sums> sums(ranged);
+  parallel_for(ranged, 0, [&](size_t s) {
+    const ShardEntry& e = m.shards[s];
+    Sums& out = sums[s];
+    for (uint64_t d = e.first_doc; d < e.first_doc + uint64_t{e.num_docs}; ++d) {
+      if (m.docs[d].shard != s) {
+        out.foreign = d;
+        return;
+      }
+      out.words += m.docs[d].words;
+      out.bytes += m.docs[d].bytes;
+    }
+  });
   uint64_t next_doc = 0;
-  for (size_t s = 0; s < m.shards.size(); ++s) {
+  for (size_t s = 0; s < num_shards; ++s) {
     const ShardEntry& e = m.shards[s];
     const std::string what = "shard " + std::to_string(s);
     expect_equal(e.first_doc, next_doc, what + " first_doc");
     if (e.num_docs > m.docs.size() - next_doc)
       throw InputError(what + " has documents beyond the document table");
-    uint64_t words = 0, bytes = 0;
-    for (uint64_t d = e.first_doc; d < e.first_doc + uint64_t{e.num_docs}; ++d) {
-      expect_equal(m.docs[d].shard, s, "shard of document " + std::to_string(d));
-      words += m.docs[d].words;
-      bytes += m.docs[d].bytes;
-    }
-    expect_equal(words, e.words, what + " words");
-    expect_equal(bytes, e.input_bytes, what + " input_bytes");
+    const Sums& sum = sums.at(s);
+    if (sum.foreign != ~uint64_t{0})
+      expect_equal(m.docs[sum.foreign].shard, s, "shard of document " + std::to_string(sum.foreign));
+    expect_equal(sum.words, e.words, what + " words");
+    expect_equal(sum.bytes, e.input_bytes, what + " input_bytes");
     next_doc += e.num_docs;
   }
   expect_equal(next_doc, m.docs.size(), "number of documents covered by shards");
@@ -1074,7 +1098,7 @@ Manifest read_manifest(const fs::path& archive, ManifestRead how) {
           });
     // Millions of entries at tens of GB: built and checked on every usable CPU; the first bad
     // entry in document order is reported, as a sequential reader would.
-    m.docs.resize(num_docs);
+    resize_on_huge_pages(m.docs, num_docs);  // first touch of 96 MB at 4 M documents
     const size_t bad_doc = first_where(0, num_docs, [&](size_t d) {
       DocEntry& e = m.docs[d];
       e.bytes = bytes[d];
