@@ -29,7 +29,8 @@ fs::path safe_relative_path(std::string_view name) {
   for (const auto& part : p) {
     if (part == ".." || part == "." || part.empty()) ok = false;
   }
-  if (!ok) throw InputError("document name '" + std::string(name) + "' is not a safe relative path");
+  if (!ok)
+    throw InputError("document name '" + std::string(name) + "' is not a safe relative path");
   return p;
 }
 

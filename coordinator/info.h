@@ -17,7 +17,6 @@ std::string archive_info(const std::filesystem::path& archive, bool json, bool v
 /// The same summary (unverified) of a manifest already read: the service's `/v1/archive`, made
 /// from its session's manifest without reading and decoding the manifest again (its dictionary
 /// and document names are not needed: only their numbers).
-std::string archive_info(const std::filesystem::path& archive, const Manifest& manifest,
-                         bool json);
+std::string archive_info(const std::filesystem::path& archive, const Manifest& manifest, bool json);
 
 }  // namespace gtadoc

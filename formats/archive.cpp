@@ -851,7 +851,8 @@ void check_manifest(const Manifest& m, bool dict_sorted_unique) {
       throw InputError(what + " has documents beyond the document table");
     const Sums& sum = sums.at(s);
     if (sum.foreign != ~uint64_t{0})
-      expect_equal(m.docs[sum.foreign].shard, s, "shard of document " + std::to_string(sum.foreign));
+      expect_equal(m.docs[sum.foreign].shard, s,
+                   "shard of document " + std::to_string(sum.foreign));
     expect_equal(sum.words, e.words, what + " words");
     expect_equal(sum.bytes, e.input_bytes, what + " input_bytes");
     next_doc += e.num_docs;
@@ -871,7 +872,7 @@ void write_manifest_file(const fs::path& file, const Manifest& m, const ArchiveO
   if (resolve_threads(options.threads) > 1)
     digest = std::async(std::launch::async, [&m] { return manifest_content_digest(m); });
   FrontCoded words = front_code(m.dict, options.threads);
-  expect_equal(m.doc_names.size(), m.docs.size(), "number of document names");
+  GTADOC_EXPECTS(m.doc_names.size() == m.docs.size(), "one name per document");
   const std::vector<char>& name_bytes = m.doc_names.bytes();
   std::vector<uint64_t> name_lengths(m.docs.size());
   for (size_t d = 0; d < name_lengths.size(); ++d)
@@ -1092,10 +1093,10 @@ Manifest read_manifest(const fs::path& archive, ManifestRead how) {
     expect_equal(shard.size(), num_docs, "size of /documents/shard");
     if (num_docs >= kBoundaryBit) throw InputError("document table too large");
     if (defer)
-      m.doc_names = Dictionary::on_demand(
-          static_cast<uint32_t>(num_docs), [file, id = m.archive_id, num_docs] {
-            return read_document_names_alone(file, id, num_docs);
-          });
+      m.doc_names = Dictionary::on_demand(static_cast<uint32_t>(num_docs),
+                                          [file, id = m.archive_id, num_docs] {
+                                            return read_document_names_alone(file, id, num_docs);
+                                          });
     // Millions of entries at tens of GB: built and checked on every usable CPU; the first bad
     // entry in document order is reported, as a sequential reader would.
     resize_on_huge_pages(m.docs, num_docs);  // first touch of 96 MB at 4 M documents

@@ -328,7 +328,6 @@ void expect_every_reader_refuses(const fs::path& archive, const std::string& nee
   EXPECT_FALSE(fs::exists(out));
 }
 
-
 TEST(Verify, ChunkMapsAreCheckedAgainstTheFiles) {
   SampleArchive a;  // compressed by gtadoc: every shard's chunk maps recorded
   Manifest m = read_manifest(a.path);
@@ -355,7 +354,8 @@ TEST(Crafted, DictionaryWordsWithWhitespaceOrEmptyAreRefused) {
   int k = 0;
   for (const char* tail : {"\t1\nzzz", "\n", " x", "\r", "\v", "\f"}) {
     Manifest bad = m;
-    bad.dict = testutil::with_entry(m.dict, last, std::string(m.dict[last]) + tail);  // still sorted
+    bad.dict =
+        testutil::with_entry(m.dict, last, std::string(m.dict[last]) + tail);  // still sorted
     char hex[8];
     std::snprintf(hex, sizeof hex, "0x%02x", static_cast<unsigned char>(tail[0]));
     const std::string needle =
@@ -396,8 +396,7 @@ TEST(Crafted, UnsafeDocumentNamesAreRefused) {
     const fs::path dir = crafted_copy(a, bad, a.tmp / ("n" + std::to_string(k++) + ".gtd"));
     // A query reads the names only when it prints documents: an index refuses them, a word
     // count never reads them.
-    const std::vector<std::string> readers = {"info", "verify", "run:inverted-index",
-                                              "decompress"};
+    const std::vector<std::string> readers = {"info", "verify", "run:inverted-index", "decompress"};
     expect_every_reader_refuses(dir, "document 0: name \"", readers);
     expect_every_reader_refuses(dir, "\" is not a safe relative path", readers);
     auto counted = run_limited({"run", dir.string(), "word-count", "--top", "3"}, kMemoryLimit);
@@ -416,8 +415,9 @@ TEST(Crafted, DocumentSizesInconsistentWithTheGrammarAreRefused) {
     bad.shards[doc.shard].input_bytes += bytes - doc.bytes;  // the tables still add up
     const fs::path dir = crafted_copy(a, bad, a.tmp / ("b" + std::to_string(k++) + ".gtd"));
     const std::string needle = "shard-0000" + std::to_string(doc.shard) + ".h5: document 5 (" +
-                               std::string(m.doc_names[5]) + ") expands to " + std::to_string(doc.bytes) +
-                               " bytes, the manifest says " + std::to_string(bytes);
+                               std::string(m.doc_names[5]) + ") expands to " +
+                               std::to_string(doc.bytes) + " bytes, the manifest says " +
+                               std::to_string(bytes);
     for (const std::vector<std::string>& args :
          {std::vector<std::string>{"verify", dir.string()},
           {"decompress", dir.string(), "-o", (a.tmp / "out").string()}}) {

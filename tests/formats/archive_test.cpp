@@ -18,8 +18,8 @@
 #include "formats/chunk_maps.h"
 #include "formats/h5.h"
 #include "tests/testutil/corpus.h"
-#include "tests/testutil/string_tables.h"
 #include "tests/testutil/grammars.h"
+#include "tests/testutil/string_tables.h"
 
 namespace gtadoc {
 namespace {
@@ -218,11 +218,11 @@ TEST_P(ArchiveDeflate, ManifestRoundTripWithOddBytes) {
     m.dict.push_back(w);
   ASSERT_TRUE(m.dict.is_sorted_unique());
   m.docs = {{0, 0, 0}, {10, 3, 0}, {5, 1, 1}, {0, 0, 1}, {7, 2, 1}};
-  for (const std::string& name : {std::string("\x01"),
-                                  std::string("a\x01"
-                                              "b"),
-                                  std::string("dir/file\twith tab"), std::string("new\nline"),
-                                  std::string("\xff\xff", 2)})
+  for (const std::string& name :
+       {std::string("\x01"),
+        std::string("a\x01"
+                    "b"),
+        std::string("dir/file\twith tab"), std::string("new\nline"), std::string("\xff\xff", 2)})
     m.doc_names.push_back(name);
   m.shards = {{0, 2, 10, 3, 4, 9, 1, 1234}, {2, 3, 12, 3, 2, 5, 0, 999}};
   write_manifest_file(dir / kManifestFile, m, {GetParam()});
@@ -638,8 +638,9 @@ TEST(ArchiveErrors, DocumentNamesAreReadAtTheirFirstUse) {
   EXPECT_EQ(lazy.doc_names.bytes(), eager.doc_names.bytes());
   EXPECT_EQ(lazy.doc_names.offsets(), eager.doc_names.offsets());
 
-  for (const auto& [name, needle] : {std::pair<std::string, std::string>{"../up", "document 2: "
-                                                                                  "name \"../up\""},
+  for (const auto& [name, needle] : {std::pair<std::string, std::string>{"../up",
+                                                                         "document 2: "
+                                                                         "name \"../up\""},
                                      {"doc-0000005", "not sorted and unique (document 3)"}}) {
     SCOPED_TRACE(name);
     TempDir bad;

@@ -49,7 +49,9 @@ Dictionary dictionary(const std::vector<std::string>& words) {
   return d;
 }
 
-Dictionary documents(const std::vector<std::string>& names) { return dictionary(names); }
+Dictionary documents(const std::vector<std::string>& names) {
+  return dictionary(names);
+}
 
 struct Built {
   RecordBatch records;
@@ -130,8 +132,7 @@ Rendered render(const Built& b, const QueryOptions& q, const Dictionary& dict,
 /// The whole result's bytes: all rows, then the JSON trailer. Also checks the chunked output
 /// and the byte count against render_all().
 std::string whole(const Built& b, const QueryOptions& q, const Dictionary& dict,
-                  const Dictionary& docs, OutputFormat fmt,
-                  const SequenceOrder* ranked = nullptr) {
+                  const Dictionary& docs, OutputFormat fmt, const SequenceOrder* ranked = nullptr) {
   const Rendered r = render(b, q, dict, docs, fmt, true, 2, ranked);
   EXPECT_EQ(r.chunks, r.all);
   EXPECT_EQ(r.placed, r.all);

@@ -37,7 +37,8 @@ Dictionary tricky_dictionary(bool low_bytes) {
 
 Dictionary documents(uint32_t n) {
   Dictionary docs;
-  for (uint32_t i = 0; i < n; ++i) docs.push_back("d" + std::to_string(1000 + i) + (i % 3 ? "" : "\tx"));
+  for (uint32_t i = 0; i < n; ++i)
+    docs.push_back("d" + std::to_string(1000 + i) + (i % 3 ? "" : "\tx"));
   return docs;
 }
 
@@ -79,7 +80,9 @@ std::string reference(const RecordBatch& r, const QueryOptions& q, const Diction
   const bool json = fmt == OutputFormat::kJson;
   std::vector<std::string> lines;
   auto key = [&](size_t i) { return &r.keys[i * r.width]; };
-  auto doc_json = [&](DocId d) { return q.ids ? std::to_string(d) : json_text(std::string(docs[d])); };
+  auto doc_json = [&](DocId d) {
+    return q.ids ? std::to_string(d) : json_text(std::string(docs[d]));
+  };
   if (q.task == Task::kWordCount) {
     std::vector<std::tuple<uint64_t, std::string>> rows;  // (~count, word)
     for (size_t i = 0; i < r.size(); ++i)
@@ -168,8 +171,8 @@ std::string reference(const RecordBatch& r, const QueryOptions& q, const Diction
 /// as the GPU does (DeviceRecords::order_by_count, its host reference) and planned by
 /// plan_ordered_rows instead of plan_rows.
 std::string rendered(RecordBatch r, const QueryOptions& q, const Dictionary& dict,
-                     const Dictionary& docs, OutputFormat fmt, unsigned threads,
-                     bool rank_keys, bool gpu_ordered = false) {
+                     const Dictionary& docs, OutputFormat fmt, unsigned threads, bool rank_keys,
+                     bool gpu_ordered = false) {
   const SequenceOrder words(dict, q.n, threads);
   const bool ranked = rank_keys && is_sequence_task(q.task) && !words.identity();
   if (ranked) {
