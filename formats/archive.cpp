@@ -811,6 +811,17 @@ void check_document_names(const Dictionary& names) {
                      std::to_string(unsorted) + ")");
 }
 
+// The document names read by `batch` into `bytes` and `lengths` (queued as `bytes_i`,
+// `lengths_i`), checked (check_document_names).
+Dictionary take_document_names(h5::BatchRead& batch, size_t bytes_i, size_t lengths_i,
+                               std::vector<char>& bytes, const std::vector<uint64_t>& lengths) {
+  std::vector<uint64_t> offsets =
+      get_strings(batch, bytes_i, lengths_i, lengths, "name_bytes", "name_lengths");
+  Dictionary names(std::move(bytes), std::move(offsets));
+  check_document_names(names);
+  return names;
+}
+
 // Checks the relations between the tables of a manifest that was just read.
 // `dict_sorted_unique` says whether the dictionary is sorted and unique (checked when decoding).
 void check_manifest(const Manifest& m, bool dict_sorted_unique) {
@@ -983,11 +994,8 @@ Dictionary read_document_names_alone(const fs::path& file, uint64_t archive_id, 
     const size_t lengths_i = batch.add(docs.id(), "name_lengths", lengths);
     const size_t bytes_i = batch.add(docs.id(), "name_bytes", bytes);
     batch.run();
-    std::vector<uint64_t> offsets =
-        get_strings(batch, bytes_i, lengths_i, lengths, "name_bytes", "name_lengths");
+    Dictionary names = take_document_names(batch, bytes_i, lengths_i, bytes, lengths);
     expect_equal(lengths.size(), size, "size of /documents/name_lengths");
-    Dictionary names(std::move(bytes), std::move(offsets));
-    check_document_names(names);
     return names;
   });
 }
@@ -1079,11 +1087,9 @@ Manifest read_manifest(const fs::path& archive, ManifestRead how) {
       batch.finish(bytes_i);
       num_docs = bytes.size();
     } else {
-      std::vector<uint64_t> name_offsets = get_strings(batch, name_bytes_i, name_lengths_i,
-                                                       name_lengths, "name_bytes", "name_lengths");
-      num_docs = name_offsets.size() - 1;
-      m.doc_names = Dictionary(std::move(name_bytes), std::move(name_offsets));
-      check_document_names(m.doc_names);
+      m.doc_names =
+          take_document_names(batch, name_bytes_i, name_lengths_i, name_bytes, name_lengths);
+      num_docs = name_lengths.size();
       batch.finish(bytes_i);
     }
     batch.finish(words_i);
