@@ -114,7 +114,8 @@ q_ms() {  # TASK COUNT LABEL: COUNT uncached queries, ms each; Server-Timing of 
 }
 for mode in cold warm; do
   port=$((port + 1)); s=$EPOCHREALTIME
-  env GTADOC_SERVE_WARM_UP=$([ $mode = warm ] && echo 1 || echo 0) $N -vv serve $W/a.gtd --listen 127.0.0.1:$port --gpus $NG > $L/serve-$mode.log 2>&1 & sp=$!
+  warm=0; [ $mode = warm ] && warm=1
+  env GTADOC_SERVE_WARM_UP=$warm $N -vv serve $W/a.gtd --listen 127.0.0.1:$port --gpus $NG > $L/serve-$mode.log 2>&1 & sp=$!
   for i in $(seq 1200); do curl -sf localhost:$port/healthz >/dev/null && break; kill -0 $sp 2>/dev/null || break; sleep 0.05; done
   kill -0 $sp 2>/dev/null || { say "serve exited: $(grep -i 'error' $L/serve-$mode.log | head -2 | cut -c1-200)"; break; }
   ready=$(since $s)
