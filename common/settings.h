@@ -118,8 +118,9 @@ inline constexpr Variable kVariables[] = {
               "(0: the pipeline's choice)"),
     flag_var("GTADOC_TOP_TO_ROOT", kTuning, "1",
              "0: a small count-ordered --top is exchanged by ranges, not sent to rank 0"),
-    flag_var("GTADOC_SERVE_WARM_UP", kTuning, "1",
-             "0: serve does not run each task's first query once ready (see SERVICE.md)"),
+    word_var("GTADOC_SERVE_WARM_UP", kTuning, "auto|1|0", "auto",
+             "serve's warm-up queries before it says it is ready: auto (the GPU engine), 1 "
+             "(every engine) or 0 (none; see SERVICE.md)"),
     flag_var("GTADOC_GPU_WARMUP", kTuning, "1",
              "0: --engine gpu does not start CUDA beside MPI's start"),
 

@@ -292,7 +292,7 @@ void execute(Comm& comm, ArchiveSession& session, ResidentSearchIndex& index,
 }
 
 /// Queries whose first run builds what later ones reuse (the host's buffers for rows, the GPU
-/// engine's per-shard sequence tables, the sequence order): run once each after the service says
+/// engine's per-shard sequence tables, the sequence order): run once each before the service says
 /// it is ready, in this order. The word count comes last: the first word count after a sequence
 /// count collected its records in 18.9 ms against 2.0 ms (8.6 GB, one H100). They must be valid
 /// queries: every rank runs them as it runs a client's, which rank 0 has checked before sending
@@ -311,25 +311,29 @@ bool fault_hook_set() {
   return false;
 }
 
-/// Rank 0, once ready: runs kWarmUpQueries as the other ranks' loop runs a client's query (the
-/// broadcast, the query, the memory update; answers are dropped, no query is counted) while no
-/// client's query waits; a query that arrives ends the warm-up there, so a
-/// client waits at most for the one warm-up query under way.
+/// Whether the service warms up (GTADOC_SERVE_WARM_UP): `auto` for the GPU engine only. The CPU
+/// engine's first queries cost what its later ones do, and its warm-up's sequence count costs
+/// seconds per GB (25.5 s on 1 GB on two cores), which would only delay the ready point.
+bool warm_up_wanted(const ArchiveSession& session) {
+  const std::string_view v = settings::word("GTADOC_SERVE_WARM_UP");
+  if (v == "0" || fault_hook_set()) return false;
+  return v == "1" || session.engine().name() != "cpu";
+}
+
+/// Rank 0, before it says it is ready: runs kWarmUpQueries as the other ranks' loop runs a
+/// client's query (the broadcast, the query, the memory update; answers are dropped, no query is
+/// counted). No client's query can wait behind them: the server accepts none yet.
 void warm_up_tasks(Comm& comm, ArchiveSession& session, ResidentSearchIndex& index,
                    ServiceState& state) {
-  if (!settings::flag("GTADOC_SERVE_WARM_UP") || fault_hook_set()) return;
+  if (!warm_up_wanted(session)) return;
   Timer timer;
-  size_t ran = 0;
   for (const char* body : kWarmUpQueries) {
-    if (state.queue.depth() > 0 || state.draining) break;
     std::vector<uint8_t> msg = encode(false, OutputFormat::kTsv, body);
     comm.broadcast_idle(msg);
     execute(comm, session, index, msg, nullptr, nullptr);
     update_memory(comm, session, &index, &state.metrics);  // collective, as after every query
-    ++ran;
   }
-  spdlog::info("warm-up: {} of {} queries in {:.2f}s", ran, std::size(kWarmUpQueries),
-               timer.seconds());
+  spdlog::info("warm-up: {} queries in {:.2f}s", std::size(kWarmUpQueries), timer.seconds());
 }
 
 }  // namespace
@@ -431,6 +435,7 @@ void serve(Comm& comm, const ServeOptions& o) {
     return;
   }
 
+  warm_up_tasks(comm, *session, search_index, *state);
   server->start(o.http_threads, [&] {
     spdlog::info("stop requested: answering queued queries, then exiting");
     state->draining = true;
@@ -443,7 +448,6 @@ void serve(Comm& comm, const ServeOptions& o) {
   std::fprintf(stderr, "gtadoc serve: listening on http://%s:%u\n", listen.shown.c_str(),
                static_cast<unsigned>(server->port()));
   std::fflush(stderr);
-  warm_up_tasks(comm, *session, search_index, *state);
 
   for (;;) {
     std::shared_ptr<QueryJob> job = state->queue.pop();

@@ -13,8 +13,9 @@
 #  5. /metrics passes `promtool check metrics` and its counters equal what was sent;
 #  6. SIGTERM with queries in flight and queued: every one is answered whole, exit 0; a
 #     non-loopback listen without --token-file exits 2;
-#  7. the warm-up queries run once the service is ready, and are not counted in /metrics; with
-#     GTADOC_SERVE_WARM_UP=0 none runs.
+#  7. with GTADOC_SERVE_WARM_UP=1 the warm-up queries run before the service says it is ready,
+#     and are not counted in /metrics; the CPU engine's default (auto) and 0 run none; a value
+#     that is none of auto|1|0 exits 2.
 # Usage: serve_test.sh GTADOC SOURCE_DIR SCRATCH REFERENCE. Needs curl (exit 77 without).
 set -euo pipefail
 BIN=$1 SRC=$2 WORK=$3
@@ -509,12 +510,16 @@ rc=0
 timeout 60 "$BIN" serve "$A" --listen 0.0.0.0:0 --token-file "$WORK/empty-token" --engine cpu 2> "$WORK/noloop.err" || rc=$?
 [[ $rc -eq 2 ]] || fail "empty token file: exit $rc, expected 2"
 echo "ok 6b: non-loopback listen without a token exits 2"
-# Warm-up queries (docs/SERVICE.md): once ready, the service runs its two and logs them (-v);
-# the answers that follow are gtadoc run's; GTADOC_SERVE_WARM_UP=0 runs none.
-start warm "$A" --listen 127.0.0.1:0 --engine cpu --threads 2 -v
+# Warm-up queries (docs/SERVICE.md): with GTADOC_SERVE_WARM_UP=1 the service runs its two
+# before it says it is ready, and logs them (-v); the answers that follow are gtadoc run's. The
+# CPU engine's default (auto) and 0 run none.
+GTADOC_SERVE_WARM_UP=1 start warm "$A" --listen 127.0.0.1:0 --engine cpu --threads 2 -v
 WARM_PID=$PID WARM_URL=http://127.0.0.1:$PORT
-for _ in $(seq 300); do grep -q 'warm-up: ' "$WORK/warm.log" && break; sleep 0.1; done
-grep -q 'warm-up: 2 of 2 queries in ' "$WORK/warm.log" || { cat "$WORK/warm.log" >&2; fail "warm-up: no 'warm-up: 2 of 2 queries' line"; }
+grep -q 'warm-up: 2 queries in ' "$WORK/warm.log" || { cat "$WORK/warm.log" >&2; fail "warm-up: no 'warm-up: 2 queries' line"; }
+# Before the ready point: the log says so before it says the service is listening.
+warm_line=$(grep -n 'warm-up: ' "$WORK/warm.log" | head -1 | cut -d: -f1)
+ready_line=$(grep -n 'listening on' "$WORK/warm.log" | head -1 | cut -d: -f1)
+((warm_line < ready_line)) || { cat "$WORK/warm.log" >&2; fail "warm-up after the ready point"; }
 for t in sequence-count word-count; do
   curl -sS --max-time 60 -o "$WORK/warm.got" -H 'Cache-Control: no-cache' \
     --data-binary "{\"task\": \"$t\", \"top\": 10, \"format\": \"tsv\"}" "$WARM_URL/v1/query"
@@ -524,14 +529,17 @@ done
 curl -sS -o "$WORK/warm.metrics" "$WARM_URL/metrics"
 [[ $(grep -c '^gtadoc_queries_total{' "$WORK/warm.metrics") -eq 2 ]] || { grep '^gtadoc_queries_total' "$WORK/warm.metrics" >&2; fail "warm-up queries counted in /metrics"; }
 kill -TERM "$WARM_PID"; wait "$WARM_PID" || fail "warm-up service: exit code $? after SIGTERM"
-export GTADOC_SERVE_WARM_UP=0
-start cold "$A" --listen 127.0.0.1:0 --engine cpu --threads 2 -v
-unset GTADOC_SERVE_WARM_UP
-COLD_PID=$PID
-[[ $(curl -sS --max-time 60 "http://127.0.0.1:$PORT/healthz") == ok ]] || fail "GTADOC_SERVE_WARM_UP=0: /healthz"
-kill -TERM "$COLD_PID"; wait "$COLD_PID" || fail "GTADOC_SERVE_WARM_UP=0: exit code $? after SIGTERM"
-! grep -q 'warm-up: ' "$WORK/cold.log" || fail "GTADOC_SERVE_WARM_UP=0 ran warm-up queries"
-echo "ok 7: warm-up queries run once ready, uncounted; GTADOC_SERVE_WARM_UP=0 runs none"
+for v in auto 0; do
+  GTADOC_SERVE_WARM_UP=$v start "cold-$v" "$A" --listen 127.0.0.1:0 --engine cpu --threads 2 -v
+  COLD_PID=$PID
+  [[ $(curl -sS --max-time 60 "http://127.0.0.1:$PORT/healthz") == ok ]] || fail "GTADOC_SERVE_WARM_UP=$v: /healthz"
+  kill -TERM "$COLD_PID"; wait "$COLD_PID" || fail "GTADOC_SERVE_WARM_UP=$v: exit code $? after SIGTERM"
+  ! grep -q 'warm-up: ' "$WORK/cold-$v.log" || fail "GTADOC_SERVE_WARM_UP=$v ran warm-up queries on the CPU engine"
+done
+rc=0
+GTADOC_SERVE_WARM_UP=yes timeout 60 "$BIN" serve "$A" --listen 127.0.0.1:0 --engine cpu 2> "$WORK/badwarm.err" || rc=$?
+[[ $rc -eq 2 ]] && grep -q GTADOC_SERVE_WARM_UP "$WORK/badwarm.err" || { cat "$WORK/badwarm.err" >&2; fail "GTADOC_SERVE_WARM_UP=yes: exit $rc, expected 2 naming the variable"; }
+echo "ok 7: warm-up queries before the ready point, uncounted; auto (CPU engine) and 0 run none"
 
 [[ $DEFECTS -eq 0 ]] || fail "$DEFECTS check(s) failed (above)"
 echo "PASS: gtadoc serve answers like gtadoc run and survives bad requests"
