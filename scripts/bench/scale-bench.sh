@@ -56,6 +56,7 @@
 #     "" = none), RESIDENT_TASKS ("word-count --top 100,sequence-count --top 100"),
 #     RESIDENT_REPS (5),
 #   RAW (1; 0 skips step 1), RAW_GPU_TASKS ("word-count --top 100,sequence-count --top 100"),
+#     RAW_GPU_FACTOR (6: raw_gpu is skipped where the text times this exceeds the GPU's memory),
 #   BUDGET (540 s; 0 = none): once past it every remaining step and size is skipped with a note,
 #     and a size is not started when the last one's time scaled to its bytes would pass it; no
 #     command runs past BUDGET + GRACE (50 s: the GPU machine stops a command at 600 s),
@@ -69,11 +70,14 @@
 # Exit status 1 when a step of gtadoc failed or any output differed (raw baselines that fail,
 # e.g. out of GPU memory on a large corpus, are noted, not failures).
 #
-# Running time: the dev box (2 shared cores, no GPU), `CONFIGS=cpu SIZES="64M 256M"
-# TRAIN=/usr/include`: 9-13 minutes (real = 0.25 GB; each of its 6 tasks, compression and the
-# resident queries). On the GPU machine expect the real text and 1G within the 540 s budget and
-# a command of its own per larger size (SIZES=4G REAL=0, ...; KEEP=1 to split generation and
-# compression from the runs), fewer TASKS from 16G on.
+# Running time: the dev box (2 shared cores, no GPU), `CONFIGS=cpu SIZES="256M 1G"
+# TRAIN=/usr/include`: 7.5 minutes (real = 0.25 GB; each of its 6 tasks, compression and the
+# resident queries). One H100 host (16 cores, 64 GB disk): the real text (0.24 GB), 1G and 4G
+# with every task in 263 s (`KEEP=1 SIZES="1G 4G" REAL_MB=500`); then 16G in a command of its own
+# (`KEEP=1 REAL=0 SIZES=16G`, four tasks: generation 38 s, compression 79 s, raw_wordcount 51 s,
+# the CPU engine's inverted index 52 s; sequence-count and the service then past the budget).
+# 32G: generating 34 GB took 344 s alone there (100 MB/s: past the page cache's dirty limit the
+# disk sets the pace), so generate it in one command (KEEP=1), compress and run in the next ones.
 set -uo pipefail
 export LC_ALL=C  # $EPOCHREALTIME and awk agree on the decimal point
 [ -n "${EPOCHREALTIME:-}" ] || { echo "needs bash 5 (\$EPOCHREALTIME)" >&2; exit 1; }
@@ -187,6 +191,12 @@ HAVE_TIME=0
 HOST_GPUS=0
 command -v nvidia-smi >/dev/null 2>&1 && HOST_GPUS=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
 NGPUS=${GPUS:-$HOST_GPUS}
+# The raw GPU baseline holds the text and its tokens on one GPU: about RAW_GPU_FACTOR times the
+# text's bytes (17.2 GB of text asked for 16.6 GB more with 83.4 GB in use on an 80 GB H100;
+# 4.3 GB ran). A larger corpus skips it with a note rather than spend minutes failing.
+RAW_GPU_FACTOR=${RAW_GPU_FACTOR:-6}
+GPU_MEM_BYTES=0
+((HOST_GPUS > 0)) && GPU_MEM_BYTES=$(($(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits 2>/dev/null | sort -n | head -1) * 1048576))
 config_why() {  # why config $1 cannot run here (empty: it can)
   case $1 in
     gpu) ((HOST_GPUS >= 1)) || echo "no GPU" ;;
@@ -408,7 +418,9 @@ raw_baselines() {  # step 1: on $CDIR
     PENDING_RAW+=("raw_wordcount|word-count|$CORES|$rc|$wall|$bytes|null|$WORK/raw-wc.out|$lim")
     say "  $CNAME | raw_wordcount --threads $CORES: rc $rc, $wall s, $bytes bytes"
   fi
-  if ((HAVE_RAWGPU)); then
+  if ((HAVE_RAWGPU && GPU_MEM_BYTES > 0 && CBYTES * RAW_GPU_FACTOR > GPU_MEM_BYTES)); then
+    note "$CNAME: raw_gpu skipped (needs ~$((CBYTES * RAW_GPU_FACTOR / 1000000000)) GB of GPU memory, RAW_GPU_FACTOR=$RAW_GPU_FACTOR; the GPU has $((GPU_MEM_BYTES / 1000000000)) GB)"
+  elif ((HAVE_RAWGPU)); then
     local task slug timings
     local -a targs
     for task in "${RAW_GPU_TASK_LIST[@]}"; do
