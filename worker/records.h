@@ -4,6 +4,8 @@
 // the counts of equal keys.
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -25,9 +27,25 @@ struct RecordBatch {
   size_t size() const { return counts.size(); }
   std::span<const uint32_t> key(size_t i) const { return {keys.data() + i * width, width}; }
   void push(std::span<const uint32_t> k, uint64_t c) {
+    make_room(k.size());
     keys.insert(keys.end(), k.begin(), k.end());
     counts.push_back(c);
   }
+  /// Before a record of `key_width` values is appended (the batch's `width` may not be set yet
+  /// while it is filled): when full, doubles the capacity, but a batch that reaches
+  /// kEarlyHugeRecords goes straight to kHugeRecords, whose arrays are huge-page blocks
+  /// (common/big_alloc.h), instead of through the doublings of a few MiB on 4 KiB pages, whose
+  /// first touch cost a fault per page (most of the CPU engine's faults in per-document tasks).
+  void make_room(size_t key_width) {
+    const size_t n = counts.size();
+    if (n < counts.capacity()) return;
+    const size_t want =
+        n < kEarlyHugeRecords ? std::max<size_t>(2 * n, 16) : std::max(2 * n, kHugeRecords);
+    counts.reserve(want);
+    keys.reserve(want * key_width);
+  }
+  static constexpr size_t kEarlyHugeRecords = size_t{1} << 15;  ///< 256 KiB of counts
+  static constexpr size_t kHugeRecords = size_t{1} << 20;       ///< 8 MiB of counts, 4+ of keys
   void append(const RecordBatch& other) {
     keys.insert(keys.end(), other.keys.begin(), other.keys.end());
     counts.insert(counts.end(), other.counts.begin(), other.counts.end());

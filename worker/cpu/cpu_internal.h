@@ -91,6 +91,7 @@ struct Query {
   /// Writes the record key of (item, global doc) to dst (key_width() values).
   void write_key(uint32_t* dst, uint32_t item, DocId doc) const;
   void emit(RecordBatch& b, uint32_t item, DocId doc, uint64_t count) const {
+    b.make_room(key_width());
     size_t at = b.keys.size();
     b.keys.resize(at + key_width());
     write_key(b.keys.data() + at, item, doc);
