@@ -312,8 +312,8 @@ bool fault_hook_set() {
 }
 
 /// Whether the service warms up (GTADOC_SERVE_WARM_UP): `auto` for the GPU engine only. The CPU
-/// engine's first queries cost what its later ones do, and its warm-up's sequence count costs
-/// seconds per GB (25.5 s on 1 GB on two cores), which would only delay the ready point.
+/// engine's warm-up sequence count costs seconds per GB (25.5 s on 1 GB on two cores): it would
+/// hold the ready point back far longer than the 1.6-2.4x of a first query it saves.
 bool warm_up_wanted(const ArchiveSession& session) {
   const std::string_view v = settings::word("GTADOC_SERVE_WARM_UP");
   if (v == "0" || fault_hook_set()) return false;
