@@ -196,7 +196,10 @@ NGPUS=${GPUS:-$HOST_GPUS}
 # 4.3 GB ran). A larger corpus skips it with a note rather than spend minutes failing.
 RAW_GPU_FACTOR=${RAW_GPU_FACTOR:-6}
 GPU_MEM_BYTES=0
-((HOST_GPUS > 0)) && GPU_MEM_BYTES=$(($(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits 2>/dev/null | sort -n | head -1) * 1048576))
+if ((HOST_GPUS > 0)); then
+  mib=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits 2>/dev/null | sort -n | head -1)
+  [[ $mib =~ ^[0-9]+$ ]] && GPU_MEM_BYTES=$((mib * 1048576))  # unknown: raw_gpu is tried
+fi
 config_why() {  # why config $1 cannot run here (empty: it can)
   case $1 in
     gpu) ((HOST_GPUS >= 1)) || echo "no GPU" ;;
