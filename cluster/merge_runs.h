@@ -4,7 +4,7 @@
 //
 // The order is cut into `pieces` at evenly spaced positions of the longest run (its values are
 // the pivots); piece p holds, from every run, the positions not below pivot p and below pivot
-// p + 1. Pieces are disjoint and ordered, so merging each piece on its own (a small heap over
+// p + 1. Pieces are disjoint and ordered, so merging each piece on its own (a tournament over
 // the runs) and concatenating the pieces in order is the merge of the runs; no piece depends on
 // the thread count.
 #pragma once
@@ -66,25 +66,46 @@ RunPieces cut_runs(std::vector<std::pair<uint64_t, uint64_t>> runs, size_t piece
   return out;
 }
 
-/// Calls visit(position) for every position of piece p, in merged order.
+/// Calls visit(position) for every position of piece p, in merged order: a tournament of
+/// losers over the runs' heads, so each position costs ceil(log2(runs)) comparisons (a binary
+/// heap's pop and push cost about twice that). Of equal positions, the earlier run's comes first.
 template <typename Less, typename Visit>
 void merge_piece(const RunPieces& r, size_t p, const Less& less, Visit&& visit) {
-  struct Head {
-    uint64_t at, end;
+  std::vector<uint64_t> at, end;  // the live runs' heads and ends
+  for (size_t k = 0; k < r.runs.size(); ++k) {
+    if (r.at[p][k] < r.at[p + 1][k]) {
+      at.push_back(r.at[p][k]);
+      end.push_back(r.at[p + 1][k]);
+    }
+  }
+  const size_t k = at.size();
+  if (k == 0) return;
+  if (k == 1) {
+    for (uint64_t i = at[0]; i < end[0]; ++i) visit(i);
+    return;
+  }
+  size_t leaves = 1;
+  while (leaves < k) leaves <<= 1;
+  // Whether run a's head comes before run b's (an exhausted run, or a padding leaf, never does).
+  auto first = [&](size_t a, size_t b) {
+    if (b >= k || at[b] == end[b]) return true;
+    if (a >= k || at[a] == end[a]) return false;
+    return a < b ? !less(at[b], at[a]) : less(at[a], at[b]);
   };
-  std::vector<Head> heads;
-  for (size_t k = 0; k < r.runs.size(); ++k)
-    if (r.at[p][k] < r.at[p + 1][k]) heads.push_back({r.at[p][k], r.at[p + 1][k]});
-  auto after = [&](const Head& a, const Head& b) { return less(b.at, a.at); };
-  std::make_heap(heads.begin(), heads.end(), after);
-  while (!heads.empty()) {
-    std::pop_heap(heads.begin(), heads.end(), after);
-    Head& h = heads.back();
-    visit(h.at++);
-    if (h.at == h.end)
-      heads.pop_back();
-    else
-      std::push_heap(heads.begin(), heads.end(), after);
+  // loser[n] for the inner nodes 1..leaves-1: the run that lost the match there.
+  std::vector<size_t> loser(leaves), winner(2 * leaves);
+  for (size_t i = 0; i < leaves; ++i) winner[leaves + i] = i;
+  for (size_t n = leaves - 1; n >= 1; --n) {
+    const size_t a = winner[2 * n], b = winner[2 * n + 1];
+    const bool a_first = first(a, b);
+    winner[n] = a_first ? a : b;
+    loser[n] = a_first ? b : a;
+  }
+  size_t w = winner[1];
+  while (w < k && at[w] < end[w]) {
+    visit(at[w]++);
+    for (size_t n = (leaves + w) >> 1; n >= 1; n >>= 1)  // replay w's matches up to the root
+      if (first(loser[n], w)) std::swap(loser[n], w);
   }
 }
 

@@ -107,15 +107,31 @@ std::vector<size_t> group_aligned_bounds(size_t n, unsigned threads, Same&& same
 /// keys summed. Returns false (nothing done) when there are more than kMaxRuns runs.
 constexpr size_t kMaxRuns = 64;
 
-bool merge_sorted_runs(RecordBatch& batch, unsigned threads) {
+/// Keys of `W` values (0: the batch's width, known at run time), compared value by value.
+template <uint32_t W>
+struct KeyOps {
+  uint32_t w;
+  uint32_t width() const { return W != 0 ? W : w; }
+  bool less(const uint32_t* a, const uint32_t* b) const {
+    for (uint32_t c = 0; c < width(); ++c)
+      if (a[c] != b[c]) return a[c] < b[c];
+    return false;
+  }
+  bool equal(const uint32_t* a, const uint32_t* b) const {
+    for (uint32_t c = 0; c < width(); ++c)
+      if (a[c] != b[c]) return false;
+    return true;
+  }
+};
+
+template <uint32_t W>
+bool merge_sorted_runs_of(RecordBatch& batch, unsigned threads) {
   const size_t n = batch.size();
-  const uint32_t w = batch.width;
+  const KeyOps<W> ops{batch.width};
+  const uint32_t w = ops.width();
   const uint32_t* keys = batch.keys.data();
   const uint64_t* counts = batch.counts.data();
-  auto less = [&](size_t i, size_t j) {
-    return std::lexicographical_compare(keys + i * w, keys + (i + 1) * w, keys + j * w,
-                                        keys + (j + 1) * w);
-  };
+  auto less = [&](size_t i, size_t j) { return ops.less(keys + i * w, keys + j * w); };
   // Run starts: every i whose key is not above its predecessor's.
   std::vector<std::vector<size_t>> found(threads);
   std::vector<uint8_t> too_many(threads, 0);
@@ -142,19 +158,60 @@ bool merge_sorted_runs(RecordBatch& batch, unsigned threads) {
   std::vector<std::pair<uint64_t, uint64_t>> runs;
   for (size_t r = 0; r + 1 < starts.size(); ++r) runs.push_back({starts[r], starts[r + 1]});
   const RunPieces cut = cut_runs(std::move(runs), size_t{threads} * 4, threads, less);
-  std::vector<RecordBatch> out(cut.pieces());
-  parallel_for(cut.pieces(), threads, [&](size_t p) {
-    RecordBatch& o = out[p];
-    o.width = w;
+  // Each piece merged straight into the output, from where its inputs would start there; equal
+  // keys summed shorten a piece, and the pieces then move down to close the gaps. No piece's
+  // records are copied twice when no keys are equal (tasks keyed by document).
+  const size_t pieces = cut.pieces();
+  std::vector<uint64_t> from(pieces + 1, 0), written(pieces, 0);
+  for (size_t p = 0; p < pieces; ++p) from[p + 1] = from[p] + cut.size(p);
+  RecordBatch out;
+  out.width = w;
+  out.keys.resize(n * w);
+  out.counts.resize(n);
+  uint32_t* out_keys = out.keys.data();
+  uint64_t* out_counts = out.counts.data();
+  parallel_for(pieces, threads, [&](size_t p) {
+    uint64_t o = from[p];  // next record of the piece's output
     merge_piece(cut, p, less, [&](uint64_t i) {
-      if (o.size() > 0 && std::equal(keys + i * w, keys + (i + 1) * w, o.keys.end() - w))
-        o.counts.back() += counts[i];
-      else
-        o.push({keys + i * w, w}, counts[i]);
+      if (o > from[p] && ops.equal(keys + i * w, out_keys + (o - 1) * w)) {
+        out_counts[o - 1] += counts[i];
+        return;
+      }
+      std::memcpy(out_keys + o * w, keys + i * w, w * sizeof(uint32_t));
+      out_counts[o] = counts[i];
+      ++o;
     });
+    written[p] = o - from[p];
   });
-  batch = concatenate(std::move(out), w, threads);
+  uint64_t total = 0;
+  for (size_t p = 0; p < pieces; ++p) {
+    if (total != from[p]) {
+      std::memmove(out_keys + total * w, out_keys + from[p] * w, written[p] * w * sizeof(uint32_t));
+      std::memmove(out_counts + total, out_counts + from[p], written[p] * sizeof(uint64_t));
+    }
+    total += written[p];
+  }
+  out.keys.resize(total * w);
+  out.counts.resize(total);
+  batch = std::move(out);
   return true;
+}
+
+bool merge_sorted_runs(RecordBatch& batch, unsigned threads) {
+  switch (batch.width) {
+    case 1:
+      return merge_sorted_runs_of<1>(batch, threads);
+    case 2:
+      return merge_sorted_runs_of<2>(batch, threads);
+    case 3:
+      return merge_sorted_runs_of<3>(batch, threads);
+    case 4:
+      return merge_sorted_runs_of<4>(batch, threads);
+    case 5:
+      return merge_sorted_runs_of<5>(batch, threads);
+    default:
+      return merge_sorted_runs_of<0>(batch, threads);
+  }
 }
 
 }  // namespace
