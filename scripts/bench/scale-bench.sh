@@ -72,12 +72,16 @@
 #
 # Running time: the dev box (2 shared cores, no GPU), `CONFIGS=cpu SIZES="256M 1G"
 # TRAIN=/usr/include`: 7.5 minutes (real = 0.25 GB; each of its 6 tasks, compression and the
-# resident queries). One H100 host (16 cores, 64 GB disk): the real text (0.24 GB), 1G and 4G
-# with every task in 263 s (`KEEP=1 SIZES="1G 4G" REAL_MB=500`); then 16G in a command of its own
-# (`KEEP=1 REAL=0 SIZES=16G`, four tasks: generation 38 s, compression 79 s, raw_wordcount 51 s,
-# the CPU engine's inverted index 52 s; sequence-count and the service then past the budget).
-# 32G: generating 34 GB took 344 s alone there (100 MB/s: past the page cache's dirty limit the
-# disk sets the pace), so generate it in one command (KEEP=1), compress and run in the next ones.
+# resident queries). One H100 host (16 cores, 126 GiB, a 128 GB tmpfs at /dev/shm), WORK in
+# /dev/shm (corpora and archives in memory: 34 GB generated in 21 s, against 344 s on its 64 GB
+# disk, where past the page cache's dirty limit the disk sets the pace), each line one command
+# under the machine's 10-minute limit, KEEP=1 throughout:
+#   SIZES=32G REAL=0 TASKS="word-count --top 100" CONFIGS=gpu RAW=0 RESIDENT=   150 s (train 8,
+#     generate 21, compress 113); then the same with TASKS="word-count --top 100,sort,
+#     sequence-count --top 100,term-vector --top 100" CONFIGS="gpu cpu" RAW=1: 225 s;
+#   SIZES="1G 4G" REAL_MB=500 (every task, config, baseline and the service): 158 s;
+#   SIZES=16G REAL=0 (the 32G corpus removed first): 287 s, ranked-inverted-index then out of
+#     memory on both engines (it needs ~5-6x the text's bytes on one rank: docs/PERFORMANCE.md).
 set -uo pipefail
 export LC_ALL=C  # $EPOCHREALTIME and awk agree on the decimal point
 [ -n "${EPOCHREALTIME:-}" ] || { echo "needs bash 5 (\$EPOCHREALTIME)" >&2; exit 1; }
@@ -150,7 +154,16 @@ limit_s() {  # timeout of the next command: RUN_TIMEOUT, cut to what is left bef
   ((l < 1)) && l=1
   echo "$l"
 }
-cut_by_budget() { ((BUDGET > 0 && $1 < RUN_TIMEOUT)); }  # a timeout of $1 s came from the budget
+# Whether a command run under a timeout of $1 s that ran $2 s was stopped by a timeout cut
+# from the budget: it ran to that limit (a SIGKILL well before it came from elsewhere, e.g. the
+# kernel's OOM killer: killed_why says so, and the run is a failure).
+cut_by_budget() { ((BUDGET > 0 && $1 < RUN_TIMEOUT)) && awk -v w="$2" -v l="$1" 'BEGIN { exit !(w >= l - 1) }'; }
+killed_why() {  # exit status $1: " (killed: the kernel's last OOM kill ...)" where it applies
+  ((${1:-0} == 137)) || return 0
+  local oom
+  oom=$(dmesg 2>/dev/null | grep -i 'out of memory: killed process' | tail -1 | sed 's/^\[[^]]*\] *//')
+  if [[ -n $oom ]]; then echo " (killed; the kernel's last OOM kill: ${oom:0:160})"; else echo " (killed by SIGKILL)"; fi
+}
 fsize() { stat -c %s "$1" 2>/dev/null || echo 0; }
 per_gb() { awk -v s="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.4f", s / (b / 1e9); else printf "null" }'; }
 slug_of() { echo "$1" | tr -c 'a-zA-Z0-9\n' '_'; }
@@ -474,10 +487,10 @@ flush_raw() {  # the raw rows, their outputs compared with gtadoc's (base-SLUG o
           if cmp -s "$file" "$base"; then match=true; else match=false; fi
         fi
       fi
-    elif ((rc == 124 || rc == 137)) && cut_by_budget "$lim"; then
+    elif ((rc == 124 || rc == 137)) && cut_by_budget "$lim" "$wall"; then
       note "$CNAME: $tool $task stopped at the budget's limit ($lim s)"
     else
-      note "$CNAME: $tool $task failed (exit $rc)"
+      note "$CNAME: $tool $task failed (exit $rc)$(killed_why "$rc")"
     fi
     [[ $match == false ]] && fail "$CNAME: $tool $task differs from gtadoc's output"
     printf '{"kind": "raw", %s, "tool": %s, "task": %s, "threads": %s, "rc": %s, "wall_s": %s, "s_per_gb": %s, "output_bytes": %s, "match": %s, "timings": %s}\n' \
@@ -522,10 +535,10 @@ compress_corpus() {  # step 2: $CDIR -> $ARCH; returns 1 when there is no archiv
     "$CORES" "$rss" "$abytes" "$info" | tee "$saved" >>"$ROWS"
   if ((rc != 0)); then
     rm -f "$saved"
-    if ((rc == 124 || rc == 137)) && cut_by_budget "$lim"; then
+    if ((rc == 124 || rc == 137)) && cut_by_budget "$lim" "$wall"; then
       note "$CNAME: compression stopped at the budget's limit ($lim s)"
     else
-      fail "$CNAME: compression failed (exit $rc): $(tail -c 300 "$WORK/compress.log")"
+      fail "$CNAME: compression failed (exit $rc)$(killed_why "$rc"): $(tail -c 300 "$WORK/compress.log")"
     fi
     rm -rf "$ARCH"
     return 1
@@ -600,10 +613,10 @@ run_tasks() {  # step 4
           match=false
           fail "$CNAME: $task on $label differs from $(config_label "${RUN_CONFIGS[0]}")'s output"
         fi
-      elif ((rc == 124 || rc == 137)) && cut_by_budget "$lim"; then
+      elif ((rc == 124 || rc == 137)) && cut_by_budget "$lim" "$wall"; then
         note "$CNAME: $task on $label stopped at the budget's limit ($lim s)"
       else
-        fail "$CNAME: $task on $label failed (exit $rc): $(grep -v ': info:' "$WORK/err" | tail -c 300)"
+        fail "$CNAME: $task on $label failed (exit $rc)$(killed_why "$rc"): $(grep -v ': info:' "$WORK/err" | tail -c 300)"
       fi
       rm -f "$out"
       printf '{"kind": "run", %s, "task": %s, "config": %s, "args": %s, "rc": %s, "wall_s": %s, "s_per_gb": %s, "output_bytes": %s, "match": %s, "phases": %s, "stats": %s}\n' \
@@ -791,7 +804,7 @@ for c in "${CORPORA[@]}"; do
       gen_s=$(secs_since "$t0")
       cat "$WORK/gen.log" >>"$LOG"
       if ((rc != 0)); then
-        if ((rc == 124 || rc == 137)) && cut_by_budget "$lim"; then
+        if ((rc == 124 || rc == 137)) && cut_by_budget "$lim" "$gen_s"; then
           note "$CNAME: generation stopped at the budget's limit"
         else
           fail "$CNAME: generation failed (exit $rc): $(tail -c 300 "$WORK/gen.log")"
