@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -157,11 +158,41 @@ bool merge_sorted_runs_of(RecordBatch& batch, unsigned threads) {
   starts.push_back(n);
   std::vector<std::pair<uint64_t, uint64_t>> runs;
   for (size_t r = 0; r + 1 < starts.size(); ++r) runs.push_back({starts[r], starts[r + 1]});
-  const RunPieces cut = cut_runs(std::move(runs), size_t{threads} * 4, threads, less);
+  // Pieces of about 1 M records (at least four per thread): the input's memory goes back a
+  // piece at a time (below).
+  const size_t want_pieces = std::max<size_t>(size_t{threads} * 4, std::min<size_t>(n >> 20, 4096));
+  const RunPieces cut = cut_runs(std::move(runs), want_pieces, threads, less);
   // Each piece merged straight into the output, from where its inputs would start there; equal
   // keys summed shorten a piece, and the pieces then move down to close the gaps. No piece's
   // records are copied twice when no keys are equal (tasks keyed by document).
   const size_t pieces = cut.pieces();
+  // The input is read once, piece after piece: once every piece up to p is merged, what the
+  // runs hold below piece p + 1 is not read again, and its pages go back to the system, so the
+  // merge holds about one copy of the records (the output growing as the input shrinks) instead
+  // of two.
+  std::mutex done_mu;
+  std::vector<uint8_t> done(pieces, 0);
+  size_t prefix = 0;  // pieces [0, prefix) merged
+  const size_t key_bytes = batch.keys.capacity() * sizeof(uint32_t);
+  const size_t count_bytes = batch.counts.capacity() * sizeof(uint64_t);
+  // Per run, the byte offsets from which its keys and counts are still held.
+  std::vector<size_t> keys_held(cut.runs.size()), counts_held(cut.runs.size());
+  for (size_t k = 0; k < cut.runs.size(); ++k) {
+    keys_held[k] = cut.runs[k].first * w * sizeof(uint32_t);
+    counts_held[k] = cut.runs[k].first * sizeof(uint64_t);
+  }
+  auto piece_done = [&](size_t p) {
+    std::lock_guard<std::mutex> lock(done_mu);
+    done[p] = 1;
+    const size_t was = prefix;
+    while (prefix < pieces && done[prefix]) ++prefix;
+    if (prefix == was) return;
+    for (size_t k = 0; k < cut.runs.size(); ++k) {
+      const uint64_t to = cut.at[prefix][k];
+      keys_held[k] = release_pages(keys, key_bytes, keys_held[k], to * w * sizeof(uint32_t));
+      counts_held[k] = release_pages(counts, count_bytes, counts_held[k], to * sizeof(uint64_t));
+    }
+  };
   std::vector<uint64_t> from(pieces + 1, 0), written(pieces, 0);
   for (size_t p = 0; p < pieces; ++p) from[p + 1] = from[p] + cut.size(p);
   RecordBatch out;
@@ -182,6 +213,7 @@ bool merge_sorted_runs_of(RecordBatch& batch, unsigned threads) {
       ++o;
     });
     written[p] = o - from[p];
+    piece_done(p);
   });
   uint64_t total = 0;
   for (size_t p = 0; p < pieces; ++p) {

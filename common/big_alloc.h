@@ -42,6 +42,31 @@ inline void advise_huge_pages(const void* data, size_t bytes) {
 #endif
 }
 
+/// Gives the memory of [data + from, data + to) back to the system, in whole huge pages (2 MiB)
+/// inside it, where `data` is an array of `capacity` bytes from HugePageAllocator (a mapping of
+/// its own from 4 MiB up; smaller arrays are left alone). The array stays valid: the pages
+/// released read as zeros when touched again. For a consumer that reads a large input once, in
+/// order, while it writes its output: the input's pages go back as it goes. Returns where the
+/// next release should start so that no page is skipped: the end of the pages released (`to`
+/// rounded down to a huge page), or `from` when none was.
+inline size_t release_pages(const void* data, size_t capacity, size_t from, size_t to) {
+#if defined(__linux__) && defined(MADV_DONTNEED)
+  constexpr size_t kMin = size_t{4} << 20, kHuge = size_t{2} << 20;
+  if (capacity < kMin || to > capacity || from >= to) return from;
+  const uintptr_t base = reinterpret_cast<uintptr_t>(data);
+  const uintptr_t begin = (base + from + kHuge - 1) & ~uintptr_t{kHuge - 1};
+  const uintptr_t end = (base + to) & ~uintptr_t{kHuge - 1};
+  if (end <= begin) return from;
+  madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+  return end - base;
+#else
+  (void)data;
+  (void)capacity;
+  (void)to;
+  return from;
+#endif
+}
+
 /// Resizes an empty `v` to `n` value-initialized elements, on huge pages where it is large.
 template <class T>
 void resize_on_huge_pages(std::vector<T>& v, size_t n) {

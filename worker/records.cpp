@@ -1,7 +1,9 @@
 #include "worker/records.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <memory>
 #include <span>
 
 #include "common/error.h"
@@ -26,13 +28,20 @@ RecordBatch concatenate(std::vector<RecordBatch>&& batches, uint32_t width, unsi
   std::vector<std::pair<size_t, size_t>> pieces;  // (batch, first record in it)
   for (size_t b = 0; b < batches.size(); ++b)
     for (size_t i = 0; i < batches[b].size(); i += kPiece) pieces.push_back({b, i});
+  // A batch is freed as soon as its last piece is copied: the copy holds the records about once
+  // (the batches shrinking as the output grows) rather than twice.
+  std::unique_ptr<std::atomic<size_t>[]> left(new std::atomic<size_t>[batches.size()]());
+  for (const auto& piece : pieces) left[piece.first].fetch_add(1, std::memory_order_relaxed);
   parallel_for(pieces.size(), threads, [&](size_t p) {
     const auto [b, i] = pieces[p];
-    const RecordBatch& in = batches[b];
-    const size_t n = std::min(kPiece, in.size() - i);
-    std::memcpy(out.keys.data() + (first[b] + i) * width, in.keys.data() + i * width,
-                n * width * sizeof(uint32_t));
-    std::memcpy(out.counts.data() + first[b] + i, in.counts.data() + i, n * sizeof(uint64_t));
+    {
+      const RecordBatch& in = batches[b];
+      const size_t n = std::min(kPiece, in.size() - i);
+      std::memcpy(out.keys.data() + (first[b] + i) * width, in.keys.data() + i * width,
+                  n * width * sizeof(uint32_t));
+      std::memcpy(out.counts.data() + first[b] + i, in.counts.data() + i, n * sizeof(uint64_t));
+    }
+    if (left[b].fetch_sub(1, std::memory_order_acq_rel) == 1) batches[b] = RecordBatch{};
   });
   batches.clear();
   return out;

@@ -53,7 +53,7 @@ struct RecordBatch {
 };
 
 /// All batches (of width `width`) as one, in order: one allocation and a parallel copy on up to
-/// `threads` threads (0 = all). The batches are consumed.
+/// `threads` threads (0 = all). The batches are consumed, each freed once copied.
 RecordBatch concatenate(std::vector<RecordBatch>&& batches, uint32_t width, unsigned threads);
 
 /// True when the keys of `b` strictly increase (lexicographic over the `width` values).
