@@ -319,7 +319,8 @@ const DocText& ArchiveSession::doc_text(const QueryOptions& q, OutputFormat form
 }
 
 RecordBatch ArchiveSession::collect(const QueryOptions& q, const Normalization& norm,
-                                    QueryTimings& t, std::unique_ptr<DeviceRecords>* on_device) {
+                                    QueryTimings& t, std::unique_ptr<DeviceRecords>* on_device,
+                                    const KeyRewrite* rewrite) {
   struct Keeping {  // the engine keeps records on its device for this call only
     Engine* engine;
     ~Keeping() {
@@ -328,7 +329,12 @@ RecordBatch ArchiveSession::collect(const QueryOptions& q, const Normalization& 
   } keeping{on_device != nullptr ? engine_.get() : nullptr};
   if (on_device != nullptr) engine_->keep_records(true);
   RecordBatch out =
-      options_.resident ? collect_resident(q, norm, t) : collect_streaming(q, norm, t);
+      options_.resident ? collect_resident(q, norm, t) : collect_streaming(q, norm, t, rewrite);
+  if (options_.resident && rewrite != nullptr && out.size() > 0) {
+    Timer timer;
+    (*rewrite)(out);
+    t.collect += timer.seconds();
+  }
   if (on_device != nullptr) {
     Timer timer;
     *on_device = engine_->take_records(key_layout(q).width);
@@ -415,7 +421,7 @@ RecordBatch ArchiveSession::collect_resident(const QueryOptions& q, const Normal
 }
 
 RecordBatch ArchiveSession::collect_streaming(const QueryOptions& q, const Normalization& norm,
-                                              QueryTimings& t) {
+                                              QueryTimings& t, const KeyRewrite* rewrite) {
   // Reads run ahead of loading (ShardPrefetcher). The CPU engine loads shards until a batch is
   // due (batch_due), runs them side by side (CpuEngine::run_batch) while the reads go on, and
   // drops them: their arrays are the next shards' (recycle_grammar), so memory stays bounded by
@@ -444,13 +450,21 @@ RecordBatch ArchiveSession::collect_streaming(const QueryOptions& q, const Norma
       if (f.valid()) f.wait();
     }
   } join_running{running};
+  auto rewritten = [&](RecordBatch&& b) {
+    if (rewrite != nullptr && b.size() > 0) {
+      Timer timer;
+      (*rewrite)(b);
+      t.collect += timer.seconds();
+    }
+    return std::move(b);
+  };
   auto finish_running = [&] {
-    if (running.valid()) parts.push_back(running.get());
+    if (running.valid()) parts.push_back(rewritten(running.get()));
   };
   auto flush = [&] {
     finish_running();
     if (loaded.empty()) return;
-    parts.push_back(run_loaded(loaded, ids, q, norm, t, side_by_side, side_by_side));
+    parts.push_back(rewritten(run_loaded(loaded, ids, q, norm, t, side_by_side, side_by_side)));
     loaded.clear();  // the CPU engine's shards give their arrays to the next reads
     ids.clear();
     if (side_by_side) {

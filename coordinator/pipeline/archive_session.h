@@ -14,6 +14,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <future>
 #include <map>
 #include <memory>
@@ -99,12 +100,19 @@ class ArchiveSession {
   /// an empty table when its rows show no documents (the names are then not read).
   const DocText& doc_text(const QueryOptions& q, OutputFormat format);
 
+  /// Rewrites the keys of a batch of records in place (the pipeline's n-grams into byte-order
+  /// ranks), called on the calling thread.
+  using KeyRewrite = std::function<void(RecordBatch&)>;
   /// This rank's records of query `q` over all its shards (collective only through the
   /// failures: call inside run_collectively). Errors name the shard. With `on_device` and an
   /// engine that has a device, the records stay in its memory and come back there (the
-  /// returned batch is then empty); other engines leave *on_device null.
+  /// returned batch is then empty); other engines leave *on_device null. With `rewrite`, every
+  /// record returned on the host has been through it, and the CPU engine's batches go through
+  /// it before they are combined, so that they stay sorted runs in the rewritten order (the
+  /// owner's reduce then merges them instead of sorting them all again).
   RecordBatch collect(const QueryOptions& q, const Normalization& norm, QueryTimings& t,
-                      std::unique_ptr<DeviceRecords>* on_device = nullptr);
+                      std::unique_ptr<DeviceRecords>* on_device = nullptr,
+                      const KeyRewrite* rewrite = nullptr);
   /// The NCCL communicator between the ranks' GPUs, or null when the shuffle uses MPI
   /// (use_nccl_shuffle, decided at open, or a set-up that failed on some rank: then MPI from
   /// then on, with a warning). The first call waits for the set-up and is collective.
@@ -113,7 +121,8 @@ class ArchiveSession {
  private:
   ArchiveSession(Comm& comm, SessionOptions options);
   RecordBatch collect_resident(const QueryOptions& q, const Normalization& norm, QueryTimings& t);
-  RecordBatch collect_streaming(const QueryOptions& q, const Normalization& norm, QueryTimings& t);
+  RecordBatch collect_streaming(const QueryOptions& q, const Normalization& norm, QueryTimings& t,
+                                const KeyRewrite* rewrite);
   /// The grammar as it is loaded: whole, or document-range pieces (options_.max_piece_symbols).
   std::vector<PreparedShard> pieces_of(PreparedShard p) const;
   /// Pieces of the next prepared shards, with their shard ids.

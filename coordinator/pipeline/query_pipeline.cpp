@@ -82,6 +82,17 @@ void apply_filter(RecordBatch& r, const QueryOptions& q, const PointFilter& f) {
   r.counts.resize(out);
 }
 
+/// The sequence keys of `r` (n values from `off`) rewritten into their ranks in `order`.
+void keys_to_ranks(RecordBatch& r, const SequenceOrder& order, uint32_t off, uint32_t n,
+                   unsigned threads) {
+  const uint32_t w = r.width;
+  GTADOC_EXPECTS(off + n <= w, "sequence keys wider than the records");
+  parallel_for(r.size() / 4096 + 1, threads, [&](size_t b) {
+    for (size_t i = b * 4096; i < std::min(r.size(), (b + 1) * 4096); ++i)
+      order.to_ranks(r.keys.data() + i * w + off);
+  });
+}
+
 /// How far a rank other than 0 renders ahead of rank 0's reading (stream_query_result): rank 0
 /// takes the other ranks' slices only after streaming its own, and a slice rendered meanwhile
 /// then goes at the speed of MPI instead of the renderer's.
@@ -300,8 +311,9 @@ std::unique_ptr<QueryResult> run_query(Comm& comm, ArchiveSession& session, cons
   std::unique_ptr<DeviceRecords> on_device;
   NcclComm* nccl = nullptr;
   std::optional<RecordBatch> looked_up;
-  const bool may_look_up = lookup != nullptr && spec.words_given &&
-                           settings::word("GTADOC_POINT_LOOKUP") != "traversal";
+  bool host_ranked = false;  // collect rewrote the host records' sequence keys into ranks
+  const bool may_look_up =
+      lookup != nullptr && spec.words_given && settings::word("GTADOC_POINT_LOOKUP") != "traversal";
   run_collectively(comm, [&] {
     res.norm = &session.normalization(q.lowercase, q.alnum);
     filter = resolve_filter(spec, m, *res.norm);
@@ -325,7 +337,19 @@ std::unique_ptr<QueryResult> run_query(Comm& comm, ArchiveSession& session, cons
       nccl = session.nccl();
       t.init += wait.seconds();
     }
-    local = session.collect(q, *res.norm, t, device ? &on_device : nullptr);
+    // Sequence keys into byte-order ranks (below) as the records are collected, before the CPU
+    // engine's batches combine: they then reach the reduce as a few sorted runs, merged rather
+    // than sorted again. Not with a filter, which compares word ids.
+    ArchiveSession::KeyRewrite to_ranks;
+    if (is_sequence_task(q.task) && !filter.any()) {
+      to_ranks = [&](RecordBatch& b) {
+        const SequenceOrder& order = session.sequence_order(q.lowercase, q.alnum, q.n);
+        if (!order.identity()) keys_to_ranks(b, order, q.per_doc ? 1 : 0, q.n, threads);
+        host_ranked = true;
+      };
+    }
+    local = session.collect(q, *res.norm, t, device ? &on_device : nullptr,
+                            to_ranks ? &to_ranks : nullptr);
     apply_filter(local, q, filter);
   });
   // With NCCL every rank holds device records; otherwise a job may mix engines (--engine auto on
@@ -346,15 +370,12 @@ std::unique_ptr<QueryResult> run_query(Comm& comm, ArchiveSession& session, cons
       res.ranked_keys = true;
       ranks_order = SequenceOrder::of_ranks(q.n);
       keys_order = &*ranks_order;
-      const uint32_t w = local.width, off = q.per_doc ? 1 : 0;
+      const uint32_t off = q.per_doc ? 1 : 0;
       const SequenceOrder& order = *res.words_order;
       run_collectively(comm, [&] {  // on every rank: a mixed job's CPU ranks hold none
         if (on_device != nullptr) on_device->map_keys(off, q.n - 1, order.space_ranks());
       });
-      parallel_for(local.size() / 4096 + 1, threads, [&](size_t b) {
-        for (size_t i = b * 4096; i < std::min(local.size(), (b + 1) * 4096); ++i)
-          order.to_ranks(local.keys.data() + i * w + off);
-      });
+      if (!host_ranked) keys_to_ranks(local, order, off, q.n, threads);
     }
   }
   // Whether the records move between the GPUs (collective: every rank must hold device records).
