@@ -80,8 +80,10 @@
 #     generate 21, compress 113); then the same with TASKS="word-count --top 100,sort,
 #     sequence-count --top 100,term-vector --top 100" CONFIGS="gpu cpu" RAW=1: 225 s;
 #   SIZES="1G 4G" REAL_MB=500 (every task, config, baseline and the service): 158 s;
-#   SIZES=16G REAL=0 (the 32G corpus removed first): 287 s, ranked-inverted-index then out of
-#     memory on both engines (it needs ~5-6x the text's bytes on one rank: docs/PERFORMANCE.md).
+#   SIZES=16G REAL=0 (the 32G corpus removed first): 287 s. Outputs are kept in WORK for the
+#     comparison: ranked-inverted-index's (39 GB at 17 GB) twice in tmpfs beside a run's own
+#     memory fill such a host (docs/PERFORMANCE.md); KEEP=0 at least drops each corpus once
+#     compressed.
 set -uo pipefail
 export LC_ALL=C  # $EPOCHREALTIME and awk agree on the decimal point
 [ -n "${EPOCHREALTIME:-}" ] || { echo "needs bash 5 (\$EPOCHREALTIME)" >&2; exit 1; }
