@@ -105,8 +105,10 @@ std::vector<size_t> group_aligned_bounds(size_t n, unsigned threads, Same&& same
 
 /// Few strictly increasing runs (the shuffled slices of ranks whose records were each already
 /// reduced, in key order): merged in parallel instead of sorted (cluster/merge_runs.h), equal
-/// keys summed. Returns false (nothing done) when there are more than kMaxRuns runs.
-constexpr size_t kMaxRuns = 64;
+/// keys summed. Returns false (nothing done) when there are more than kMaxRuns runs: up to
+/// there a record costs ceil(log2 runs) comparisons (8 at 256), against a sort's passes over
+/// every record; a rank's combined CPU batches stay under it up to several thousand shards.
+constexpr size_t kMaxRuns = 256;
 
 /// Keys of `W` values (0: the batch's width, known at run time), compared value by value.
 template <uint32_t W>
