@@ -1,6 +1,7 @@
 // The search indexes of a rank's resident grammars (worker/search/shard_index.h), built on
-// threads of their own once the service is up, so that its start does not wait for them; the
-// first search waits for what is not built yet. Owned by the service beside its session.
+// threads of their own at background priority (common/background_priority.h) once the service
+// is up, so that neither its start nor its first queries wait for them; the first search waits
+// for what is not built yet. Owned by the service beside its session.
 #pragma once
 
 #include <chrono>
