@@ -89,6 +89,12 @@ class Engine {
                               const Normalization& norm, unsigned threads) {
     (void)shards, (void)q, (void)norm, (void)threads;
   }
+  /// Builds, on the calling thread, what the first query of any task would build for `shard`
+  /// (the CPU engine's full shard layout), holding the engine's query lock for that one shard
+  /// only: a resident process calls it shard by shard between and beside queries, so that no
+  /// first query pays for it and none waits longer than one shard's build. Changes no result;
+  /// nothing by default.
+  virtual void prepare_in_background(LoadedShard& shard) { (void)shard; }
   /// Called before a query runs on these shards one by one (not as one batch): builds each
   /// shard's vocabulary of `norm` ahead, several at once on `threads` (0 = all), where the engine
   /// would otherwise build them one after the other on its own thread. Changes no result.

@@ -15,6 +15,7 @@
 #include "cluster/cross_memory.h"
 #include "cluster/nccl_comm.h"
 #include "cluster/reduce.h"
+#include "common/background_priority.h"
 #include "common/cpus.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -75,6 +76,8 @@ ArchiveSession::ArchiveSession(Comm& comm, SessionOptions options)
     : comm_(comm), options_(std::move(options)), path_(options_.archive) {}
 
 ArchiveSession::~ArchiveSession() {
+  stop_background_ = true;
+  if (background_.joinable()) background_.join();
   if (nccl_init_.valid()) {
     try {
       nccl_ = nccl_init_.get();
@@ -254,6 +257,31 @@ double ArchiveSession::warm_up() {
                  e.what());
   }
   return timer.seconds();
+}
+
+void ArchiveSession::prepare_in_background() {
+  if (!options_.resident || loaded_.empty() || background_.joinable()) return;
+  background_ = std::thread([this] {
+    lower_to_background_priority();
+    Timer timer;
+    size_t done = 0;
+    try {
+      for (auto& shard : loaded_) {
+        if (stop_background_) return;
+        engine_->prepare_in_background(*shard);
+        ++done;
+      }
+    } catch (const std::exception& e) {
+      spdlog::warn(
+          "preparing the resident shards in the background stopped after {} ({}); "
+          "queries build the rest",
+          done, e.what());
+      return;
+    }
+    if (engine_->name() == "cpu")  // the engines that build anything there
+      spdlog::info("{} resident shards prepared in the background in {:.2f}s", done,
+                   timer.seconds());
+  });
 }
 
 NcclComm* ArchiveSession::nccl() {

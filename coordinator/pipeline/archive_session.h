@@ -13,12 +13,14 @@
 // query would pay that merge for a gain of milliseconds.
 #pragma once
 
+#include <atomic>
 #include <filesystem>
 #include <functional>
 #include <future>
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cluster/nccl_comm.h"
@@ -91,6 +93,13 @@ class ArchiveSession {
   /// rank (no collective, no fault injection); a failure is logged and left to the first query.
   /// Returns the seconds it took.
   double warm_up();
+  /// Resident shards: starts building, on a thread of its own at background priority, shard by
+  /// shard, what any first query would build for them (Engine::prepare_in_background: the CPU
+  /// engine's full layouts, which a first query other than a word count would otherwise build,
+  /// about 2x a later sequence count on 1 GB). Queries run beside it; each waits at most for
+  /// one shard's build. Stopped (after the shard under way) when the session ends. A failure is
+  /// logged and leaves the rest to the queries.
+  void prepare_in_background();
 
   /// The dictionary normalized by these options, computed once per combination.
   const Normalization& normalization(bool lowercase, bool alnum);
@@ -172,6 +181,8 @@ class ArchiveSession {
   std::unique_ptr<ShardPrefetcher> prefetch_;
   std::future<std::unique_ptr<NcclComm>> nccl_init_;  ///< NCCL's set-up, started at open()
   std::unique_ptr<NcclComm> nccl_;
+  std::atomic<bool> stop_background_{false};
+  std::thread background_;  ///< prepare_in_background's; joined first when the session ends
 };
 
 }  // namespace gtadoc

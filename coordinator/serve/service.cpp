@@ -384,6 +384,10 @@ void serve(Comm& comm, const ServeOptions& o) {
   // service says it is ready, so the first client's query costs what the later ones do.
   const double warmed = session->warm_up();
   spdlog::debug("resident shards prepared for queries in {:.2f}s", warmed);
+  // What a first query of another task would build (the CPU engine's full layouts): built from
+  // now on beside the service, at background priority, shard by shard (not with
+  // GTADOC_SERVE_WARM_UP=0, which leaves everything to the first queries).
+  if (settings::word("GTADOC_SERVE_WARM_UP") != "0") session->prepare_in_background();
 
   std::unique_ptr<ServiceState> state;
   // Before the server: its documents' pool, joined when it stops, reads from the store.

@@ -94,13 +94,13 @@ class CpuEngine final : public Engine {
   void prepare_shards(std::span<LoadedShard* const> shards, const QueryOptions& q,
                       const Normalization& /*norm*/, unsigned threads) override {
     if (needs_no_layout(q)) return;
+    std::lock_guard<std::mutex> lock(mu_);  // built() may change beside (prepare_in_background)
     std::vector<LazyShard*> todo;
     for (LoadedShard* shard : shards) {
       auto* lazy = dynamic_cast<LazyShard*>(shard);
       if (lazy != nullptr && !lazy->built()) todo.push_back(lazy);
     }
     if (todo.size() < 2) return;  // one shard builds on every thread when it runs
-    std::lock_guard<std::mutex> lock(mu_);
     // A shard's layout scales to a few threads only (measured: docs/PERFORMANCE.md): several shards
     // at once, two threads each (one pool per shard in flight).
     const unsigned total = thread_count(threads);
@@ -111,6 +111,12 @@ class CpuEngine final : public Engine {
     on_slots(at_once, per, [&](size_t, const Exec& ex) {
       for (size_t i = next++; i < todo.size(); i = next++) todo[i]->full(ex);
     });
+  }
+
+  void prepare_in_background(LoadedShard& shard) override {
+    LazyShard& lazy = lazy_of(shard);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!lazy.built()) lazy.full(Exec{nullptr, 1});
   }
 
   RecordBatch run(LoadedShard& shard, const QueryOptions& q, const Normalization& norm,
