@@ -31,6 +31,14 @@ namespace fs = std::filesystem;
 
 namespace {
 
+/// Passes `b` through `rewrite` (if any and `b` holds records), the time counted as collect.
+void apply_rewrite(const ArchiveSession::KeyRewrite* rewrite, RecordBatch& b, QueryTimings& t) {
+  if (rewrite == nullptr || b.size() == 0) return;
+  Timer timer;
+  (*rewrite)(b);
+  t.collect += timer.seconds();
+}
+
 /// Fault injection for the failure tests: GTADOC_FAULT_INJECT="RANK:SHARD:kill|segv|throw" makes
 /// that rank die by SIGKILL or SIGSEGV, or throw, when a query starts on that shard.
 void maybe_inject_fault(const Comm& comm, uint32_t shard) {
@@ -358,11 +366,7 @@ RecordBatch ArchiveSession::collect(const QueryOptions& q, const Normalization& 
   if (on_device != nullptr) engine_->keep_records(true);
   RecordBatch out =
       options_.resident ? collect_resident(q, norm, t) : collect_streaming(q, norm, t, rewrite);
-  if (options_.resident && rewrite != nullptr && out.size() > 0) {
-    Timer timer;
-    (*rewrite)(out);
-    t.collect += timer.seconds();
-  }
+  if (options_.resident) apply_rewrite(rewrite, out, t);  // the streaming path did, per batch
   if (on_device != nullptr) {
     Timer timer;
     *on_device = engine_->take_records(key_layout(q).width);
@@ -479,11 +483,7 @@ RecordBatch ArchiveSession::collect_streaming(const QueryOptions& q, const Norma
     }
   } join_running{running};
   auto rewritten = [&](RecordBatch&& b) {
-    if (rewrite != nullptr && b.size() > 0) {
-      Timer timer;
-      (*rewrite)(b);
-      t.collect += timer.seconds();
-    }
+    apply_rewrite(rewrite, b, t);
     return std::move(b);
   };
   auto finish_running = [&] {
