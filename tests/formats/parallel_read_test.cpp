@@ -786,6 +786,12 @@ TEST(ParallelValidate, AgreesWithTheSequentialChecksOnEveryMutation) {
        [&](ShardGrammar& g) {
          g.symbols[g.doc_segment(2).second] = g.symbols[g.doc_segment(1).second];
        }},
+      {"a local word used nowhere",
+       [&](ShardGrammar& g) {  // every use of one word made a use of the next: lengths hold
+         const Symbol w = static_cast<Symbol>(rng() % (V - 1));
+         for (Symbol& s : g.symbols)
+           if (s == w) s = w + 1;
+       }},
       {"rule_length", [&](ShardGrammar& g) { g.rule_length[rng() % R] += 1; }},
       {"root rule_length", [&](ShardGrammar& g) { g.rule_length[root] -= 1; }},
       {"rule_uses", [&](ShardGrammar& g) { g.rule_uses[rng() % root] += 1; }},
