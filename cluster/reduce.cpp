@@ -309,9 +309,13 @@ void reduce_records(RecordBatch& batch, unsigned threads) {
   // Same key for entries at sorted positions i and j.
   auto same = [&](size_t i, size_t j) {
     if (entries[i].prefix != entries[j].prefix) return false;
-    if (w <= 2) return true;
-    return std::memcmp(keys + entries[i].payload * w + 2, keys + entries[j].payload * w + 2,
-                       (w - 2) * sizeof(uint32_t)) == 0;
+    // The rest of the key, compared in line: a call to memcmp for the two to three values
+    // left was 12 % of a CPU ranked-inverted-index (perf, 1 GB archive, dev VM).
+    const uint32_t* a = keys + entries[i].payload * w;
+    const uint32_t* b = keys + entries[j].payload * w;
+    for (uint32_t k = 2; k < w; ++k)
+      if (a[k] != b[k]) return false;
+    return true;
   };
 
   // Sum groups of equal keys: count groups per range, then write each range's groups.
