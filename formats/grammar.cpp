@@ -309,33 +309,40 @@ bool valid_in_parallel(const ShardGrammar& g, unsigned threads) {
     // allowed (and counted) in the root only. False when a symbol is neither. A symbol s is a
     // rule child when s - V < limit (a word wraps to 2^32 - V or more, a boundary leaves 2^31 - V
     // or more, and limit <= R <= 2^31 - V), a word when s < V, a boundary when its top bit is set.
-    auto scan = [&](uint64_t begin, uint64_t end, uint32_t limit, bool root_body, RootPart& part) {
+    auto scan = [&, V, R](uint64_t begin, uint64_t end, uint32_t limit, bool root_body,
+                          RootPart& part) {
+      // Every value the loop reads is a local copy: the counts and bits it writes are uint32_t
+      // and uint64_t, which the compiler must otherwise assume may alias values reached through
+      // the closure, reloading them on every symbol.
+      const Symbol* const syms = sp;
+      const uint64_t* const rule_lengths = lengths;
+      uint32_t* const counts_w = counts;
+      uint64_t* const bits_w = bits;
       const uint32_t boundary_ok = root_body ? 1 : 0;
       uint32_t bad = 0;
-      uint32_t overflow = 0;
       uint64_t length = 0, boundaries = 0;
       int64_t max_child = -1;
       for (uint64_t i = begin; i < end; ++i) {
-        const Symbol s = sp[i];
+        const Symbol s = syms[i];
         const uint32_t spare = static_cast<uint32_t>(i) & (kSpare - 1);
         const uint32_t word = s < V;
         const uint32_t boundary = s >> 31;
         const uint32_t c = s - V;  // the rule, when a rule
         const uint32_t child = c < limit;
         const uint32_t child_mask = 0u - child, word_mask = 0u - word;
-        bad |= (word | child | (boundary & boundary_ok)) ^ 1u;
-        boundaries += boundary;
-        const uint64_t add = (lengths[c & child_mask] & (uint64_t{0} - child)) | word;
+        const uint64_t add = (rule_lengths[c & child_mask] & (uint64_t{0} - child)) | word;
         uint64_t sum;
-        overflow |= __builtin_add_overflow(length, add, &sum);
+        const uint32_t overflow = __builtin_add_overflow(length, add, &sum);
         length = sum;
-        ++counts[R + spare + ((c - R - spare) & child_mask)];
+        bad |= ((word | child | (boundary & boundary_ok)) ^ 1u) | overflow;
+        boundaries += boundary;
+        ++counts_w[R + spare + ((c - R - spare) & child_mask)];
         max_child = std::max<int64_t>(max_child, static_cast<int32_t>(c | ~child_mask));
         const uint32_t bit = V + spare * 64 + ((s - V - spare * 64) & word_mask);
-        bits[bit >> 6] |= uint64_t{1} << (bit & 63);
+        bits_w[bit >> 6] |= uint64_t{1} << (bit & 63);
       }
       part = {max_child, length, boundaries};
-      return (bad | overflow) == 0;
+      return bad == 0;
     };
     for (size_t t; (t = next_task.fetch_add(1)) < tasks.size() && !failed();) {
       const Task& task = tasks[t];
@@ -533,7 +540,7 @@ void validate_grammar(const ShardGrammar& g, std::string_view what, unsigned thr
   // The parallel checks accept exactly the grammars the sequential ones accept; they only say
   // yes or no, so a grammar they reject is checked again sequentially for the message.
   threads = resolve_threads(threads);
-  if (threads > 1 && g.symbols.size() >= kParallelValidateSymbols && valid_in_parallel(g, threads))
+  if (g.symbols.size() >= kParallelValidateSymbols && valid_in_parallel(g, threads))
     return;
   validate_sequentially(g, what);
 }
