@@ -282,16 +282,12 @@ bool valid_in_parallel(const ShardGrammar& g, unsigned threads) {
   std::vector<RootPart> root_parts(tasks.size() - root_task0);
 
   // Each worker counts the rules' uses and marks the words it sees in arrays of its own (R + 1
-  // counts, V + 1 bits, plus kSpare slots of each that take what is not a rule child or not a
-  // word), so the loops run without atomics and without a branch on the kind of each symbol
-  // (otherwise mispredicted about every other symbol): every choice below is a mask. The spare
-  // slots rotate with the position, so that the increments a run of words (or of rules) makes
-  // to them do not wait on one another. Merged afterwards. Workers are fewer where their arrays
-  // would take too much memory.
-  constexpr uint32_t kSpare = 8;
-  const uint64_t word_blocks = uint64_t{V} / 64 + 1;  // the blocks holding words' bits
-  const uint64_t worker_bytes =
-      (uint64_t{R} + kSpare) * sizeof(uint32_t) + (word_blocks + kSpare) * 8;
+  // counts, V + 1 bits: the last slot of each takes what is not a rule child or not a word), so
+  // the loops run without a branch on the kind of each symbol (otherwise mispredicted about
+  // every other symbol) and without atomics; merged afterwards. Workers are fewer where their
+  // arrays would take too much memory.
+  const uint64_t word_blocks = uint64_t{V} / 64 + 1;
+  const uint64_t worker_bytes = (uint64_t{R} + 1) * sizeof(uint32_t) + word_blocks * 8;
   const size_t workers =
       std::max<size_t>(1, std::min<size_t>({resolve_threads(threads), tasks.size(),
                                             static_cast<size_t>(kPerWorkerBytes / worker_bytes)}));
@@ -301,48 +297,33 @@ bool valid_in_parallel(const ShardGrammar& g, unsigned threads) {
   const Symbol* const sp = sym.data();
   const uint64_t* const lengths = g.rule_length.data();
   parallel_for(workers, workers, [&](size_t w) {
-    resize_on_huge_pages(uses[w], uint64_t{R} + kSpare);
-    seen[w].assign(word_blocks + kSpare, 0);
+    resize_on_huge_pages(uses[w], uint64_t{R} + 1);
+    seen[w].assign(word_blocks, 0);
     uint32_t* const counts = uses[w].data();
     uint64_t* const bits = seen[w].data();
     // Symbols [begin, end) of a body whose rule children must be below `limit`; boundaries are
-    // allowed (and counted) in the root only. False when a symbol is neither. A symbol s is a
-    // rule child when s - V < limit (a word wraps to 2^32 - V or more, a boundary leaves 2^31 - V
-    // or more, and limit <= R <= 2^31 - V), a word when s < V, a boundary when its top bit is set.
-    auto scan = [&, V, R](uint64_t begin, uint64_t end, uint32_t limit, bool root_body,
-                          RootPart& part) {
-      // Every value the loop reads is a local copy: the counts and bits it writes are uint32_t
-      // and uint64_t, which the compiler must otherwise assume may alias values reached through
-      // the closure, reloading them on every symbol.
-      const Symbol* const syms = sp;
-      const uint64_t* const rule_lengths = lengths;
-      uint32_t* const counts_w = counts;
-      uint64_t* const bits_w = bits;
-      const uint32_t boundary_ok = root_body ? 1 : 0;
-      uint32_t bad = 0;
+    // allowed (and counted) in the root only. False when a symbol is neither.
+    auto scan = [&](uint64_t begin, uint64_t end, uint32_t limit, bool root_body, RootPart& part) {
+      bool bad = false;
       uint64_t length = 0, boundaries = 0;
       int64_t max_child = -1;
       for (uint64_t i = begin; i < end; ++i) {
-        const Symbol s = syms[i];
-        const uint32_t spare = static_cast<uint32_t>(i) & (kSpare - 1);
-        const uint32_t word = s < V;
-        const uint32_t boundary = s >> 31;
+        const Symbol s = sp[i];
+        const bool word = s < V;
+        const bool boundary = is_boundary(s);
         const uint32_t c = s - V;  // the rule, when a rule
-        const uint32_t child = c < limit;
-        const uint32_t child_mask = 0u - child, word_mask = 0u - word;
-        const uint64_t add = (rule_lengths[c & child_mask] & (uint64_t{0} - child)) | word;
-        uint64_t sum;
-        const uint32_t overflow = __builtin_add_overflow(length, add, &sum);
-        length = sum;
-        bad |= ((word | child | (boundary & boundary_ok)) ^ 1u) | overflow;
+        const bool child = !word && !boundary && c < limit;
+        bad |= !word && !child && !(boundary && root_body);
         boundaries += boundary;
-        ++counts_w[R + spare + ((c - R - spare) & child_mask)];
-        max_child = std::max<int64_t>(max_child, static_cast<int32_t>(c | ~child_mask));
-        const uint32_t bit = V + spare * 64 + ((s - V - spare * 64) & word_mask);
-        bits_w[bit >> 6] |= uint64_t{1} << (bit & 63);
+        const uint64_t child_length = lengths[child ? c : 0];  // read whatever the kind
+        bad |= __builtin_add_overflow(length, word ? 1 : child ? child_length : 0, &length);
+        ++counts[child ? c : R];
+        max_child = std::max<int64_t>(max_child, child ? int64_t{c} : -1);
+        const uint32_t bit = word ? s : V;
+        bits[bit >> 6] |= uint64_t{1} << (bit & 63);
       }
       part = {max_child, length, boundaries};
-      return bad == 0;
+      return !bad;
     };
     for (size_t t; (t = next_task.fetch_add(1)) < tasks.size() && !failed();) {
       const Task& task = tasks[t];
@@ -540,7 +521,7 @@ void validate_grammar(const ShardGrammar& g, std::string_view what, unsigned thr
   // The parallel checks accept exactly the grammars the sequential ones accept; they only say
   // yes or no, so a grammar they reject is checked again sequentially for the message.
   threads = resolve_threads(threads);
-  if (g.symbols.size() >= kParallelValidateSymbols && valid_in_parallel(g, threads))
+  if (threads > 1 && g.symbols.size() >= kParallelValidateSymbols && valid_in_parallel(g, threads))
     return;
   validate_sequentially(g, what);
 }
