@@ -18,9 +18,10 @@
 #      first uncached query and the median of RESIDENT_REPS more (gtadoc_serve_load, as
 #      serve-bench.sh measures; serve-bench.sh itself times neither the ready point nor the
 #      first query, and repeats every query with `gtadoc run`, hence this step).
-# Every output is compared byte for byte: each config's with the first config's output of the
-# same (corpus, task); the service's first response with `gtadoc run`'s; raw_gpu's with gtadoc's
-# and raw_wordcount's first K rows with `word-count --top K` (all rows for plain word-count).
+# Every output is compared byte for byte (one over DIGEST_OVER bytes by its sha256): each
+# config's with the first config's output of the same (corpus, task); the service's first
+# response with `gtadoc run`'s; raw_gpu's with gtadoc's and raw_wordcount's first K rows with
+# `word-count --top K` (all rows for plain word-count).
 # Outputs are deleted once compared (only their sizes are kept).
 #
 #   scripts/bench/scale-bench.sh                         # GPU machine, after a build
@@ -61,6 +62,8 @@
 #     and a size is not started when the last one's time scaled to its bytes would pass it; no
 #     command runs past BUDGET + GRACE (50 s: the GPU machine stops a command at 600 s),
 #     RUN_TIMEOUT (600 s per command; a run stopped by it is a failure),
+#   DIGEST_OVER (4000000000 bytes: the first config's output of a task, kept to compare the
+#     others with, is kept as its sha256 instead where it is larger),
 #   KEEP (0; 1 keeps the model, corpora and archives in WORK and reuses those there, with
 #     their compression row, instead of training, generating and compressing again).
 # Writes $OUT/scale-rows.jsonl (one row per measurement: kind corpus, compress, floor, run,
@@ -120,6 +123,7 @@ BUDGET=${BUDGET:-540}
 GRACE=${GRACE:-50}
 RUN_TIMEOUT=${RUN_TIMEOUT:-600}
 KEEP=${KEEP:-0}
+DIGEST_OVER=${DIGEST_OVER:-4000000000}
 CORES=$(nproc)
 # A task's words may be joined by + (device-check's SCALE_ENV cannot carry spaces).
 IFS=',' read -r -a TASK_LIST <<<"${TASKS//+/ }"
@@ -605,10 +609,23 @@ run_tasks() {  # step 4
       bytes=$(fsize "$out")
       match=null
       if ((rc == 0)); then
-        if [[ ! -f $base ]]; then
-          mv "$out" "$base"
+        if [[ ! -f $base && ! -f $base.sha256 ]]; then
+          # An output larger than DIGEST_OVER is kept as its digest only: the next config's
+          # output and this one need not sit side by side in WORK (tmpfs: in memory).
+          if ((bytes > DIGEST_OVER)); then
+            sha256sum <"$out" | cut -d' ' -f1 >"$base.sha256"
+          else
+            mv "$out" "$base"
+          fi
           match=true
           RATIO[$slug]=$(awk -v o="$bytes" -v b="$CBYTES" 'BEGIN { printf "%.6f", (b > 0 ? o / b : 0) }')
+        elif [[ -f $base.sha256 ]]; then
+          if [[ $(sha256sum <"$out" | cut -d' ' -f1) == "$(cat "$base.sha256")" ]]; then
+            match=true
+          else
+            match=false
+            fail "$CNAME: $task on $label differs from $(config_label "${RUN_CONFIGS[0]}")'s output (sha256)"
+          fi
         elif cmp -s "$out" "$base"; then
           match=true
         else
