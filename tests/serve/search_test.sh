@@ -79,7 +79,10 @@ done
 code=$(curl -sS -o /dev/null -w '%{http_code}' "$URL/v1/search")
 [[ $code == 405 ]] || fail "GET /v1/search: status $code"
 check_service "$URL" "after bad requests"
-curl -sS "$URL/metrics" | grep -q 'endpoint="/v1/search"' || fail "/metrics counts no search"
+# Read whole first: grep -q stops at its match, and curl, still writing a body larger than a pipe
+# holds, would then fail (exit 23) under pipefail.
+metrics=$(curl -sS "$URL/metrics")
+grep -q 'endpoint="/v1/search"' <<<"$metrics" || fail "/metrics counts no search"
 kill -TERM "$PID"
 wait "$PID" || fail "the service did not exit 0 on SIGTERM"
 
