@@ -121,6 +121,9 @@ inline constexpr Variable kVariables[] = {
     word_var("GTADOC_SERVE_WARM_UP", kTuning, "auto|1|0", "auto",
              "serve's warm-up queries before it says it is ready: auto (the GPU engine), 1 "
              "(every engine) or 0 (none; see SERVICE.md)"),
+    word_var("GTADOC_CUDA_WAIT", kTuning, "spin|yield|block", "spin",
+             "how a thread waiting for the GPU waits: spin (CUDA's default with fewer contexts "
+             "than cores), yield its core to other threads between polls, or block"),
     flag_var("GTADOC_GPU_WARMUP", kTuning, "1",
              "0: --engine gpu does not start CUDA beside MPI's start"),
 

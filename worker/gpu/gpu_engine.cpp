@@ -700,7 +700,13 @@ void warm_up_gpu(int local_rank, int devices) {
     // The primary contexts the engines then use, created side by side.
     std::vector<std::thread> others;
     auto start = [n](int device) {
-      if (cudaSetDevice(((device % n) + n) % n) == cudaSuccess) (void)cudaFree(nullptr);
+      if (cudaSetDevice(((device % n) + n) % n) == cudaSuccess) {
+        try {
+          gpu::apply_wait_policy();  // before the context starts: its first waits are the loads'
+        } catch (const Error&) {
+        }
+        (void)cudaFree(nullptr);
+      }
       (void)cudaGetLastError();
     };
     for (int d = 1; d < std::min(devices, n); ++d) others.emplace_back(start, local_rank + d);

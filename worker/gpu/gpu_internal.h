@@ -55,6 +55,12 @@ inline constexpr int kRuleBlock = 256;  ///< threads of the block-per-rule kerne
 /// (a shard may outlive the engine object).
 struct DownloadStaging;  // download.cpp: pinned slots and streams for large downloads
 
+/// Sets how the calling thread's current device makes host threads wait for it
+/// (GTADOC_CUDA_WAIT: spin, yield or block), before or after its primary context starts. Every
+/// thread that waits (query, load lanes, staging, shuffle) shares the host's cores with the
+/// shards' reads, which a spinning wait takes a core from.
+void apply_wait_policy();
+
 struct DeviceContext {
   explicit DeviceContext(int device);
   void activate() const;  ///< cudaSetDevice(device) on the calling thread

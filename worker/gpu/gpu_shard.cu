@@ -9,6 +9,7 @@
 
 #include "common/parallel.h"
 #include "common/recycled_arrays.h"
+#include "common/settings.h"
 
 #include "worker/device/primitives.cuh"
 #include "worker/gpu/gpu_internal.h"
@@ -18,6 +19,7 @@ namespace {
 
 int activate_device(int device) {
   CUDA_TRY(cudaSetDevice(device));
+  apply_wait_policy();
   return device;
 }
 
@@ -27,6 +29,14 @@ uint64_t next_serial() {
 }
 
 }  // namespace
+
+void apply_wait_policy() {
+  const std::string_view wait = settings::word("GTADOC_CUDA_WAIT");
+  const unsigned flags = wait == "yield"   ? cudaDeviceScheduleYield
+                         : wait == "block" ? cudaDeviceScheduleBlockingSync
+                                           : cudaDeviceScheduleSpin;
+  CUDA_TRY(cudaSetDeviceFlags(flags));  // the same flags again for each context of the device
+}
 
 void build_level_schedule(GpuShard& s, const std::vector<uint32_t>& level_offsets,
                           plan::LevelSchedules* prepared) {
