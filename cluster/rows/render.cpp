@@ -30,8 +30,23 @@ struct Measure {
 struct Write {
   char* p;
   void put(std::string_view s) {
-    std::memcpy(p, s.data(), s.size());
-    p += s.size();
+    // Most pieces are words and document names of a few to a few dozen bytes: copied by two
+    // fixed-size, possibly overlapping moves within [s, s + n), not by a call to memcpy per piece
+    // (perf: the calls were about half of rendering a ranked index's rows).
+    const char* src = s.data();
+    const size_t n = s.size();
+    if (n >= 8 && n <= 16) {
+      std::memcpy(p, src, 8);
+      std::memcpy(p + n - 8, src + n - 8, 8);
+    } else if (n > 16 && n <= 32) {
+      std::memcpy(p, src, 16);
+      std::memcpy(p + n - 16, src + n - 16, 16);
+    } else if (n < 8) {
+      for (size_t i = 0; i < n; ++i) p[i] = src[i];
+    } else {
+      std::memcpy(p, src, n);
+    }
+    p += n;
   }
   void put(char c) { *p++ = c; }
   void num(uint64_t v) { p = write_decimal(v, p); }
