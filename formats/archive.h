@@ -132,6 +132,8 @@ Manifest read_manifest(const std::filesystem::path& archive,
                        ManifestRead how = ManifestRead::kWhole);
 /// Reads, checks and validates one shard's grammar, decoding and validating on `threads` threads
 /// (0: every usable CPU; a caller reading several shards side by side gives each a share).
+/// `checks`: validate_grammar whole, or only check_grammar_frame for a caller that checks the
+/// bodies itself (formats/grammar.h).
 /// Where one read_shard_grammar's time went, in seconds: waiting for the HDF5 lock, the file's
 /// opening and the datasets' location under it, the data (read and decoded outside the lock),
 /// the checks back under it, and the grammar's validation; `steps` splits the data's time
@@ -144,7 +146,8 @@ struct ShardReadTimes {
 };
 ShardGrammar read_shard_grammar(const std::filesystem::path& archive, const Manifest& manifest,
                                 uint32_t shard, unsigned threads = 0,
-                                ShardReadTimes* times = nullptr);
+                                ShardReadTimes* times = nullptr,
+                                GrammarChecks checks = GrammarChecks::kFull);
 /// Reads and checks one shard's whitespace layout.
 ShardLayout read_shard_layout(const std::filesystem::path& archive, const Manifest& manifest,
                               uint32_t shard);

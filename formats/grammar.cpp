@@ -510,7 +510,57 @@ void validate_sequentially(const ShardGrammar& g, std::string_view what) {
     corrupt(what, "a boundary symbol occurs twice");
 }
 
+/// check_grammar_frame's conditions: true when they all hold.
+bool frame_valid(const ShardGrammar& g) {
+  const uint32_t V = g.num_words;
+  if (g.local_words.size() != V) return false;
+  for (size_t i = 1; i < g.local_words.size(); ++i)
+    if (g.local_words[i] <= g.local_words[i - 1]) return false;
+  const std::vector<uint64_t>& off = g.rule_offsets;
+  if (off.size() < 2 || off.size() - 1 > static_cast<uint64_t>(kBoundaryBit) - V) return false;
+  const uint32_t R = static_cast<uint32_t>(off.size() - 1);
+  const RuleId root = R - 1;
+  if (off[0] != 0 || off[R] != g.symbols.size()) return false;
+  for (uint32_t r = 0; r < root; ++r)
+    if (off[r] >= off[r + 1]) return false;  // decreasing, or an empty body
+  if (off[root] > off[R]) return false;
+  if (g.rule_length.size() != R || g.rule_uses.size() != R || g.rule_uses[root] != 0) return false;
+  if (g.num_docs == 0 || static_cast<uint64_t>(g.first_doc) + g.num_docs > (uint64_t{1} << 32))
+    return false;
+  const std::vector<uint32_t>& lo = g.level_offsets;
+  if (lo.size() < 2) return false;
+  const size_t L = lo.size() - 1;
+  if (lo[0] != 0 || lo[L] != R || lo[L - 1] != root) return false;
+  for (size_t h = 0; h < L; ++h)
+    if (lo[h] > lo[h + 1]) return false;
+  const std::vector<uint64_t>& dro = g.doc_root_offsets;
+  const uint64_t root_begin = off[root], root_len = off[R] - root_begin;
+  if (dro.size() != static_cast<size_t>(g.num_docs) + 1 || dro[0] != 0 ||
+      dro[g.num_docs] != root_len + 1)
+    return false;
+  std::vector<uint32_t> ids;
+  ids.reserve(g.num_docs - 1);
+  for (uint32_t d = 1; d < g.num_docs; ++d) {
+    if (dro[d] <= dro[d - 1] || dro[d] > root_len) return false;
+    const Symbol s = g.symbols[root_begin + dro[d] - 1];
+    if (!is_boundary(s)) return false;
+    ids.push_back(s & ~kBoundaryBit);
+  }
+  std::sort(ids.begin(), ids.end());
+  return std::adjacent_find(ids.begin(), ids.end()) == ids.end();
+}
+
 }  // namespace
+
+void check_grammar_frame(const ShardGrammar& g, std::string_view what) {
+  if (frame_valid(g)) return;
+  // The message validate_grammar gives (its first violation may lie in a body).
+  check_local_words(g, what);
+  validate_sequentially(g, what);
+  throw InternalError(std::string(what) +
+                      ": the grammar's frame checks reject what the "
+                      "sequential checks accept");
+}
 
 bool detail::grammar_valid_in_parallel(const ShardGrammar& g, unsigned threads) {
   return valid_in_parallel(g, threads);

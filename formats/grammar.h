@@ -93,6 +93,30 @@ void localize_words(ShardGrammar& g);
 /// sequential checks, so the message is the same.
 void validate_grammar(const ShardGrammar& g, std::string_view what, unsigned threads = 0);
 
+/// How much of validate_grammar a read does. kFrame: every check that does not read the rule
+/// bodies symbol by symbol (check_grammar_frame) — what a consumer that checks the bodies itself
+/// needs before it may index anything by the grammar's offsets (the GPU engine's load, which
+/// checks the bodies on the device). kFull: validate_grammar.
+enum class GrammarChecks { kFull, kFrame };
+
+/// The checks of validate_grammar that cost no more than the rules, documents and levels: the
+/// local words, the sizes and order of every offset array, the levels spanning the rules with the
+/// root alone on top, the root used by no rule, and the documents' separators in the root (each
+/// a boundary, at the recorded offset, with distinct ids). A grammar that passes, and whose body
+/// symbols then pass grammar_bodies_valid's conditions, passes validate_grammar. Throws the
+/// InputError validate_grammar would throw (its message names the first violation in its order,
+/// which may lie in a body).
+void check_grammar_frame(const ShardGrammar& g, std::string_view what);
+
+/// The body checks a consumer of a frame-checked grammar makes (the GPU engine on the device),
+/// spelled out: every body symbol is a word below num_words, a rule whose id is below the
+/// body's own rule (the root: any other rule), or, in the root only, a boundary at one of the
+/// documents' separators; every local word occurs in some body; a rule's stored length is the
+/// sum over its body (without overflow) of 1 per word and its children's stored lengths, and the
+/// root's the same over the documents; a rule's stored uses are its occurrences in the bodies
+/// (modulo 2^32); a rule at level h > 0 has its largest child at level h - 1, one at level 0 no
+/// child, and the root its largest child on the level below its own.
+
 namespace detail {
 /// The parallel checks behind validate_grammar: true when every invariant holds (exposed for
 /// tests, which compare it with the sequential checks).

@@ -20,7 +20,7 @@
 #                                                 # "SIZES=1G,4G BUDGET=300 TASKS=word-count+--top+100"
 set -uo pipefail
 
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 ROOT=$(pwd)
 OUT=${OUT:-./device-out}
 mkdir -p "$OUT"
@@ -59,6 +59,12 @@ GPU_BATCH_TESTS=(
   LongNgramsAndDocumentsOutOfIdOrder
   SetsChangingBetweenCallsAndDegenerateBatches
   OutOfMemoryFallsBackToSmallerBatches
+)
+# The bodies of frame-checked grammars checked on the device (tests/worker/gpu_checks_test.cpp).
+GPU_CHECK_TESTS=(
+  AValidGrammarLoadsAndAnswersAsTheCpuEngine
+  EveryBodyMutationIsRejectedWithTheHostsMessage
+  TheLoadLanesRejectABadShardAndLoadTheOthers
 )
 # Small GPU cases for the sanitizers (they slow kernels down by orders of magnitude).
 SANITIZER_FILTER='GpuEngineTest.SmallMixedClasses'
@@ -126,12 +132,12 @@ else
     -j "$JOBS" -R "^($suites)\\."
 fi
 
-gpu_regex="^(GpuEngineTest\\.($(IFS='|'; echo "${GPU_TESTS[*]}"))|GpuBatchTest\\.($(IFS='|'; echo "${GPU_BATCH_TESTS[*]}")))\$"
-gpu_total=$((${#GPU_TESTS[@]} + ${#GPU_BATCH_TESTS[@]}))
+gpu_regex="^(GpuEngineTest\\.($(IFS='|'; echo "${GPU_TESTS[*]}"))|GpuBatchTest\\.($(IFS='|'; echo "${GPU_BATCH_TESTS[*]}"))|GpuBodyChecks\\.($(IFS='|'; echo "${GPU_CHECK_TESTS[*]}")))\$"
+gpu_total=$((${#GPU_TESTS[@]} + ${#GPU_BATCH_TESTS[@]} + ${#GPU_CHECK_TESTS[@]}))
 step ctest-gpu ctest --test-dir "$BUILD_DIR" --output-on-failure --timeout 1800 -j 1 \
   -R "$gpu_regex"
-ran=$(grep -cE 'Test +#[0-9]+: Gpu(Engine|Batch)Test\.' "$OUT/ctest-gpu.log" || true)
-skipped=$(grep -cE 'Gpu(Engine|Batch)Test\..*Skipped' "$OUT/ctest-gpu.log" || true)
+ran=$(grep -cE 'Test +#[0-9]+: Gpu(EngineTest|BatchTest|BodyChecks)\.' "$OUT/ctest-gpu.log" || true)
+skipped=$(grep -cE 'Gpu(EngineTest|BatchTest|BodyChecks)\..*Skipped' "$OUT/ctest-gpu.log" || true)
 note "      GPU tests run: ${ran:-0} of ${gpu_total}, skipped: ${skipped:-0}"
 if [ "${ran:-0}" -ne "${gpu_total}" ] || [ "${skipped:-0}" -ne 0 ]; then
   note "FAIL  GPU tests missing or skipped (is a GPU visible?)"
@@ -160,7 +166,7 @@ if cmake --build "$BUILD_DIR" -j "$JOBS" --target gtadoc_reference >"$OUT/refere
 fi
 
 # The GPU test binary alone, with gtest's own report (XML kept for the record).
-step gpu-gtest "$WORKER_BIN" --gtest_filter='GpuEngineTest.*:GpuBatchTest.*:BatchPlan.*' \
+step gpu-gtest "$WORKER_BIN" --gtest_filter='GpuEngineTest.*:GpuBatchTest.*:GpuBodyChecks.*:BatchPlan.*' \
   --gtest_output="xml:$OUT/gpu-gtest.xml"
 
 # The raw-text GPU baseline (tests/reference/gpu/) against the CPU reference, on the device.

@@ -26,6 +26,18 @@ PreparedShard prepare_shard(const std::string& engine, ShardGrammar grammar, uns
   return out;
 }
 
+GrammarChecks read_checks_for(const std::string& engine) {
+  return engine == "gpu" && plan::gpu_layout_parts() == plan::LayoutParts::kBodies
+             ? GrammarChecks::kFrame
+             : GrammarChecks::kFull;
+}
+
+void check_bodies_on_host(PreparedShard& prepared, unsigned threads) {
+  if (!prepared.bodies_unchecked) return;
+  validate_grammar(prepared.grammar, *prepared.bodies_unchecked, threads);
+  prepared.bodies_unchecked.reset();
+}
+
 std::vector<Engine::LoadOutcome> Engine::load_prepared_many(std::span<PreparedShard> shards) {
   std::vector<LoadOutcome> out(shards.size());
   for (size_t i = 0; i < shards.size(); ++i) {

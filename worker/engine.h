@@ -6,6 +6,7 @@
 
 #include <exception>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -36,7 +37,20 @@ struct PreparedShard {
   ShardGrammar grammar;
   /// Null: the load builds what it needs. The engine that loads the shard may take its arrays.
   std::shared_ptr<plan::ShardLayout> layout;
+  /// Set when the grammar was read with only its frame checked (GrammarChecks::kFrame): the
+  /// name its errors carry (the shard file). The GPU engine's load then checks the bodies on the
+  /// device; anything else that reads the bodies calls check_bodies_on_host first.
+  std::optional<std::string> bodies_unchecked;
 };
+
+/// The checks a read for `engine`'s prepare_shard and load needs: the frame alone where the
+/// engine's load checks the bodies itself (the GPU engine, building its bags on the device),
+/// else all of them.
+GrammarChecks read_checks_for(const std::string& engine);
+
+/// Validates the bodies of a grammar read with only its frame checked (a no-op otherwise), on
+/// `threads` threads: InputError as the read would have thrown.
+void check_bodies_on_host(PreparedShard& prepared, unsigned threads = 0);
 
 /// The host-side load work of `engine` ("gpu", "cpu") for one shard, with no engine object and
 /// no device: thread-safe, so a caller prepares shards ahead, several at once, while the engine
@@ -62,6 +76,7 @@ class Engine {
   /// engine that can fail so (the GPU engine) leaves `prepared` as it was, so the caller can
   /// split it and retry without a copy. The default ignores the layout.
   virtual std::unique_ptr<LoadedShard> load_prepared(PreparedShard& prepared) {
+    check_bodies_on_host(prepared);
     return load(std::move(prepared.grammar));
   }
   /// What load_prepared_many made of one shard: `shard` when loaded; else `error` when its load

@@ -550,6 +550,11 @@ RecordBatch ArchiveSession::collect_streaming(const QueryOptions& q, const Norma
         } else if (!spilled) {
           if (w.pieces[k].grammar.num_docs <= 1)  // one document alone does not fit
             throw_in_shard(s, std::current_exception());
+          try {
+            check_bodies_on_host(w.pieces[k], threads_);  // the split reads the bodies
+          } catch (const Error&) {
+            throw_in_shard(s, std::current_exception());
+          }
           std::vector<ShardGrammar> halves =
               split_by_documents(w.pieces[k].grammar, w.pieces[k].grammar.symbols.size() / 2);
           spdlog::info("{}: does not fit the engine's memory: {} documents in {} pieces",
@@ -558,7 +563,7 @@ RecordBatch ArchiveSession::collect_streaming(const QueryOptions& q, const Norma
           w.ids.erase(w.ids.begin() + static_cast<std::ptrdiff_t>(k));
           for (size_t h = 0; h < halves.size(); ++h) {
             w.pieces.insert(w.pieces.begin() + static_cast<std::ptrdiff_t>(k + h),
-                            PreparedShard{std::move(halves[h]), nullptr});
+                            PreparedShard{std::move(halves[h]), nullptr, {}});
             w.ids.insert(w.ids.begin() + static_cast<std::ptrdiff_t>(k + h), s);
           }
         }
@@ -598,8 +603,9 @@ std::vector<PreparedShard> ArchiveSession::pieces_of(PreparedShard p) const {
     pieces.push_back(std::move(p));
     return pieces;
   }
+  check_bodies_on_host(p, threads_);  // the split reads the bodies
   for (ShardGrammar& piece : split_by_documents(g, bound))
-    pieces.push_back(PreparedShard{std::move(piece), nullptr});
+    pieces.push_back(PreparedShard{std::move(piece), nullptr, {}});
   spdlog::info("shard of documents {}..{}: {} symbols, loaded as {} document-range pieces",
                g.first_doc, g.first_doc + g.num_docs - 1, g.symbols.size(), pieces.size());
   return pieces;

@@ -75,23 +75,38 @@ void ShardPrefetcher::fill() {
     auto read_done = std::make_shared<std::promise<void>>();
     reads_.push_back(read_done->get_future().share());
     if (started_ == 0) first_read_ = reads_.back();
-    inflight_.push_back(std::async(std::launch::async, [this, id, threads, previous, read_done] {
+    // A shard to be prepared for the GPU engine has only its frame checked here, its bodies on
+    // the device at its load (read_checks_for); one too large to prepare is split on the host,
+    // which needs it whole.
+    const GrammarChecks checks = prepare_bound_ != 0 && symbols > prepare_bound_
+                                     ? GrammarChecks::kFull
+                                     : read_checks_for(engine_);
+    inflight_.push_back(std::async(std::launch::async, [this, id, threads, previous, read_done,
+                                                        checks] {
       ShardGrammar g;
       ShardReadTimes spent;
       double read_from = 0, read_to = 0;
       try {
         if (previous.valid()) previous.wait();
         read_from = clock_.seconds();
-        g = read_shard_grammar(archive_, manifest_, id, threads, &spent);
+        g = read_shard_grammar(archive_, manifest_, id, threads, &spent, checks);
         read_to = clock_.seconds();
       } catch (...) {
         read_done->set_value();
         throw;
       }
       read_done->set_value();
-      if (prepare_bound_ != 0 && g.symbols.size() > prepare_bound_)
-        return PreparedShard{std::move(g), nullptr};
+      if (prepare_bound_ != 0 && g.symbols.size() > prepare_bound_) {
+        PreparedShard whole{std::move(g), nullptr, {}};
+        if (checks == GrammarChecks::kFrame) {  // the manifest said it was smaller
+          whole.bodies_unchecked = (archive_ / shard_file_name(id)).string();
+          check_bodies_on_host(whole, threads);
+        }
+        return whole;
+      }
       PreparedShard p = prepare_shard(engine_, std::move(g), threads);
+      if (checks == GrammarChecks::kFrame)
+        p.bodies_unchecked = (archive_ / shard_file_name(id)).string();
       const h5::BatchRead::Times& d = spent.steps;
       spdlog::debug(
           "shard {}: read {:.3f}-{:.3f} s {} (ms: lock wait {:.2f} open {:.2f} data {:.2f} "

@@ -21,6 +21,7 @@
 #include "formats/grammar.h"
 #include "formats/h5.h"
 #include "tests/testutil/corpus.h"
+#include "tests/testutil/grammar_mutations.h"
 #include "tests/testutil/grammars.h"
 #include "tests/testutil/scoped_env.h"
 
@@ -743,86 +744,7 @@ TEST(ParallelValidate, AgreesWithTheSequentialChecksOnEveryMutation) {
   EXPECT_TRUE(detail::grammar_valid_in_parallel(good, 3));
 
   std::mt19937_64 rng(99);
-  const uint32_t R = good.num_rules(), root = good.root();
-  const uint64_t root_begin = good.rule_offsets[root];
-  std::vector<std::pair<std::string, std::function<void(ShardGrammar&)>>> mutations = {
-      {"symbol to a word",
-       [&](ShardGrammar& g) {
-         for (;;) {
-           uint64_t i = rng() % root_begin;
-           if (g.symbols[i] >= V) {
-             g.symbols[i] = 0;
-             return;
-           }
-         }
-       }},
-      {"forward reference",
-       [&](ShardGrammar& g) {
-         uint32_t r = static_cast<uint32_t>(rng() % (root - 1));
-         g.symbols[g.rule_offsets[r]] = rule_symbol(r + 1 + rng() % (root - r - 1), V);
-       }},
-      {"self reference",
-       [&](ShardGrammar& g) {
-         uint32_t r = static_cast<uint32_t>(rng() % root);
-         g.symbols[g.rule_offsets[r]] = rule_symbol(r, V);
-       }},
-      {"root references itself",
-       [&](ShardGrammar& g) { g.symbols[root_begin + 1] = rule_symbol(root, V); }},
-      {"reference past the rules",
-       [&](ShardGrammar& g) { g.symbols[root_begin + 2] = rule_symbol(R + 5, V); }},
-      {"boundary in a rule",
-       [&](ShardGrammar& g) { g.symbols[g.rule_offsets[rng() % root]] = boundary_symbol(999); }},
-      {"extra boundary in the root",
-       [&](ShardGrammar& g) {
-         for (;;) {
-           uint64_t i = root_begin + rng() % (g.symbols.size() - root_begin);
-           if (!is_boundary(g.symbols[i]) && g.symbols[i] < V) {
-             g.symbols[i] = boundary_symbol(1u << 20);
-             return;
-           }
-         }
-       }},
-      {"duplicate boundary id",
-       [&](ShardGrammar& g) {
-         g.symbols[g.doc_segment(2).second] = g.symbols[g.doc_segment(1).second];
-       }},
-      {"a local word used nowhere",
-       [&](ShardGrammar& g) {  // every use of one word made a use of the next: lengths hold
-         const Symbol w = static_cast<Symbol>(rng() % (V - 1));
-         for (Symbol& s : g.symbols)
-           if (s == w) s = w + 1;
-       }},
-      {"rule_length", [&](ShardGrammar& g) { g.rule_length[rng() % R] += 1; }},
-      {"root rule_length", [&](ShardGrammar& g) { g.rule_length[root] -= 1; }},
-      {"rule_uses", [&](ShardGrammar& g) { g.rule_uses[rng() % root] += 1; }},
-      {"root uses", [&](ShardGrammar& g) { g.rule_uses[root] = 1; }},
-      {"rule_uses wraps", [&](ShardGrammar& g) { g.rule_uses[rng() % root] += 0x80000000u; }},
-      {"level boundary moved", [&](ShardGrammar& g) { g.level_offsets[1] += 1; }},
-      {"level boundary moved down", [&](ShardGrammar& g) { g.level_offsets[2] -= 1; }},
-      {"level offsets decrease",
-       [&](ShardGrammar& g) { std::swap(g.level_offsets[1], g.level_offsets[2]); }},
-      {"extra level",
-       [&](ShardGrammar& g) { g.level_offsets.insert(g.level_offsets.begin() + 1, 0); }},
-      {"doc offset", [&](ShardGrammar& g) { g.doc_root_offsets[3] += 1; }},
-      {"doc offsets swapped",
-       [&](ShardGrammar& g) { std::swap(g.doc_root_offsets[3], g.doc_root_offsets[4]); }},
-      {"last doc offset", [&](ShardGrammar& g) { g.doc_root_offsets.back() += 1; }},
-      {"empty body",
-       [&](ShardGrammar& g) {
-         uint32_t r = static_cast<uint32_t>(1 + rng() % (root - 1));
-         g.rule_offsets[r] = g.rule_offsets[r + 1];
-       }},
-      {"offsets decrease",
-       [&](ShardGrammar& g) {
-         uint32_t r = static_cast<uint32_t>(1 + rng() % (root - 1));
-         g.rule_offsets[r] = g.rule_offsets[r + 1] + 1;
-       }},
-      {"length overflows",
-       [&](ShardGrammar& g) {
-         g.rule_length[0] = ~uint64_t{0} / 2;
-         g.rule_length[1] = ~uint64_t{0} / 2;
-       }},
-  };
+  const std::vector<testutil::GrammarMutation> mutations = testutil::grammar_mutations(good, rng);
   for (auto& [name, mutate] : mutations) {
     for (int trial = 0; trial < 4; ++trial) {
       ShardGrammar g = good;
@@ -834,6 +756,66 @@ TEST(ParallelValidate, AgreesWithTheSequentialChecksOnEveryMutation) {
       EXPECT_FALSE(detail::grammar_valid_in_parallel(g, 4));
       EXPECT_EQ(validation(g, 4), sequential);
       EXPECT_EQ(validation(g, 2), sequential);
+    }
+  }
+}
+
+// The frame checks (check_grammar_frame) accept every valid grammar; a mutation they reject gets
+// the sequential checks' message, and the mutations of the bodies alone pass them (the GPU
+// engine's load checks those on the device: tests/worker/gpu_checks_test.cpp).
+TEST(FrameChecks, RejectWithTheSequentialMessageAndPassBodyMutations) {
+  const uint32_t V = 3000;
+  const ShardGrammar good = finalize_grammar(V, 5, 40, random_raw(V, 40, 30000, 3000, 17));
+  EXPECT_NO_THROW(check_grammar_frame(good, "g"));
+  for (uint64_t seed = 1; seed <= 20; ++seed) {  // small and degenerate ones too
+    const uint32_t v = 1 + static_cast<uint32_t>(seed % 5);
+    const ShardGrammar small =
+        finalize_grammar(v, 0, 1 + seed % 4,
+                         random_raw(v, 1 + seed % 4, static_cast<uint32_t>(seed % 7),
+                                    static_cast<uint32_t>(seed % 9), seed));
+    EXPECT_NO_THROW(check_grammar_frame(small, "g")) << seed;
+  }
+  const std::vector<std::string> frame_mutations = {"duplicate boundary id",
+                                                    "root uses",
+                                                    "level offsets decrease",
+                                                    "doc offset",
+                                                    "doc offsets swapped",
+                                                    "last doc offset",
+                                                    "empty body",
+                                                    "offsets decrease"};
+  const std::vector<std::string> body_mutations = {"symbol to a word",
+                                                   "forward reference",
+                                                   "self reference",
+                                                   "root references itself",
+                                                   "reference past the rules",
+                                                   "boundary in a rule",
+                                                   "extra boundary in the root",
+                                                   "a local word used nowhere",
+                                                   "rule_length",
+                                                   "root rule_length",
+                                                   "rule_uses",
+                                                   "rule_uses wraps",
+                                                   "level boundary moved",
+                                                   "level boundary moved down",
+                                                   "extra level",
+                                                   "length overflows"};
+  std::mt19937_64 rng(7);
+  for (auto& [name, mutate] : testutil::grammar_mutations(good, rng)) {
+    const bool frame = std::count(frame_mutations.begin(), frame_mutations.end(), name) != 0;
+    ASSERT_TRUE(frame || std::count(body_mutations.begin(), body_mutations.end(), name) != 0)
+        << name << ": list it as a frame or a body mutation";
+    for (int trial = 0; trial < 4; ++trial) {
+      ShardGrammar g = good;
+      mutate(g);
+      const std::string sequential = validation(g, 1);
+      SCOPED_TRACE(name + " (trial " + std::to_string(trial) + "): " + sequential);
+      std::string got;
+      try {
+        check_grammar_frame(g, "g");
+      } catch (const InputError& e) {
+        got = e.what();
+      }
+      EXPECT_EQ(got, frame ? sequential : "");
     }
   }
 }
@@ -883,6 +865,12 @@ TEST(ParallelValidate, ShardReadsAcrossThreadCountsAgree) {
   EXPECT_EQ(back.level_offsets, g.level_offsets);
   EXPECT_EQ(back.doc_root_offsets, g.doc_root_offsets);
   EXPECT_EQ(read_shard_layout(dir.path(), m, 0).gaps, layout.gaps);
+  // A read that checks only the frame reads the same grammar.
+  const ShardGrammar framed =
+      read_shard_grammar(dir.path(), m, 0, 2, nullptr, GrammarChecks::kFrame);
+  EXPECT_EQ(framed.symbols, g.symbols);
+  EXPECT_EQ(framed.rule_length, g.rule_length);
+  EXPECT_EQ(framed.local_words, g.local_words);
 }
 
 /// Reads of several shard files from several threads at once (h5::BatchRead lets the process's

@@ -686,7 +686,7 @@ TEST_F(GpuEngineTest, LoadLanesSideBySideAsOneByOne) {
     if (seed % 2 == 0) {
       prepared.push_back(prepare_shard("gpu", ShardGrammar(grammars.back()), 2));
     } else {
-      prepared.push_back(PreparedShard{ShardGrammar(grammars.back()), nullptr});
+      prepared.push_back(PreparedShard{ShardGrammar(grammars.back()), nullptr, {}});
     }
   }
   std::vector<Engine::LoadOutcome> got = engine->load_prepared_many(prepared);
@@ -724,7 +724,8 @@ TEST_F(GpuEngineTest, LoadLanesSideBySideAsOneByOne) {
   ScopedEnv cap("GTADOC_GPU_MEMORY_LIMIT", "3072");  // a load may take a third: 1 KiB
   auto small = make_gpu_engine(0);
   std::vector<PreparedShard> again;
-  for (const ShardGrammar& g : grammars) again.push_back(PreparedShard{ShardGrammar(g), nullptr});
+  for (const ShardGrammar& g : grammars)
+    again.push_back(PreparedShard{ShardGrammar(g), nullptr, {}});
   got = small->load_prepared_many(again);
   size_t failed = 0;
   for (size_t i = 0; i < got.size(); ++i) {

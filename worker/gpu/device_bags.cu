@@ -21,9 +21,6 @@ struct KeyBits {
   __host__ __device__ int kind_shift() const { return ibits + ubits; }
 };
 
-constexpr uint32_t kBadBoundary = 1;  ///< a boundary symbol inside a unit
-constexpr uint32_t kBadOrder = 2;     ///< a rule using a rule of greater (or equal) id
-
 __global__ void bag_keys_kernel(const uint32_t* body, const uint32_t* sym_unit, uint64_t n,
                                 uint32_t inner, KeyBits kb, uint64_t* keys, uint32_t* bad) {
   for (uint64_t i = global_thread(); i < n; i += global_stride()) {
@@ -32,10 +29,10 @@ __global__ void bag_keys_kernel(const uint32_t* body, const uint32_t* sym_unit, 
     uint64_t key = ~uint64_t{0};
     if (u != kNoUnit) {
       if (x == kBoundaryCode) {
-        *bad = kBadBoundary;
+        *bad = 1;  // a boundary symbol inside a unit
       } else if (x & kRuleFlag) {
         const uint32_t c = x & ~kRuleFlag;
-        if (c >= (u < inner ? u : inner)) *bad = kBadOrder;
+        if (c >= (u < inner ? u : inner)) *bad = 1;  // a rule of its own id or greater
         key = (uint64_t{u} << kb.ibits) | c;
       } else {
         key = (uint64_t{1} << kb.kind_shift()) | (uint64_t{u} << kb.ibits) | x;
@@ -115,7 +112,7 @@ void row_offsets(const DeviceBuffer<uint32_t>& row, uint64_t n, uint64_t rows,
 
 }  // namespace
 
-void build_bags_on_device(GpuShard& s, uint32_t num_local, uint64_t positions) {
+bool build_bags_on_device(GpuShard& s, uint32_t num_local, uint64_t positions) {
   MemoryPool& pool = s.ctx->pool;
   cudaStream_t stream = pool.stream();
   KeyBits kb;
@@ -139,14 +136,7 @@ void build_bags_on_device(GpuShard& s, uint32_t num_local, uint64_t positions) {
   const uint64_t runs =
       run_length_encode(keys.data(), positions, runs_key.data(), runs_len.data(), pool);
   keys = DeviceBuffer<uint64_t>();
-  switch (bad.get(0)) {
-    case 0:
-      break;
-    case kBadBoundary:
-      throw InternalError("shard layout: boundary symbol inside a rule or document");
-    default:
-      throw InternalError("shard layout: rule references a rule of greater id");
-  }
+  if (bad.get(0) != 0) return false;  // before anything indexes by the items
 
   // Children rows are the runs of kind 0, terms rows those of kind 1.
   DeviceBuffer<uint64_t> d_split(std::vector<uint64_t>{runs}, pool);
@@ -200,6 +190,7 @@ void build_bags_on_device(GpuShard& s, uint32_t num_local, uint64_t positions) {
   }
   s.h_ch_off = s.ch_off.to_host();
   s.h_tm_off = s.tm_off.to_host();
+  return true;
 }
 
 }  // namespace gtadoc::gpu

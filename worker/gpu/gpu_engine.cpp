@@ -255,7 +255,7 @@ class GpuEngine final : public Engine {
   void keep_host_grammars(bool on) override { keep_host_grammars_ = on; }
 
   std::unique_ptr<LoadedShard> load(ShardGrammar grammar) override {
-    PreparedShard prepared{std::move(grammar), nullptr};
+    PreparedShard prepared{std::move(grammar), nullptr, {}};
     return load_prepared(prepared);
   }
 
@@ -613,9 +613,10 @@ class GpuEngine final : public Engine {
                                            PreparedShard& prepared, bool keep_symbols) {
     const uint64_t symbols = prepared.grammar.symbols.size();
     try {
-      auto shard = std::make_unique<GpuShard>(prepared.grammar, prepared.layout, ctx,
-                                              keep_symbols);  // synchronizes
+      auto shard = std::make_unique<GpuShard>(prepared.grammar, prepared.layout, ctx, keep_symbols,
+                                              prepared.bodies_unchecked);  // synchronizes
       prepared.layout.reset();
+      prepared.bodies_unchecked.reset();
       return shard;
     } catch (const ResourceError& e) {
       throw ResourceError("gpu engine: not enough GPU memory to load a shard of " +

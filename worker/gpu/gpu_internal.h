@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -145,8 +146,12 @@ class GpuShard final : public LoadedShard {
   /// The layout's arrays the shard keeps on the host are moved out of it.
   /// `keep_symbols`: the grammar keeps its rule bodies on the host (Engine::keep_host_grammars);
   /// else their memory goes to the next shard's read.
+  /// `bodies_unchecked`: the grammar had only its frame checked (PreparedShard): its bodies are
+  /// checked on the device (bodies_valid_on_device), and a grammar that fails gets the InputError
+  /// validate_grammar gives, naming this.
   GpuShard(ShardGrammar& grammar, std::shared_ptr<plan::ShardLayout> layout,
-           std::shared_ptr<DeviceContext> ctx, bool keep_symbols = false);
+           std::shared_ptr<DeviceContext> ctx, bool keep_symbols = false,
+           const std::optional<std::string>& bodies_unchecked = std::nullopt);
   /// An empty shard to be filled by merge_shards (a batch: one merged DAG of several shards).
   explicit GpuShard(std::shared_ptr<DeviceContext> ctx);
   const ShardGrammar& grammar() const override { return g; }
@@ -218,9 +223,20 @@ void build_level_schedule(GpuShard& s, const std::vector<uint32_t>& level_offset
 /// Builds s.ch_*, s.tm_* (rows, units, items, counts), s.root_uses, s.top_rules and the host
 /// copies s.h_ch_off, s.h_tm_off on the device from s.body and s.sym_unit (uploaded and derived
 /// first), as the host layout would (worker/plan/shard_layout.h): `num_local` is the shard's
-/// vocabulary size, `positions` the symbols inside units. Throws InternalError on a structure the
-/// engines cannot traverse (the host layout's messages), ResourceError when out of memory.
-void build_bags_on_device(GpuShard& s, uint32_t num_local, uint64_t positions);
+/// vocabulary size, `positions` the symbols inside units. False, with nothing built, when a
+/// boundary lies inside a unit or a unit uses a rule of its own id or greater (or the root);
+/// ResourceError when out of memory.
+bool build_bags_on_device(GpuShard& s, uint32_t num_local, uint64_t positions);
+
+// device_checks.cu
+/// Whether the bodies of `g`, loaded into `s` with its bags built on the device (true from
+/// build_bags_on_device) and its levels (build_level_schedule), meet the conditions formats/
+/// grammar.h lists for a frame-checked grammar: every rule's stored uses (`rule_uses`, the inner
+/// rules') and length (`rule_length`, every rule's, uploaded) and level, the root's length and
+/// level, and every local word used. Waits for the stream.
+bool bodies_valid_on_device(const GpuShard& s, const ShardGrammar& g,
+                            const DeviceBuffer<uint64_t>& rule_length,
+                            const DeviceBuffer<uint32_t>& rule_uses);
 
 // gpu_batch.cu
 /// One merged device DAG of `shards` (worker/plan/batch_plan.h), built with device-to-device copies

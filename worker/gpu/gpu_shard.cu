@@ -99,7 +99,8 @@ plan::Exec DeviceContext::host_exec() {
 }
 
 GpuShard::GpuShard(ShardGrammar& grammar, std::shared_ptr<plan::ShardLayout> prepared,
-                   std::shared_ptr<DeviceContext> context, bool keep_symbols)
+                   std::shared_ptr<DeviceContext> context, bool keep_symbols,
+                   const std::optional<std::string>& bodies_unchecked)
     : ctx(std::move(context)), serial(next_serial()) {
   ctx->activate();
   MemoryPool& pool = ctx->pool;
@@ -125,6 +126,17 @@ GpuShard::GpuShard(ShardGrammar& grammar, std::shared_ptr<plan::ShardLayout> pre
   units = inner + num_docs;
   S = grammar.symbols.size();
   const bool host_bags = layout.has_bags;
+  // Bags built on the host read every body: the grammar must be checked whole first.
+  if (host_bags && bodies_unchecked) validate_grammar(grammar, *bodies_unchecked);
+  const bool check_bodies = !host_bags && bodies_unchecked;
+  // Bodies the device rejects: the message the host's checks give (an unchecked grammar), else
+  // (the host checked it) a disagreement between the two.
+  auto rejected = [&] {
+    if (bodies_unchecked) validate_grammar(grammar, *bodies_unchecked, 1);
+    throw InternalError("gpu engine: the device rejects the bodies of a shard of " +
+                        std::to_string(grammar.symbols.size()) +
+                        " symbols that the host's checks accept");
+  };
 
   // 2. Uploaded: bodies and unit ranges, and the bags, the rules' uses in the root and the rules
   // the root uses when the host built them (else they are built on the device from the bodies,
@@ -152,6 +164,13 @@ GpuShard::GpuShard(ShardGrammar& grammar, std::shared_ptr<plan::ShardLayout> pre
     alloc(top_rules, top);
     ch_unit = DeviceBuffer<uint32_t>(layout.children.item.size(), pool);
     tm_unit = DeviceBuffer<uint32_t>(layout.terms.item.size(), pool);
+  }
+  // The stored rule metadata, for the body checks only (the shard keeps it on the host).
+  DeviceBuffer<uint64_t> check_length;
+  DeviceBuffer<uint32_t> check_uses;
+  if (check_bodies) {
+    alloc(check_length, grammar.rule_length);
+    alloc(check_uses, grammar.rule_uses);
   }
   sym_unit = DeviceBuffer<uint32_t>(S, pool);
   mark("alloc");
@@ -183,8 +202,9 @@ GpuShard::GpuShard(ShardGrammar& grammar, std::shared_ptr<plan::ShardLayout> pre
                         ch_unit.data(), pool.stream());
     ranges_of_positions(tm_off.data(), tm_off.data() + 1, units, tm_unit.size(), plan::kNoUnit,
                         tm_unit.data(), pool.stream());
-  } else {
-    build_bags_on_device(*this, static_cast<uint32_t>(layout.local_words.size()), positions);
+  } else if (!build_bags_on_device(*this, static_cast<uint32_t>(layout.local_words.size()),
+                                   positions)) {
+    rejected();
   }
   mark("derive");
 
@@ -192,6 +212,10 @@ GpuShard::GpuShard(ShardGrammar& grammar, std::shared_ptr<plan::ShardLayout> pre
   build_level_schedule(
       *this, std::vector<uint32_t>(grammar.level_offsets.begin(), grammar.level_offsets.end() - 1),
       layout.has_schedule ? &layout.schedule : nullptr);
+  if (check_bodies) {
+    if (!bodies_valid_on_device(*this, grammar, check_length, check_uses)) rejected();
+    mark("check");
+  }
   ctx->stream.synchronize();
   give_back.loaded = true;
   // Loaded (nothing below throws): the grammar and the host arrays kept are the shard's, moved
