@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "common/parallel.h"
+#include "common/settings.h"
 #include "worker/engine.h"
 #include "worker/plan/shard_layout.h"
 #include "worker/plan/thread_pool.h"
@@ -27,7 +28,8 @@ PreparedShard prepare_shard(const std::string& engine, ShardGrammar grammar, uns
 }
 
 GrammarChecks read_checks_for(const std::string& engine) {
-  return engine == "gpu" && plan::gpu_layout_parts() == plan::LayoutParts::kBodies
+  return engine == "gpu" && plan::gpu_layout_parts() == plan::LayoutParts::kBodies &&
+                 settings::flag("GTADOC_GPU_DEVICE_CHECKS")
              ? GrammarChecks::kFrame
              : GrammarChecks::kFull;
 }

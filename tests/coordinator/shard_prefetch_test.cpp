@@ -2,7 +2,8 @@
 // shards come out in the order asked, each equal to a direct read; for the GPU engine with the
 // layout that build_shard_layout gives on one thread, whatever the prefetch's thread count; a
 // shard above the prepare bound comes unprepared; a damaged shard's error comes with that shard
-// and no other, and the prefetcher is destroyed cleanly with work in flight.
+// and no other, and the prefetcher is destroyed cleanly with work in flight; bodies left to the
+// GPU engine's device checks are checked before any host use.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -14,7 +15,9 @@
 #include "coordinator/pipeline/shard_prefetch.h"
 #include "formats/archive.h"
 #include "tests/testutil/corpus.h"
+#include "tests/testutil/grammars.h"
 #include "tests/testutil/scoped_env.h"
+#include "worker/engine.h"
 #include "worker/plan/shard_layout.h"
 
 namespace gtadoc {
@@ -72,7 +75,9 @@ TEST(ShardPrefetch, InOrderEqualToDirectReadsWithTheGpuLayout) {
         EXPECT_EQ(p.grammar.num_docs, g.num_docs);
         if (engine == "gpu") {
           // The GPU engine's preparation: bodies, units and the level schedule; the bags are
-          // built on the device (or here too with GTADOC_GPU_HOST_BAGS=1).
+          // built on the device (or here too with GTADOC_GPU_HOST_BAGS=1), and the bodies are
+          // checked there.
+          EXPECT_EQ(p.bodies_unchecked, (a.path / shard_file_name(want)).string());
           ASSERT_NE(p.layout, nullptr);
           expect_same_layout(*p.layout, plan::build_shard_layout(g, plan::Exec{}, nullptr,
                                                                  plan::gpu_layout_parts()));
@@ -80,6 +85,7 @@ TEST(ShardPrefetch, InOrderEqualToDirectReadsWithTheGpuLayout) {
           EXPECT_EQ(p.layout->schedule.sched.size(), p.layout->num_inner);
         } else {
           EXPECT_EQ(p.layout, nullptr);
+          EXPECT_FALSE(p.bodies_unchecked);
         }
       }
       EXPECT_TRUE(prefetch.done());
@@ -96,6 +102,8 @@ TEST(ShardPrefetch, ShardsAboveThePrepareBoundComeUnprepared) {
     uint32_t id = 0;
     PreparedShard p = prefetch.next(&id);
     EXPECT_EQ(p.layout != nullptr, p.grammar.symbols.size() <= smallest) << id;
+    // One to be split on the host is validated whole at its read.
+    EXPECT_EQ(p.bodies_unchecked.has_value(), p.layout != nullptr) << id;
     prepared += p.layout != nullptr;
   }
   EXPECT_GE(prepared, 1);
@@ -114,6 +122,59 @@ TEST(ShardPrefetch, ADamagedShardFailsAloneAndInFlightWorkEndsCleanly) {
   ShardPrefetcher again(a.path, a.manifest, {2}, "cpu", 1, 0);
   EXPECT_THROW(again.next(nullptr), Error);
   EXPECT_TRUE(again.done());
+}
+
+/// A shard whose bodies break an invariant (its checksums and sizes intact) passes a read for the
+/// GPU engine, which checks only its frame, with its name kept for the device's checks; the host
+/// consumers of such a grammar (check_bodies_on_host, the CPU engine's load) reject it with the
+/// message a full read gives; GTADOC_GPU_DEVICE_CHECKS=0 reads it whole for the GPU engine too.
+TEST(ShardPrefetch, BodiesLeftToTheDeviceAreCheckedBeforeAnyHostUse) {
+  testutil::TempDir dir;
+  const uint32_t V = 500;
+  testutil::RandomGrammarOptions o;
+  o.rule_one_in = 3;
+  ShardGrammar g = finalize_grammar(V, 0, 6, testutil::random_raw_grammar(V, 6, 2000, 800, 5, o));
+  ShardLayout layout;
+  layout.ws_dict = {" "};
+  layout.gaps.assign(g.rule_length[g.root()] + g.num_docs, 0);
+  g.rule_uses[g.root() / 2] += 1;  // a body invariant: the uses counted in the bodies differ
+  write_shard_file(dir / shard_file_name(0), 1, 0, g, layout, {4});
+  Manifest m;
+  m.archive_id = 1;
+  for (uint32_t w = 0; w < V; ++w) m.dict.push_back("w" + std::to_string(100000 + w));
+  ShardEntry e;
+  e.num_docs = g.num_docs;
+  e.words = g.rule_length[g.root()];
+  e.rules = g.num_rules();
+  e.symbols = g.symbols.size();
+  e.depth = dag_depth(g);
+  m.shards = {e};
+  std::string message;
+  try {
+    read_shard_grammar(dir.path(), m, 0);
+  } catch (const InputError& err) {
+    message = err.what();
+  }
+  ASSERT_NE(message, "");
+  ShardPrefetcher prefetch(dir.path(), m, {0}, "gpu", 2, 0);
+  PreparedShard p = prefetch.next(nullptr);
+  ASSERT_TRUE(p.bodies_unchecked);
+  PreparedShard copy{ShardGrammar(p.grammar), nullptr, p.bodies_unchecked};
+  try {
+    check_bodies_on_host(p);
+    ADD_FAILURE() << "accepted";
+  } catch (const InputError& err) {
+    EXPECT_EQ(std::string(err.what()), message);
+  }
+  try {
+    make_cpu_engine(1)->load_prepared(copy);
+    ADD_FAILURE() << "accepted";
+  } catch (const InputError& err) {
+    EXPECT_EQ(std::string(err.what()), message);
+  }
+  testutil::ScopedEnv host("GTADOC_GPU_DEVICE_CHECKS", "0");
+  ShardPrefetcher whole(dir.path(), m, {0}, "gpu", 2, 0);
+  EXPECT_THROW(whole.next(nullptr), InputError);
 }
 
 }  // namespace
