@@ -220,6 +220,46 @@ constexpr uint64_t kValidateTaskSymbols = uint64_t{1} << 16;
 /// Largest memory for the workers' own use counts and word marks (fewer workers beyond it).
 constexpr uint64_t kPerWorkerBytes = uint64_t{256} << 20;
 
+/// check_grammar_frame's conditions: true when they all hold.
+bool frame_valid(const ShardGrammar& g) {
+  const uint32_t V = g.num_words;
+  if (g.local_words.size() != V) return false;
+  for (size_t i = 1; i < g.local_words.size(); ++i)
+    if (g.local_words[i] <= g.local_words[i - 1]) return false;
+  const std::vector<uint64_t>& off = g.rule_offsets;
+  if (off.size() < 2 || off.size() - 1 > static_cast<uint64_t>(kBoundaryBit) - V) return false;
+  const uint32_t R = static_cast<uint32_t>(off.size() - 1);
+  const RuleId root = R - 1;
+  if (off[0] != 0 || off[R] != g.symbols.size()) return false;
+  for (uint32_t r = 0; r < root; ++r)
+    if (off[r] >= off[r + 1]) return false;  // decreasing, or an empty body
+  if (off[root] > off[R]) return false;
+  if (g.rule_length.size() != R || g.rule_uses.size() != R || g.rule_uses[root] != 0) return false;
+  if (g.num_docs == 0 || static_cast<uint64_t>(g.first_doc) + g.num_docs > (uint64_t{1} << 32))
+    return false;
+  const std::vector<uint32_t>& lo = g.level_offsets;
+  if (lo.size() < 2) return false;
+  const size_t L = lo.size() - 1;
+  if (lo[0] != 0 || lo[L] != R || lo[L - 1] != root) return false;
+  for (size_t h = 0; h < L; ++h)
+    if (lo[h] > lo[h + 1]) return false;
+  const std::vector<uint64_t>& dro = g.doc_root_offsets;
+  const uint64_t root_begin = off[root], root_len = off[R] - root_begin;
+  if (dro.size() != static_cast<size_t>(g.num_docs) + 1 || dro[0] != 0 ||
+      dro[g.num_docs] != root_len + 1)
+    return false;
+  std::vector<uint32_t> ids;
+  ids.reserve(g.num_docs - 1);
+  for (uint32_t d = 1; d < g.num_docs; ++d) {
+    if (dro[d] <= dro[d - 1] || dro[d] > root_len) return false;
+    const Symbol s = g.symbols[root_begin + dro[d] - 1];
+    if (!is_boundary(s)) return false;
+    ids.push_back(s & ~kBoundaryBit);
+  }
+  std::sort(ids.begin(), ids.end());
+  return std::adjacent_find(ids.begin(), ids.end()) == ids.end();
+}
+
 /// Whether `g` satisfies every invariant validate_grammar checks, decided on `threads` threads.
 /// Each rule is checked against the *stored* metadata of its children instead of values computed
 /// bottom-up, so rules are independent: its rule_length must be the sum over its body of 1 per
@@ -231,25 +271,15 @@ constexpr uint64_t kPerWorkerBytes = uint64_t{256} << 20;
 /// the stored values are the computed ones, which is what the sequential checks ask.
 /// A false answer names nothing: the sequential checks then find the first violation.
 bool valid_in_parallel(const ShardGrammar& g, unsigned threads) {
+  if (!frame_valid(g)) return false;  // offsets, levels and the documents' separators hold
   const uint32_t V = g.num_words;
-  const size_t num_offsets = g.rule_offsets.size();
-  if (num_offsets < 2 || num_offsets - 1 > static_cast<uint64_t>(kBoundaryBit) - V) return false;
-  const uint32_t R = static_cast<uint32_t>(num_offsets - 1);
+  const uint32_t R = g.num_rules();
   const RuleId root = R - 1;
   const std::vector<uint64_t>& off = g.rule_offsets;
   const std::vector<Symbol>& sym = g.symbols;
   const uint64_t num_symbols = sym.size();
-  if (off[0] != 0 || off[R] != num_symbols || off[root] > off[R]) return false;
-  if (g.rule_length.size() != R || g.rule_uses.size() != R) return false;
-  if (g.num_docs == 0 || static_cast<uint64_t>(g.first_doc) + g.num_docs > (uint64_t{1} << 32))
-    return false;
-  if (g.doc_root_offsets.size() != static_cast<size_t>(g.num_docs) + 1) return false;
   const std::vector<uint32_t>& lo = g.level_offsets;
-  if (lo.size() < 2) return false;
   const size_t L = lo.size() - 1;
-  if (lo[0] != 0 || lo[L] != R || lo[L - 1] != root) return false;
-  for (size_t h = 0; h < L; ++h)
-    if (lo[h] > lo[h + 1]) return false;
 
   std::atomic<bool> ok{true};
   auto fail = [&] { ok.store(false, std::memory_order_relaxed); };
@@ -258,7 +288,7 @@ bool valid_in_parallel(const ShardGrammar& g, unsigned threads) {
   // Tasks: the rules but the root as runs of whole rules of about kValidateTaskSymbols symbols
   // (cut where the offsets say, whether or not they are valid: each rule checks its own), and the
   // root body in pieces of kValidateTaskSymbols symbols.
-  const uint64_t root_begin = off[root], root_len = off[R] - root_begin;
+  const uint64_t root_begin = off[root];
   struct Task {
     uint32_t first_rule, end_rule;  ///< non-root rules [first, end), or first == end == root
     uint64_t begin, end;            ///< root symbols [begin, end) (absolute)
@@ -376,20 +406,9 @@ bool valid_in_parallel(const ShardGrammar& g, unsigned threads) {
   });
   if (failed()) return false;
 
-  // Root: exactly num_docs - 1 boundaries, each right before the start of the next document,
-  // with distinct ids.
-  const std::vector<uint64_t>& dro = g.doc_root_offsets;
-  if (boundaries != g.num_docs - 1 || dro[0] != 0 || dro[g.num_docs] != root_len + 1) return false;
-  std::vector<uint32_t> ids;
-  ids.reserve(g.num_docs - 1);
-  for (uint32_t d = 1; d < g.num_docs; ++d) {
-    if (dro[d] <= dro[d - 1] || dro[d] > root_len) return false;
-    const Symbol s = sym[root_begin + dro[d] - 1];
-    if (!is_boundary(s)) return false;
-    ids.push_back(s & ~kBoundaryBit);
-  }
-  std::sort(ids.begin(), ids.end());
-  return std::adjacent_find(ids.begin(), ids.end()) == ids.end();
+  // Root: exactly num_docs - 1 boundaries (the frame put one, with distinct ids, right before
+  // the start of each next document).
+  return boundaries == g.num_docs - 1;
 }
 
 /// The local vocabulary's own checks (its use by the bodies is checked with them).
@@ -508,46 +527,6 @@ void validate_sequentially(const ShardGrammar& g, std::string_view what) {
   std::sort(boundary_ids.begin(), boundary_ids.end());
   if (std::adjacent_find(boundary_ids.begin(), boundary_ids.end()) != boundary_ids.end())
     corrupt(what, "a boundary symbol occurs twice");
-}
-
-/// check_grammar_frame's conditions: true when they all hold.
-bool frame_valid(const ShardGrammar& g) {
-  const uint32_t V = g.num_words;
-  if (g.local_words.size() != V) return false;
-  for (size_t i = 1; i < g.local_words.size(); ++i)
-    if (g.local_words[i] <= g.local_words[i - 1]) return false;
-  const std::vector<uint64_t>& off = g.rule_offsets;
-  if (off.size() < 2 || off.size() - 1 > static_cast<uint64_t>(kBoundaryBit) - V) return false;
-  const uint32_t R = static_cast<uint32_t>(off.size() - 1);
-  const RuleId root = R - 1;
-  if (off[0] != 0 || off[R] != g.symbols.size()) return false;
-  for (uint32_t r = 0; r < root; ++r)
-    if (off[r] >= off[r + 1]) return false;  // decreasing, or an empty body
-  if (off[root] > off[R]) return false;
-  if (g.rule_length.size() != R || g.rule_uses.size() != R || g.rule_uses[root] != 0) return false;
-  if (g.num_docs == 0 || static_cast<uint64_t>(g.first_doc) + g.num_docs > (uint64_t{1} << 32))
-    return false;
-  const std::vector<uint32_t>& lo = g.level_offsets;
-  if (lo.size() < 2) return false;
-  const size_t L = lo.size() - 1;
-  if (lo[0] != 0 || lo[L] != R || lo[L - 1] != root) return false;
-  for (size_t h = 0; h < L; ++h)
-    if (lo[h] > lo[h + 1]) return false;
-  const std::vector<uint64_t>& dro = g.doc_root_offsets;
-  const uint64_t root_begin = off[root], root_len = off[R] - root_begin;
-  if (dro.size() != static_cast<size_t>(g.num_docs) + 1 || dro[0] != 0 ||
-      dro[g.num_docs] != root_len + 1)
-    return false;
-  std::vector<uint32_t> ids;
-  ids.reserve(g.num_docs - 1);
-  for (uint32_t d = 1; d < g.num_docs; ++d) {
-    if (dro[d] <= dro[d - 1] || dro[d] > root_len) return false;
-    const Symbol s = g.symbols[root_begin + dro[d] - 1];
-    if (!is_boundary(s)) return false;
-    ids.push_back(s & ~kBoundaryBit);
-  }
-  std::sort(ids.begin(), ids.end());
-  return std::adjacent_find(ids.begin(), ids.end()) == ids.end();
 }
 
 }  // namespace

@@ -134,21 +134,8 @@ TEST(ShardPrefetch, BodiesLeftToTheDeviceAreCheckedBeforeAnyHostUse) {
   testutil::RandomGrammarOptions o;
   o.rule_one_in = 3;
   ShardGrammar g = finalize_grammar(V, 0, 6, testutil::random_raw_grammar(V, 6, 2000, 800, 5, o));
-  ShardLayout layout;
-  layout.ws_dict = {" "};
-  layout.gaps.assign(g.rule_length[g.root()] + g.num_docs, 0);
   g.rule_uses[g.root() / 2] += 1;  // a body invariant: the uses counted in the bodies differ
-  write_shard_file(dir / shard_file_name(0), 1, 0, g, layout, {4});
-  Manifest m;
-  m.archive_id = 1;
-  for (uint32_t w = 0; w < V; ++w) m.dict.push_back("w" + std::to_string(100000 + w));
-  ShardEntry e;
-  e.num_docs = g.num_docs;
-  e.words = g.rule_length[g.root()];
-  e.rules = g.num_rules();
-  e.symbols = g.symbols.size();
-  e.depth = dag_depth(g);
-  m.shards = {e};
+  const Manifest m = testutil::write_one_shard(dir.path(), g, V);
   std::string message;
   try {
     read_shard_grammar(dir.path(), m, 0);

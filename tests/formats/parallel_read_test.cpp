@@ -723,12 +723,7 @@ RawGrammar random_raw(uint32_t num_words, uint32_t num_docs, uint32_t num_rules,
 
 // The message of validate_grammar on `threads` threads, or "" when it accepts.
 std::string validation(const ShardGrammar& g, unsigned threads) {
-  try {
-    validate_grammar(g, "g", threads);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
+  return testutil::validation_message(g, threads);
 }
 
 TEST(ParallelValidate, AgreesWithTheSequentialChecksOnEveryMutation) {
@@ -843,20 +838,7 @@ TEST(ParallelValidate, ShardReadsAcrossThreadCountsAgree) {
   const uint32_t V = 2000;
   ShardGrammar g = finalize_grammar(V, 0, 12, random_raw(V, 12, 40000, 8000, 3));
   ShardLayout layout;
-  layout.ws_dict = {" "};
-  layout.gaps.assign(g.rule_length[g.root()] + g.num_docs, 0);
-  write_shard_file(dir / shard_file_name(0), 1, 0, g, layout, {4});
-  Manifest m;
-  m.archive_id = 1;
-  for (uint32_t w = 0; w < V; ++w) m.dict.push_back("w" + std::to_string(100000 + w));
-  ShardEntry e;
-  e.first_doc = 0;
-  e.num_docs = g.num_docs;
-  e.words = g.rule_length[g.root()];
-  e.rules = g.num_rules();
-  e.symbols = g.symbols.size();
-  e.depth = dag_depth(g);
-  m.shards = {e};
+  const Manifest m = testutil::write_one_shard(dir.path(), g, V, &layout);
   ShardGrammar back = read_shard_grammar(dir.path(), m, 0);
   EXPECT_EQ(back.symbols, g.symbols);
   EXPECT_EQ(back.rule_offsets, g.rule_offsets);

@@ -1,6 +1,7 @@
 #include "tests/testutil/grammars.h"
 
 #include <random>
+#include <string>
 #include <vector>
 
 namespace gtadoc::testutil {
@@ -47,6 +48,27 @@ RawGrammar random_raw_grammar(uint32_t num_words, uint32_t num_docs, uint32_t nu
     raw.offsets.push_back(raw.symbols.size());
   }
   return raw;
+}
+
+Manifest write_one_shard(const std::filesystem::path& dir, const ShardGrammar& g,
+                         uint32_t dict_words, ShardLayout* layout) {
+  ShardLayout own;
+  ShardLayout& l = layout != nullptr ? *layout : own;
+  l.ws_dict = {" "};
+  l.gaps.assign(g.rule_length[g.root()] + g.num_docs, 0);
+  write_shard_file(dir / shard_file_name(0), 1, 0, g, l, {4});
+  Manifest m;
+  m.archive_id = 1;
+  for (uint32_t w = 0; w < dict_words; ++w) m.dict.push_back("w" + std::to_string(100000 + w));
+  ShardEntry e;
+  e.first_doc = g.first_doc;
+  e.num_docs = g.num_docs;
+  e.words = g.rule_length[g.root()];
+  e.rules = g.num_rules();
+  e.symbols = g.symbols.size();
+  e.depth = dag_depth(g);
+  m.shards = {e};
+  return m;
 }
 
 }  // namespace gtadoc::testutil

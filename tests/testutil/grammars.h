@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 
+#include "formats/archive.h"
 #include "formats/grammar.h"
 #include "worker/query.h"
 
@@ -22,6 +24,12 @@ struct RandomGrammarOptions {
 RawGrammar random_raw_grammar(uint32_t num_words, uint32_t num_docs, uint32_t num_rules,
                               uint32_t max_segment, uint64_t seed,
                               const RandomGrammarOptions& options = {});
+
+/// Writes `g` as shard 0 of an archive in `dir` (its layout: one space between words, deflate
+/// level 4) and returns a manifest for it (archive id 1, `dict_words` words "w100000", ...), as
+/// read_shard_grammar needs it; writes no manifest file. `layout`: where the layout goes.
+Manifest write_one_shard(const std::filesystem::path& dir, const ShardGrammar& g,
+                         uint32_t dict_words, ShardLayout* layout = nullptr);
 
 /// Words 0..n-1 with 0 and 1 merged into normalized word 0, word 2 dropped, the others shifted
 /// down by 2: a normalization that merges and drops words, for the search tests.
