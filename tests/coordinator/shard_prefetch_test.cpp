@@ -56,6 +56,7 @@ void expect_same_layout(const plan::ShardLayout& a, const plan::ShardLayout& b) 
 }
 
 TEST(ShardPrefetch, InOrderEqualToDirectReadsWithTheGpuLayout) {
+  testutil::ScopedEnv device_checks("GTADOC_GPU_DEVICE_CHECKS", "1");
   Archive a;
   ASSERT_EQ(a.manifest.shards.size(), 6u);
   const std::vector<uint32_t> order{4, 0, 5, 2, 1, 3};
@@ -93,6 +94,7 @@ TEST(ShardPrefetch, InOrderEqualToDirectReadsWithTheGpuLayout) {
 }
 
 TEST(ShardPrefetch, ShardsAboveThePrepareBoundComeUnprepared) {
+  testutil::ScopedEnv device_checks("GTADOC_GPU_DEVICE_CHECKS", "1");
   Archive a;
   uint64_t smallest = ~uint64_t{0};
   for (const ShardEntry& s : a.manifest.shards) smallest = std::min(smallest, s.symbols);
@@ -127,8 +129,10 @@ TEST(ShardPrefetch, ADamagedShardFailsAloneAndInFlightWorkEndsCleanly) {
 /// A shard whose bodies break an invariant (its checksums and sizes intact) passes a read for the
 /// GPU engine, which checks only its frame, with its name kept for the device's checks; the host
 /// consumers of such a grammar (check_bodies_on_host, the CPU engine's load) reject it with the
-/// message a full read gives; GTADOC_GPU_DEVICE_CHECKS=0 reads it whole for the GPU engine too.
+/// message a full read gives; without GTADOC_GPU_DEVICE_CHECKS=1 the read validates it whole.
 TEST(ShardPrefetch, BodiesLeftToTheDeviceAreCheckedBeforeAnyHostUse) {
+  std::optional<testutil::ScopedEnv> device_checks;
+  device_checks.emplace("GTADOC_GPU_DEVICE_CHECKS", "1");
   testutil::TempDir dir;
   const uint32_t V = 500;
   testutil::RandomGrammarOptions o;
@@ -159,7 +163,7 @@ TEST(ShardPrefetch, BodiesLeftToTheDeviceAreCheckedBeforeAnyHostUse) {
   } catch (const InputError& err) {
     EXPECT_EQ(std::string(err.what()), message);
   }
-  testutil::ScopedEnv host("GTADOC_GPU_DEVICE_CHECKS", "0");
+  device_checks.reset();  // the default: validated whole at the read
   ShardPrefetcher whole(dir.path(), m, {0}, "gpu", 2, 0);
   EXPECT_THROW(whole.next(nullptr), InputError);
 }

@@ -213,6 +213,7 @@ GpuShard::GpuShard(ShardGrammar& grammar, std::shared_ptr<plan::ShardLayout> pre
       *this, std::vector<uint32_t>(grammar.level_offsets.begin(), grammar.level_offsets.end() - 1),
       layout.has_schedule ? &layout.schedule : nullptr);
   if (check_bodies) {
+    mark("levels");
     if (!bodies_valid_on_device(*this, grammar, check_length, check_uses)) rejected();
     mark("check");
   }
