@@ -533,9 +533,7 @@ void validate_sequentially(const ShardGrammar& g, std::string_view what) {
 
 void check_grammar_frame(const ShardGrammar& g, std::string_view what) {
   if (frame_valid(g)) return;
-  // The message validate_grammar gives (its first violation may lie in a body).
-  check_local_words(g, what);
-  validate_sequentially(g, what);
+  validate_grammar(g, what, 1);  // its message: the first violation may lie in a body
   throw InternalError(std::string(what) +
                       ": the grammar's frame checks reject what the "
                       "sequential checks accept");

@@ -96,17 +96,14 @@ void ShardPrefetcher::fill() {
         throw;
       }
       read_done->set_value();
+      const std::string file = (archive_ / shard_file_name(id)).string();
       if (prepare_bound_ != 0 && g.symbols.size() > prepare_bound_) {
-        PreparedShard whole{std::move(g), nullptr, {}};
-        if (checks == GrammarChecks::kFrame) {  // the manifest said it was smaller
-          whole.bodies_unchecked = (archive_ / shard_file_name(id)).string();
-          check_bodies_on_host(whole, threads);
-        }
-        return whole;
+        // The manifest said it was smaller: validated whole for its split.
+        if (checks == GrammarChecks::kFrame) validate_grammar(g, file, threads);
+        return PreparedShard{std::move(g), nullptr, {}};
       }
       PreparedShard p = prepare_shard(engine_, std::move(g), threads);
-      if (checks == GrammarChecks::kFrame)
-        p.bodies_unchecked = (archive_ / shard_file_name(id)).string();
+      if (checks == GrammarChecks::kFrame) p.bodies_unchecked = file;
       const h5::BatchRead::Times& d = spent.steps;
       spdlog::debug(
           "shard {}: read {:.3f}-{:.3f} s {} (ms: lock wait {:.2f} open {:.2f} data {:.2f} "

@@ -26,16 +26,15 @@ __device__ inline void add_length(unsigned long long* length, uint64_t add, Chec
   if (was + add < was) out->bad = 1;
 }
 
-/// One bag row per thread (rows of one unit are spread over threads: a long document's rows
-/// would keep one thread for milliseconds): the uses of each child, the words seen, and each
-/// unit's length as the sum of its rows' (count x the child's stored length, or count).
+/// One bag row per thread: the uses of each child, the words seen, and each unit's length as the
+/// sum of its rows' (count x the child's stored length, or count).
 __global__ void row_sums_kernel(UnitCsr ch, uint64_t n_ch, UnitCsr tm, uint64_t n_tm,
                                 const uint64_t* rule_length, uint32_t* uses, uint8_t* word_seen,
                                 unsigned long long* length, CheckSlots* out) {
   for (uint64_t i = global_thread(); i < n_ch; i += global_stride()) {
     const uint32_t c = ch.item[i];
     const uint64_t cnt = ch.cnt[i], child_length = rule_length[c];
-    atomicAdd(&uses[c], ch.cnt[i]);  // modulo 2^32, as the stored counts are
+    atomicAdd(&uses[c], static_cast<uint32_t>(cnt));  // modulo 2^32, as the stored counts are
     if (__umul64hi(cnt, child_length) != 0) out->bad = 1;
     add_length(&length[ch.unit[i]], cnt * child_length, out);
   }
