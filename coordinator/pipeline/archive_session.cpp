@@ -492,15 +492,26 @@ RecordBatch ArchiveSession::collect_streaming(const QueryOptions& q, const Norma
   auto flush = [&] {
     finish_running();
     if (loaded.empty()) return;
-    parts.push_back(rewritten(run_loaded(loaded, ids, q, norm, t, side_by_side, side_by_side)));
+    const size_t batch_shards = loaded.size();
+    Timer ran;
+    RecordBatch records = run_loaded(loaded, ids, q, norm, t, side_by_side, side_by_side);
+    const double run_s = ran.seconds();
+    Timer rewrite_timer;
+    parts.push_back(rewritten(std::move(records)));
+    const double rewrite_s = rewrite_timer.seconds();
     loaded.clear();  // the CPU engine's shards give their arrays to the next reads
     ids.clear();
     if (side_by_side) {
       // A combiner: the batch's equal keys summed now, while the next shards are read, so that
       // the reduce meets fewer records, in one sorted run per batch (merged, not sorted).
       Timer combine;
+      const size_t before = parts.back().size();
       reduce_records(parts.back(), threads_);
       t.collect += combine.seconds();
+      spdlog::debug(
+          "batch of {} shards: ran {:.3f}s, keys rewritten {:.3f}s, {} records combined "
+          "into {} in {:.3f}s",
+          batch_shards, run_s, rewrite_s, before, parts.back().size(), combine.seconds());
     }
   };
   auto run_beside = [&] {
