@@ -137,9 +137,9 @@ inline constexpr Variable kVariables[] = {
     flag_var("GTADOC_GPU_PREPARE", kDebug, "1",
              "0: the GPU engine's per-query shard estimates are made shard by shard"),
     flag_var("GTADOC_GPU_HOST_BAGS", kDebug, "0", "1: the GPU layout's bags are built on the host"),
-    flag_var("GTADOC_GPU_DEVICE_CHECKS", kDebug, "0",
-             "1: a shard read for the GPU engine has its frame checked on the host and its bodies "
-             "on the device, not the whole grammar on the host"),
+    flag_var("GTADOC_GPU_DEVICE_CHECKS", kDebug, "1",
+             "0: a shard read for the GPU engine has its whole grammar checked on the host, not "
+             "its frame on the host and its bodies on the device"),
     flag_var("GTADOC_H5_SERIAL_WRITE", kDebug, "0",
              "1: archive chunks are compressed by HDF5's serial pipeline, not on threads"),
     flag_var("GTADOC_H5_LOCKED_READ", kDebug, "0",

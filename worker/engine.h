@@ -45,7 +45,7 @@ struct PreparedShard {
 
 /// The checks a read for `engine`'s prepare_shard and load needs: the frame alone where the
 /// engine's load checks the bodies itself (the GPU engine, building its bags on the device,
-/// with GTADOC_GPU_DEVICE_CHECKS=1), else all of them.
+/// unless GTADOC_GPU_DEVICE_CHECKS=0), else all of them.
 GrammarChecks read_checks_for(const std::string& engine);
 
 /// Validates the bodies of a grammar read with only its frame checked (a no-op otherwise), on

@@ -129,7 +129,7 @@ TEST(ShardPrefetch, ADamagedShardFailsAloneAndInFlightWorkEndsCleanly) {
 /// A shard whose bodies break an invariant (its checksums and sizes intact) passes a read for the
 /// GPU engine, which checks only its frame, with its name kept for the device's checks; the host
 /// consumers of such a grammar (check_bodies_on_host, the CPU engine's load) reject it with the
-/// message a full read gives; without GTADOC_GPU_DEVICE_CHECKS=1 the read validates it whole.
+/// message a full read gives; with GTADOC_GPU_DEVICE_CHECKS=0 the read validates it whole.
 TEST(ShardPrefetch, BodiesLeftToTheDeviceAreCheckedBeforeAnyHostUse) {
   std::optional<testutil::ScopedEnv> device_checks;
   device_checks.emplace("GTADOC_GPU_DEVICE_CHECKS", "1");
@@ -163,7 +163,7 @@ TEST(ShardPrefetch, BodiesLeftToTheDeviceAreCheckedBeforeAnyHostUse) {
   } catch (const InputError& err) {
     EXPECT_EQ(std::string(err.what()), message);
   }
-  device_checks.reset();  // the default: validated whole at the read
+  device_checks.emplace("GTADOC_GPU_DEVICE_CHECKS", "0");  // validated whole at the read
   ShardPrefetcher whole(dir.path(), m, {0}, "gpu", 2, 0);
   EXPECT_THROW(whole.next(nullptr), InputError);
 }
