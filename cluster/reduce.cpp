@@ -1,6 +1,8 @@
 // Sort-and-sum of records by key. See reduce.h.
 //
-// Each record becomes a 16-byte entry {prefix, payload}: the payload is the count (width 1) or
+// Batches already in order return as they are; a few sorted runs are merged (merge_sorted_runs);
+// keys of 2 to 4 values are sorted whole (cluster/reduce_wide.h). Otherwise each record becomes
+// a 16-byte entry {prefix, payload}: the payload is the count (width 1) or
 // the row index; the prefix is one 64-bit chunk of the key (two key values). Entries are LSD
 // radix-sorted with 11-bit digits in parallel, chunk by chunk from the last to the first (each
 // pass stable), placing digits only where bits differ between entries (word and document ids rarely
@@ -16,6 +18,7 @@
 #include <vector>
 
 #include "cluster/merge_runs.h"
+#include "cluster/reduce_wide.h"
 #include "common/big_alloc.h"
 #include "common/error.h"
 #include "common/parallel.h"
@@ -30,6 +33,8 @@ struct Entry {
 };
 
 constexpr size_t kParallelThreshold = size_t{1} << 16;
+/// Keys up to this wide are sorted whole (reduce_wide_keys); wider ones by chunks (below).
+constexpr uint32_t kMaxWideWidth = 4;
 
 inline size_t block_begin(size_t n, unsigned threads, unsigned t) {
   return static_cast<size_t>((static_cast<unsigned __int128>(n) * t) / threads);
@@ -280,6 +285,10 @@ void reduce_records(RecordBatch& batch, unsigned threads) {
     if (std::all_of(ordered.begin(), ordered.end(), [](uint8_t o) { return o != 0; })) return;
   }
   if (merge_sorted_runs(batch, threads)) return;
+  if (w >= 2 && w <= kMaxWideWidth) {  // whole keys in the entries (cluster/reduce_wide.h)
+    reduce_wide_keys(batch, threads);
+    return;
+  }
   // The key as 64-bit chunks of two values (the last one padded with 0 for odd widths); LSD
   // over the chunks, least significant first: each pass is a stable radix sort by one chunk.
   const uint32_t chunks = (w + 1) / 2;

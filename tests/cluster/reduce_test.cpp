@@ -68,7 +68,7 @@ TEST(Reduce, MatchesMapOnRandomInputsOfWidths1To9) {
 
 TEST(Reduce, ParallelPathMatchesReference) {
   uint64_t seed = 1000;
-  for (uint32_t width : {1u, 2u, 3u, 9u}) {
+  for (uint32_t width : {1u, 2u, 3u, 4u, 5u, 9u}) {
     for (uint32_t key_range : {7u, 1u << 30}) {
       SCOPED_TRACE(testing::Message() << "width=" << width << " range=" << key_range);
       const RecordBatch in = random_batch(seed++, 100000, width, key_range, key_range > 1000);
@@ -112,6 +112,31 @@ TEST(Reduce, UnsignedOrderAndExtremeValues) {
   reduce_records(in, 1);
   EXPECT_EQ(in.keys, (KeyVector{0, 0, 0, 0xFFFFFFFFu, 0x80000000u, 5, 0xFFFFFFFFu, 0}));
   EXPECT_EQ(in.counts, (CountVector{5, 3, 2, 5}));
+}
+
+/// Keys of 2 to 4 values are sorted whole, by buckets of their highest varying bits, each bucket
+/// then digit by digit (reduce_wide_keys): most keys share their first values, so one bucket holds
+/// nearly all of them and the bits that tell them apart are deep in the last value.
+TEST(Reduce, WideKeysWithOneCrowdedBucketAndDeepDifferences) {
+  std::mt19937_64 rng(77);
+  for (uint32_t width : {2u, 3u, 4u}) {
+    RecordBatch in;
+    in.width = width;
+    for (size_t i = 0; i < 120000; ++i) {
+      std::vector<uint32_t> k(width, 0xABCDu);
+      if (rng() % 10 == 0) k[0] = static_cast<uint32_t>(rng());       // a few spread out
+      k[width - 1] = static_cast<uint32_t>(rng() % 5000) * 0x10001u;  // low and high bits vary
+      if (width > 2 && rng() % 3 == 0) k[1] = 0xFFFFFFFFu;
+      in.push(k, rng() % 9 + 1);
+    }
+    const RecordBatch want = reference(in);
+    for (unsigned threads : {1u, 3u, 8u}) {
+      SCOPED_TRACE(testing::Message() << "width=" << width << " threads=" << threads);
+      RecordBatch got = in;
+      reduce_records(got, threads);
+      expect_same(got, want);
+    }
+  }
 }
 
 TEST(Reduce, CountsAreExact64Bit) {
