@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "cluster/block_ranges.h"
 #include "cluster/merge_runs.h"
 #include "cluster/reduce_wide.h"
 #include "common/big_alloc.h"
@@ -35,10 +36,6 @@ struct Entry {
 constexpr size_t kParallelThreshold = size_t{1} << 16;
 /// Keys up to this wide are sorted whole (reduce_wide_keys); wider ones by chunks (below).
 constexpr uint32_t kMaxWideWidth = 4;
-
-inline size_t block_begin(size_t n, unsigned threads, unsigned t) {
-  return static_cast<size_t>((static_cast<unsigned __int128>(n) * t) / threads);
-}
 
 // Stable parallel LSD radix sort of `a` by prefix; `tmp` is scratch of the same size.
 void radix_sort(UninitVector<Entry>& a, UninitVector<Entry>& tmp, unsigned threads) {
@@ -92,20 +89,6 @@ void radix_sort(UninitVector<Entry>& a, UninitVector<Entry>& tmp, unsigned threa
     });
     a.swap(tmp);
   }
-}
-
-// Splits [0, n) into `threads` ranges whose inner boundaries fall where same(i - 1, i) is false.
-template <typename Same>
-std::vector<size_t> group_aligned_bounds(size_t n, unsigned threads, Same&& same) {
-  std::vector<size_t> bounds(threads + 1);
-  bounds[0] = 0;
-  bounds[threads] = n;
-  for (unsigned t = 1; t < threads; ++t) {
-    size_t b = std::max(block_begin(n, threads, t), bounds[t - 1]);
-    while (b > 0 && b < n && same(b - 1, b)) ++b;
-    bounds[t] = b;
-  }
-  return bounds;
 }
 
 /// Few strictly increasing runs (the shuffled slices of ranks whose records were each already

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "cluster/block_ranges.h"
 #include "common/big_alloc.h"
 #include "common/error.h"
 #include "common/parallel.h"
@@ -35,10 +36,6 @@ inline unsigned top_bit(u128 x) {
   const auto hi = static_cast<uint64_t>(x >> 64);
   return hi != 0 ? 127u - static_cast<unsigned>(__builtin_clzll(hi))
                  : 63u - static_cast<unsigned>(__builtin_clzll(static_cast<uint64_t>(x)));
-}
-
-inline size_t block_begin(size_t n, unsigned threads, unsigned t) {
-  return static_cast<size_t>((static_cast<u128>(n) * t) / threads);
 }
 
 /// Buckets of the first, out-of-cache pass; digits of the passes inside a bucket.
@@ -128,10 +125,11 @@ void reduce_wide_keys(RecordBatch& batch, unsigned threads) {
 
   // 2. The first pass: entries into buckets by the highest varying bits (per-thread counts,
   //    digit-major then thread-minor positions), then every bucket sorted on its own.
-  UninitVector<Wide> sorted(n);
-  if (diff == 0) {
-    std::copy(a.begin(), a.end(), sorted.begin());
+  UninitVector<Wide> sorted;
+  if (diff == 0) {  // one key
+    sorted.swap(a);
   } else {
+    sorted.resize(n);
     const unsigned t = top_bit(diff);
     const unsigned shift = t + 1 >= kTopBits ? t + 1 - kTopBits : 0;
     constexpr size_t kBuckets = size_t{1} << kTopBits;
@@ -171,13 +169,8 @@ void reduce_wide_keys(RecordBatch& batch, unsigned threads) {
   a = UninitVector<Wide>();
 
   // 3. Equal keys summed, in parallel over ranges that start at a new key.
-  std::vector<size_t> bounds(threads + 1, n);
-  bounds[0] = 0;
-  for (unsigned t = 1; t < threads; ++t) {
-    size_t b = std::max(block_begin(n, threads, t), bounds[t - 1]);
-    while (b > 0 && b < n && same_key(sorted[b - 1], sorted[b])) ++b;
-    bounds[t] = b;
-  }
+  const std::vector<size_t> bounds = group_aligned_bounds(
+      n, threads, [&](size_t i, size_t j) { return same_key(sorted[i], sorted[j]); });
   std::vector<size_t> groups(threads + 1, 0);
   run_on_threads(threads, [&](unsigned t) {
     size_t g = 0;

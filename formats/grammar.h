@@ -103,7 +103,7 @@ enum class GrammarChecks { kFull, kFrame };
 /// local words, the sizes and order of every offset array, the levels spanning the rules with the
 /// root alone on top, the root used by no rule, and the documents' separators in the root (each
 /// a boundary, at the recorded offset, with distinct ids). A grammar that passes, and whose body
-/// symbols then pass grammar_bodies_valid's conditions, passes validate_grammar. Throws the
+/// symbols then meet the body checks below, passes validate_grammar. Throws the
 /// InputError validate_grammar would throw (its message names the first violation in its order,
 /// which may lie in a body).
 void check_grammar_frame(const ShardGrammar& g, std::string_view what);
