@@ -23,6 +23,7 @@
 #include "common/big_alloc.h"
 #include "common/error.h"
 #include "common/parallel.h"
+#include "worker/count_merge.h"
 
 namespace gtadoc {
 
@@ -193,6 +194,23 @@ bool merge_sorted_runs_of(RecordBatch& batch, unsigned threads) {
   uint64_t* out_counts = out.counts.data();
   parallel_for(pieces, threads, [&](size_t p) {
     uint64_t o = from[p];  // next record of the piece's output
+    if constexpr (W == 1) {  // word ids: counted where that pays (worker/count_merge.h)
+      std::vector<CountRun> runs;
+      for (size_t k = 0; k < cut.runs.size(); ++k) {
+        const uint64_t b = cut.at[p][k], e = cut.at[p + 1][k];
+        if (b < e) runs.push_back({keys + b, counts + b, e - b});
+      }
+      const auto [lo, hi] = CountMerge::span_of(runs);
+      if (CountMerge::pays(cut.size(p), runs.size(), lo, hi)) {
+        CountMerge::merge(runs, lo, hi, [&](uint32_t key, uint64_t count) {
+          out_keys[o] = key;
+          out_counts[o++] = count;
+        });
+        written[p] = o - from[p];
+        piece_done(p);
+        return;
+      }
+    }
     merge_piece(cut, p, less, [&](uint64_t i) {
       if (o > from[p] && ops.equal(keys + i * w, out_keys + (o - 1) * w)) {
         out_counts[o - 1] += counts[i];

@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "common/parallel.h"
+#include "worker/count_merge.h"
 
 namespace gtadoc {
 
@@ -141,6 +142,30 @@ RecordBatch merge_increasing(std::vector<RecordBatch>&& batches, uint32_t width)
     RecordBatch empty;
     empty.width = width;
     return empty;
+  }
+  if (width == 1 && batches.size() > 1) {  // word ids: counted in one pass where that pays
+    std::vector<CountRun> runs;
+    size_t total = 0;
+    for (const RecordBatch& b : batches) {
+      if (b.size() > 0) runs.push_back({b.keys.data(), b.counts.data(), b.size()});
+      total += b.size();
+    }
+    const auto [lo, hi] = CountMerge::span_of(runs);
+    if (CountMerge::pays(total, runs.size(), lo, hi)) {
+      RecordBatch out;
+      out.width = 1;
+      out.keys.resize(total);
+      out.counts.resize(total);
+      size_t n = 0;
+      CountMerge::merge(runs, lo, hi, [&](uint32_t key, uint64_t count) {
+        out.keys[n] = key;
+        out.counts[n++] = count;
+      });
+      out.keys.resize(n);
+      out.counts.resize(n);
+      batches.clear();
+      return out;
+    }
   }
   // Rounds of up to kFanIn batches merged at once: few passes over the records, and a heap small
   // enough to stay in cache (one heap over hundreds of batches compared no better than pairs).
