@@ -709,6 +709,51 @@ TEST(BatchRead, FletcherOfOddAndEvenLengths) {
   EXPECT_EQ((sum & 0xffff) % 0xffff, 0u);  // 1000 * 0xffff = 0 mod 65535
 }
 
+// HDF5's checksum loop as its source writes it (sums folded every 360 words), against which the
+// blocked one must agree on every length, alignment and content: zeros (sums of 0), all 0xff
+// (sums that are multiples of 65535), sparse and random bytes, blocks of 2048 words and ragged
+// ends.
+uint32_t hdf5_fletcher32(const unsigned char* data, size_t bytes) {
+  size_t len = bytes / 2;
+  uint32_t sum1 = 0, sum2 = 0;
+  while (len) {
+    size_t tlen = len > 360 ? 360 : len;
+    len -= tlen;
+    do {
+      sum1 += (uint32_t{data[0]} << 8) | uint32_t{data[1]};
+      data += 2;
+      sum2 += sum1;
+    } while (--tlen);
+    sum1 = (sum1 & 0xffff) + (sum1 >> 16);
+    sum2 = (sum2 & 0xffff) + (sum2 >> 16);
+  }
+  if (bytes % 2) {
+    sum1 += uint32_t{*data} << 8;
+    sum2 += sum1;
+    sum1 = (sum1 & 0xffff) + (sum1 >> 16);
+    sum2 = (sum2 & 0xffff) + (sum2 >> 16);
+  }
+  sum1 = (sum1 & 0xffff) + (sum1 >> 16);
+  sum2 = (sum2 & 0xffff) + (sum2 >> 16);
+  return (sum2 << 16) | sum1;
+}
+
+TEST(BatchRead, FletcherAgreesWithHdf5sLoop) {
+  std::mt19937_64 rng(9);
+  for (int t = 0; t < 20000; ++t) {
+    const size_t n = rng() % (t < 500 ? 40 : t < 700 ? 70000 : 9000);
+    std::vector<unsigned char> v(n + 1);
+    const int content = static_cast<int>(rng() % 4);
+    for (unsigned char& x : v)
+      x = content == 0   ? 0
+          : content == 1 ? 0xff
+          : content == 2 ? (rng() % 9 == 0 ? static_cast<unsigned char>(rng()) : 0)
+                         : static_cast<unsigned char>(rng());
+    const unsigned char* d = v.data() + (t & 1);  // unaligned as well
+    ASSERT_EQ(h5::fletcher32(d, n), hdf5_fletcher32(d, n)) << n << " bytes, content " << content;
+  }
+}
+
 // ------------------------------------------------------------------------------------ grammar
 
 // A random acyclic raw grammar (tests/testutil/grammars.h), one symbol in three a rule.
