@@ -202,6 +202,9 @@ void execute_run(RunCommand& c, Comm& comm) {
   options.auto_task = c.spec.q.task;
   options.lowercase = c.spec.q.lowercase;
   options.alnum = c.spec.q.alnum;
+  // A word count's --top rows print that many words: only those are read from the dictionary.
+  options.words_on_demand = c.spec.q.task == Task::kWordCount && c.spec.q.top > 0 &&
+                            !c.spec.q.lowercase && !c.spec.q.alnum;
   const bool progress = comm.rank() == 0 && (c.progress || c.progress_requested);
   options.progress = progress;
   std::unique_ptr<ArchiveSession> session = ArchiveSession::open(comm, options, &t);

@@ -984,6 +984,61 @@ Dictionary read_dictionary_alone(const fs::path& file, uint64_t size) {
   });
 }
 
+// The dictionary of `file` as stored (`size` words), read on its own: the shared part of a
+// ManifestRead::kWordsOnDemand read, started when the manifest is read.
+std::shared_ptr<const FrontCoded> read_front_coded_alone(const fs::path& file, uint64_t size) {
+  h5::Lock lock;
+  return in_file(file, [&] {
+    h5::File f = h5::open_file(file);
+    h5::BatchRead batch;
+    LazyGroup dg(f.id(), "dictionary");
+    auto words = std::make_shared<FrontCoded>();
+    const size_t lengths_i = batch.add(dg.id(), "suffix_lengths", words->suffix_lengths);
+    const size_t bytes_i = batch.add(dg.id(), "suffix_bytes", words->suffix_bytes);
+    const size_t prefix_i = batch.add(dg.id(), "prefix_lengths", words->prefix_lengths);
+    batch.run();
+    batch.finish(lengths_i);
+    batch.finish(bytes_i);
+    batch.finish(prefix_i);
+    expect_equal(words->suffix_lengths.size(), size, "attribute vocabulary");
+    expect_equal(words->prefix_lengths.size(), size, "size of /dictionary/prefix_lengths");
+    return std::shared_ptr<const FrontCoded>(std::move(words));
+  });
+}
+
+// A kWordsOnDemand dictionary: its stored arrays read now on a thread of their own; the words
+// decoded from them all (at the first access needing them) or a few (Dictionary::fetch), with
+// the messages read_manifest gives.
+Dictionary words_on_demand(const fs::path& file, uint64_t size) {
+  using Raw = std::shared_future<std::shared_ptr<const FrontCoded>>;
+  const Raw raw = std::async(std::launch::async, [file, size] {
+                    return read_front_coded_alone(file, size);
+                  }).share();
+  auto all = [raw, file, size] {
+    const FrontCoded& f = *raw.get();
+    return in_file(file, [&] {
+      if (f.suffix_lengths.size() >= kBoundaryBit) throw InputError("dictionary too large");
+      // The lengths adding up to the bytes: decode_front_coded_words checks it with
+      // read_dictionary's messages.
+      (void)decode_front_coded_words(f.prefix_lengths, f.suffix_bytes, f.suffix_lengths, {});
+      bool sorted_unique = true;
+      Dictionary dict =
+          decode_front_coded(f.prefix_lengths, f.suffix_bytes, f.suffix_lengths, &sorted_unique);
+      check_dictionary_words(dict);
+      if (!sorted_unique) throw InputError("dictionary words are not sorted and unique");
+      expect_equal(size, dict.size(), "attribute vocabulary");
+      return dict;
+    });
+  };
+  auto some = [raw, file](std::span<const WordId> ids) {
+    const FrontCoded& f = *raw.get();
+    return in_file(file, [&] {
+      return decode_front_coded_words(f.prefix_lengths, f.suffix_bytes, f.suffix_lengths, ids);
+    });
+  };
+  return Dictionary::on_demand(static_cast<uint32_t>(size), std::move(all), std::move(some));
+}
+
 // The document names of `file` alone (`size` of them), read and checked with the messages
 // read_manifest gives: the on-demand part of a ManifestRead::kDeferDictionary read.
 Dictionary read_document_names_alone(const fs::path& file, uint64_t archive_id, uint64_t size) {
@@ -1008,7 +1063,7 @@ Dictionary read_document_names_alone(const fs::path& file, uint64_t archive_id, 
 
 Manifest read_manifest(const fs::path& archive, ManifestRead how) {
   const fs::path file = archive / kManifestFile;
-  const bool defer = how == ManifestRead::kDeferDictionary;
+  const bool defer = how != ManifestRead::kWhole;
   h5::Lock lock;
   return in_file(file, [&] {
     h5::File f = h5::open_file(file);
@@ -1170,7 +1225,9 @@ Manifest read_manifest(const fs::path& archive, ManifestRead how) {
     expect_equal(need_uint_attr(f.id(), "symbols"), t.symbols, "attribute symbols");
     expect_equal(need_uint_attr(f.id(), "max_depth"), t.max_depth, "attribute max_depth");
     check_manifest(m, dict_sorted_unique);
-    if (defer)
+    if (how == ManifestRead::kWordsOnDemand)
+      m.dict = words_on_demand(file, deferred_size);
+    else if (defer)
       m.dict = Dictionary::deferred(static_cast<uint32_t>(deferred_size), [file, deferred_size] {
         return read_dictionary_alone(file, deferred_size);
       });

@@ -124,7 +124,10 @@ void write_manifest_file(const std::filesystem::path& file, const Manifest& mani
 /// are waited for at their first use, and its errors thrown there: a query reads its shards
 /// meanwhile, and needs the words only to print its rows), and the document names are read at
 /// their first use (a query that prints no document never reads them: 4 M names at 32 GB).
-enum class ManifestRead { kWhole, kDeferDictionary };
+/// kWordsOnDemand defers the names so, and the dictionary too: it is read whole at the first
+/// access that needs it, on the thread making it, and Dictionary::fetch reads a few words alone
+/// (a query printing 100 words reads neither the other words nor their offsets).
+enum class ManifestRead { kWhole, kDeferDictionary, kWordsOnDemand };
 
 /// Reads and checks `<archive>/manifest.h5`. Throws InputError ("<path>: not a gtadoc archive",
 /// "...: unsupported format version N", "...: checksum mismatch (corrupted)", ...).

@@ -62,6 +62,44 @@ Dictionary Dictionary::pending(std::launch policy, uint32_t size,
   return d;
 }
 
+Dictionary Dictionary::on_demand(uint32_t size, std::function<Dictionary()> read,
+                                 ReadSome read_some) {
+  Dictionary d = pending(std::launch::deferred, size, std::move(read));
+  d.pending_->read_some = std::move(read_some);
+  return d;
+}
+
+void Dictionary::fetch(std::span<const WordId> ids) const {
+  if (!fetches_some()) return;
+  std::vector<WordId> sorted(ids.begin(), ids.end());
+  std::sort(sorted.begin(), sorted.end());
+  sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+  for (WordId id : sorted)
+    GTADOC_EXPECTS(id < pending_->size, "dictionary: fetch of a word beyond its size");
+  const std::vector<std::string> words = pending_->read_some(sorted);
+  GTADOC_EXPECTS(words.size() == sorted.size(), "dictionary: fetch read other words than asked");
+  auto some = std::make_shared<Storage>();
+  for (const std::string& w : words) {
+    some->bytes.insert(some->bytes.end(), w.begin(), w.end());
+    some->offsets.push_back(some->bytes.size());
+  }
+  pending_->some_ids = std::move(sorted);
+  pending_->some = std::move(some);
+  pending_->some_fetched = true;
+}
+
+std::string_view Dictionary::pending_word(WordId id) const {
+  const std::vector<WordId>& ids = pending_->some_ids;
+  const auto it = std::lower_bound(ids.begin(), ids.end(), id);
+  if (it != ids.end() && *it == id) {
+    const Storage& s = *pending_->some;
+    const size_t k = static_cast<size_t>(it - ids.begin());
+    return {s.bytes.data() + s.offsets[k], static_cast<size_t>(s.offsets[k + 1] - s.offsets[k])};
+  }
+  const Storage& s = pending_->get();
+  return {s.bytes.data() + s.offsets[id], static_cast<size_t>(s.offsets[id + 1] - s.offsets[id])};
+}
+
 std::shared_ptr<Dictionary::Storage> Dictionary::storage_ptr() {
   if (pending_) {
     pending_->get();
@@ -308,6 +346,68 @@ Dictionary decode_front_coded(std::span<const uint64_t> prefix, std::span<const 
   if (sorted_unique)
     *sorted_unique = std::all_of(info.begin(), info.end(), [](const Block& b) { return b.sorted; });
   return Dictionary(std::move(bytes), std::move(offsets));
+}
+
+namespace {
+
+/// The message check_dictionary_words gives for word `id` (`w`), or empty when it is a word.
+std::string word_problem(std::string_view w, uint64_t id) {
+  if (w.empty()) return "/dictionary: word " + std::to_string(id) + " is empty";
+  for (char ch : w) {
+    if (ch == ' ' || (ch >= '\t' && ch <= '\r')) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "0x%02x", static_cast<unsigned char>(ch));
+      return "/dictionary: word " + std::to_string(id) + " holds whitespace byte " + hex;
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+std::vector<std::string> decode_front_coded_words(std::span<const uint64_t> prefix_lengths,
+                                                  std::span<const char> suffix_bytes,
+                                                  std::span<const uint64_t> suffix_lengths,
+                                                  std::span<const WordId> ids) {
+  const size_t n = suffix_lengths.size();
+  GTADOC_EXPECTS(prefix_lengths.size() == n, "front-coded dictionary: lengths of unequal size");
+  uint64_t total = 0;  // the lengths add up to the bytes, as a whole read checks
+  for (uint64_t len : suffix_lengths)
+    if (__builtin_add_overflow(total, len, &total) || total > suffix_bytes.size())
+      throw InputError("string lengths in suffix_lengths exceed suffix_bytes");
+  if (total != suffix_bytes.size())
+    throw InputError("string lengths in suffix_lengths do not add up to suffix_bytes");
+  std::vector<std::string> out;
+  out.reserve(ids.size());
+  if (ids.empty()) return out;
+  GTADOC_EXPECTS(std::is_sorted(ids.begin(), ids.end()) && ids.back() < n,
+                 "front-coded dictionary: ids unsorted or beyond the words");
+  uint64_t at = 0, next = 0;  // suffix offset of word `next`
+  for (const WordId id : ids) {
+    for (; next < id; ++next) at += suffix_lengths[next];
+    const uint64_t p = prefix_lengths[id], sl = suffix_lengths[id];
+    std::string w(p + sl, '\0');
+    std::memcpy(w.data() + p, suffix_bytes.data() + at, sl);
+    // Bytes [0, need) come from the words before: word j holds its own suffix from byte
+    // prefix_lengths[j] on, and the rest from word j - 1.
+    uint64_t need = p, off = at;
+    for (size_t j = id; need > 0;) {
+      if (j == 0)
+        throw InputError("/dictionary/prefix_lengths[0] is longer than the previous word");
+      --j;
+      off -= suffix_lengths[j];
+      const uint64_t pj = prefix_lengths[j], sj = suffix_lengths[j];
+      if (pj + sj < need)
+        throw InputError("/dictionary/prefix_lengths[" + std::to_string(j + 1) +
+                         "] is longer than the previous word");
+      if (pj < need) std::memcpy(w.data() + pj, suffix_bytes.data() + off, need - pj);
+      need = std::min(need, pj);
+    }
+    const std::string problem = word_problem(w, id);
+    if (!problem.empty()) throw InputError(problem);
+    out.push_back(std::move(w));
+  }
+  return out;
 }
 
 void check_dictionary_words(const Dictionary& dict, unsigned threads) {

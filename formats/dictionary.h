@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -38,13 +39,26 @@ class Dictionary {
   /// The same, but `read` runs at the first access that needs the words, on the thread making
   /// it (a manifest's document names, which most queries never print, are then never read).
   static Dictionary on_demand(uint32_t size, std::function<Dictionary()> read);
+  /// The same as on_demand, with a reader of a few words by id: fetch() then makes those words
+  /// readable without the whole read (a query that prints 100 rows needs 100 words).
+  using ReadSome = std::function<std::vector<std::string>(std::span<const WordId>)>;
+  static Dictionary on_demand(uint32_t size, std::function<Dictionary()> read, ReadSome read_some);
   /// Whether the words are delivered yet (false while a deferred or on-demand read is pending).
   bool ready() const { return !pending_ || pending_->done.load(std::memory_order_acquire); }
+  /// Whether fetch() can read some words alone (an on-demand dictionary with a ReadSome whose
+  /// words are not delivered yet).
+  bool fetches_some() const { return pending_ && pending_->read_some && !ready(); }
+  /// Reads the words `ids` (any order, repeats allowed; each < size()) alone, when fetches_some():
+  /// operator[] then answers for them without reading the whole dictionary, and for any other
+  /// id reads it whole, as before. Otherwise does nothing. Not concurrent with other accesses
+  /// (call it before handing the dictionary to threads); a later fetch() replaces the words.
+  void fetch(std::span<const WordId> ids) const;
 
   uint32_t size() const {
     return pending_ ? pending_->size : static_cast<uint32_t>(s_->offsets.size() - 1);
   }
   std::string_view operator[](WordId id) const {
+    if (pending_ && pending_->some_fetched) return pending_word(id);
     const Storage& s = storage();
     return {s.bytes.data() + s.offsets[id], static_cast<size_t>(s.offsets[id + 1] - s.offsets[id])};
   }
@@ -69,7 +83,13 @@ class Dictionary {
     std::shared_ptr<Storage> resolved;
     std::atomic<bool> done{false};
     const Storage& get();
+    ReadSome read_some;             ///< on_demand's reader of a few words, if any
+    bool some_fetched = false;      ///< fetch() read some: `some_ids` hold in `some`
+    std::vector<WordId> some_ids;   ///< sorted, unique
+    std::shared_ptr<Storage> some;  ///< their words, in that order
   };
+  /// operator[] once some words are fetched: one of them, else the whole read's.
+  std::string_view pending_word(WordId id) const;
   static Dictionary pending(std::launch policy, uint32_t size, std::function<Dictionary()> read);
   const Storage& storage() const { return pending_ ? pending_->get() : *s_; }
   std::shared_ptr<Storage> storage_ptr();
@@ -110,6 +130,18 @@ Dictionary decode_front_coded(std::span<const uint64_t> prefix_lengths,
                               std::span<const uint64_t> suffix_lengths,
                               bool* sorted_unique = nullptr, unsigned threads = 0,
                               size_t block_words = kFrontCodedBlock);
+
+/// Words `ids` (sorted, unique, each < the word count) of a front-coded dictionary, decoded alone:
+/// each from its suffix and, walking back, the previous words' suffixes until its prefix is
+/// covered; no other word is built. Checks what it reads as decode_front_coded and
+/// check_dictionary_words do, with their messages (lengths adding up to the suffix bytes, no
+/// prefix longer than the previous word along the way, no empty word or whitespace byte in the
+/// words returned); sortedness is not checked (only a whole read can). With no ids, only the
+/// lengths are checked.
+std::vector<std::string> decode_front_coded_words(std::span<const uint64_t> prefix_lengths,
+                                                  std::span<const char> suffix_bytes,
+                                                  std::span<const uint64_t> suffix_lengths,
+                                                  std::span<const WordId> ids);
 
 /// Checks that every word of `dict` is a word as the tokenizer makes them (docs/REFERENCE.md §3):
 /// not empty and free of the six ASCII whitespace bytes (0x20, 0x09-0x0D), so that no word can

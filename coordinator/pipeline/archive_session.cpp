@@ -155,7 +155,9 @@ std::unique_ptr<ArchiveSession> ArchiveSession::open(Comm& comm, const SessionOp
       // Ranks that are threads of one process read it once (the HDF5 library serializes their
       // reads) and share it, the dictionary with it.
       s->manifest_ = comm.made_once<Manifest>("manifest " + s->path_.string(), [&] {
-        return read_manifest(s->path_, ManifestRead::kDeferDictionary);
+        return read_manifest(s->path_, s->options_.words_on_demand
+                                           ? ManifestRead::kWordsOnDemand
+                                           : ManifestRead::kDeferDictionary);
       });
       spdlog::debug("manifest read in {:.3f} s", manifest_timer.seconds());
       std::vector<uint64_t> sizes;

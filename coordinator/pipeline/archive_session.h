@@ -52,6 +52,10 @@ struct SessionOptions {
   /// Independently, a shard the engine cannot load for lack of memory (ResourceError) is halved
   /// into pieces until they load.
   uint64_t max_piece_symbols = 0;
+  /// The dictionary read only for the words a query's rows print (ManifestRead::kWordsOnDemand),
+  /// read whole only if something else needs it: for one query whose rows are few (run of a
+  /// word count with --top). Otherwise it is read whole on a thread beside the shards' reads.
+  bool words_on_demand = false;
 };
 
 /// Seconds spent per stage of a query on this rank.

@@ -485,7 +485,18 @@ std::unique_ptr<QueryResult> run_query(Comm& comm, ArchiveSession& session, cons
     // The words, read on a thread of their own since the manifest was opened, are needed from
     // here on (the rows); the wait is the part of that read the query did not hide.
     const Timer wait;
-    (void)res.norm->dict.bytes();
+    const Dictionary& dict = res.norm->dict;
+    if (dict.fetches_some() && q.task == Task::kWordCount) {
+      // Only the rows' words (SessionOptions::words_on_demand): read alone.
+      std::vector<WordId> ids;
+      ids.reserve(res.rows.plan.rows());
+      for (uint64_t row = 0; row < res.rows.plan.rows(); ++row)
+        ids.push_back(res.rows.records.keys[res.rows.plan.record_at(row) * res.rows.records.width]);
+      dict.fetch(ids);
+      spdlog::debug("{} words of the dictionary read for the rows", ids.size());
+    } else {
+      (void)dict.bytes();
+    }
     if (wait.seconds() >= 1e-3) spdlog::debug("waited {:.3f}s for the dictionary", wait.seconds());
   }
   t.merge += merge_timer.seconds();

@@ -362,6 +362,15 @@ TEST(Crafted, DictionaryWordsWithWhitespaceOrEmptyAreRefused) {
         "/dictionary: word " + std::to_string(last) + " holds whitespace byte " + hex;
     const fs::path dir = crafted_copy(a, bad, a.tmp / ("w" + std::to_string(k++) + ".gtd"));
     expect_every_reader_refuses(dir, needle);
+    // A read of the words on demand refuses it when the word is fetched.
+    const Manifest on_demand = read_manifest(dir, ManifestRead::kWordsOnDemand);
+    try {
+      on_demand.dict.fetch(std::vector<WordId>{last});
+      ADD_FAILURE() << "a fetch of the word accepted " << needle;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("manifest.h5"), std::string::npos) << e.what();
+    }
     // The deferred dictionary read refuses it as well, at the first use of the words.
     Manifest deferred = read_manifest(dir, ManifestRead::kDeferDictionary);
     try {

@@ -617,6 +617,40 @@ TEST(ArchiveErrors, DeferredDictionaryReadsTheSameWordsAndErrors) {
                        {(bad / kManifestFile).string() + ": ", "not sorted and unique"});
 }
 
+/// Words on demand: words fetched alone equal the whole read's without it; another access reads
+/// the words whole; unsorted words (which only a whole read can see) are refused there, with the
+/// eager read's message.
+TEST(ArchiveErrors, WordsOnDemandFetchTheSameWordsAndErrors) {
+  TempDir dir;
+  Manifest m = manifest_for(7, 50, {random_grammar(50, 0, 2, 5, 20, 1)});
+  write_manifest_file(dir / kManifestFile, m, {});
+  const Manifest eager = read_manifest(dir.path());
+  const Manifest lazy = read_manifest(dir.path(), ManifestRead::kWordsOnDemand);
+  EXPECT_EQ(lazy.dict.size(), 50u);
+  ASSERT_TRUE(lazy.dict.fetches_some());
+  const std::vector<WordId> ids = {49, 0, 7, 7, 23};
+  lazy.dict.fetch(ids);
+  for (WordId id : ids) EXPECT_EQ(lazy.dict[id], eager.dict[id]);
+  EXPECT_FALSE(lazy.dict.ready());
+  EXPECT_EQ(lazy.dict[8], eager.dict[8]);
+  EXPECT_TRUE(lazy.dict.ready());
+  EXPECT_EQ(lazy.dict.bytes(), eager.dict.bytes());
+  EXPECT_EQ(lazy.dict.offsets(), eager.dict.offsets());
+
+  TempDir bad;
+  Manifest u = manifest_for(7, 50, {random_grammar(50, 0, 2, 5, 20, 1)});
+  Dictionary unsorted;
+  for (uint32_t w = 0; w < u.dict.size(); ++w) unsorted.push_back(u.dict[u.dict.size() - 1 - w]);
+  u.dict = unsorted;
+  write_manifest_file(bad / kManifestFile, u, {});
+  const Manifest on_demand = read_manifest(bad.path(), ManifestRead::kWordsOnDemand);
+  on_demand.dict.fetch(std::vector<WordId>{3});
+  EXPECT_EQ(on_demand.dict[3], unsorted[3]);
+  for (int i = 0; i < 2; ++i)
+    expect_input_error([&] { (void)on_demand.dict[4]; },
+                       {(bad / kManifestFile).string() + ": ", "not sorted and unique"});
+}
+
 /// Deferred, the document names are not read until they are used: their number is known at
 /// once, the table is read at the first access, with the eager read's names and errors (an
 /// unsafe or unsorted name), while the rest of the manifest answers without them.

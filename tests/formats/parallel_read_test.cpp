@@ -11,6 +11,7 @@
 #include <functional>
 #include <optional>
 #include <random>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -220,6 +221,93 @@ TEST(FrontCodedDecode, ShorterThanPossiblePrefixesStillDecode) {
     h.suffix_lengths.push_back(words[i].size() - p);
   }
   expect_decodes_like_reference(h, "half prefixes");
+}
+
+// decode_front_coded_words: any sorted set of ids gives the whole decode's words, across long
+// shared prefixes (two letters) and short ones; a prefix longer than the word before the one asked
+// for, a word holding whitespace and lengths that do not add up give the whole read's messages.
+TEST(FrontCodedWords, AnyIdsGiveTheWholeDecodesWords) {
+  std::mt19937_64 rng(21);
+  for (const std::string alphabet : {"ab", "abcdefghijklmnopqrstuvwxyz0123456789"}) {
+    const std::vector<std::string> words = random_sorted_words(3000, 5, 40, alphabet);
+    const FrontCoded f = front_code(dictionary_of(words));
+    for (int t = 0; t < 50; ++t) {
+      std::vector<WordId> ids;
+      if (t == 0) ids = {0, 2999};
+      for (size_t k = rng() % 20; k-- > 0;) ids.push_back(static_cast<WordId>(rng() % 3000));
+      std::sort(ids.begin(), ids.end());
+      ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+      const std::vector<std::string> got =
+          decode_front_coded_words(f.prefix_lengths, f.suffix_bytes, f.suffix_lengths, ids);
+      ASSERT_EQ(got.size(), ids.size());
+      for (size_t i = 0; i < ids.size(); ++i) EXPECT_EQ(got[i], words[ids[i]]) << ids[i];
+    }
+  }
+}
+
+TEST(FrontCodedWords, CorruptionsOfTheWordsReadGiveTheWholeReadsMessages) {
+  const std::vector<std::string> words = {"a", "ab", "abc", "abd", "b", "ba"};
+  const FrontCoded f = front_code(dictionary_of(words));
+  auto message = [](const FrontCoded& g, std::vector<WordId> ids) -> std::string {
+    try {
+      (void)decode_front_coded_words(g.prefix_lengths, g.suffix_bytes, g.suffix_lengths, ids);
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  FrontCoded longer = f;
+  longer.prefix_lengths[2] = 3;  // "ab" has 2 bytes
+  EXPECT_EQ(message(longer, {2}), reference_decode(longer).error);
+  EXPECT_EQ(message(longer, {4}), "");  // words that do not reach it read as before
+  FrontCoded first = f;
+  first.prefix_lengths[0] = 1;
+  EXPECT_EQ(message(first, {0}), reference_decode(first).error);
+  FrontCoded spaced = front_code(dictionary_of({"a", "a b", "ab"}));
+  EXPECT_EQ(message(spaced, {1}), "/dictionary: word 1 holds whitespace byte 0x20");
+  EXPECT_EQ(message(spaced, {0, 2}), "");
+  FrontCoded empty = front_code(dictionary_of({"", "a"}));
+  EXPECT_EQ(message(empty, {0}), "/dictionary: word 0 is empty");
+  FrontCoded short_bytes = f;
+  short_bytes.suffix_bytes.pop_back();
+  EXPECT_EQ(message(short_bytes, {1}), "string lengths in suffix_lengths exceed suffix_bytes");
+  FrontCoded long_bytes = f;
+  long_bytes.suffix_bytes.push_back('x');
+  EXPECT_EQ(message(long_bytes, {}),
+            "string lengths in suffix_lengths do not add up to suffix_bytes");
+}
+
+// A dictionary on demand with a reader of a few words: fetched words answer without the whole
+// read; any other access reads it whole (once), after which fetch() does nothing.
+TEST(FrontCodedWords, FetchedWordsAnswerWithoutTheWholeRead) {
+  const std::vector<std::string> words = random_sorted_words(500, 9, 12, "abcxyz");
+  const FrontCoded f = front_code(dictionary_of(words));
+  int whole = 0, some = 0;
+  const Dictionary d = Dictionary::on_demand(
+      500,
+      [&] {
+        ++whole;
+        return dictionary_of(words);
+      },
+      [&](std::span<const WordId> ids) {
+        ++some;
+        return decode_front_coded_words(f.prefix_lengths, f.suffix_bytes, f.suffix_lengths, ids);
+      });
+  ASSERT_TRUE(d.fetches_some());
+  const std::vector<WordId> ids = {499, 3, 3, 0, 250};
+  d.fetch(ids);
+  for (WordId id : ids) EXPECT_EQ(d[id], words[id]);
+  EXPECT_EQ(some, 1);
+  EXPECT_EQ(whole, 0);
+  EXPECT_FALSE(d.ready());
+  EXPECT_EQ(d[4], words[4]);  // not fetched: the whole read
+  EXPECT_EQ(whole, 1);
+  EXPECT_TRUE(d.ready());
+  EXPECT_FALSE(d.fetches_some());
+  for (WordId id : {0u, 3u, 4u, 499u}) EXPECT_EQ(d[id], words[id]);
+  d.fetch(ids);
+  EXPECT_EQ(some, 1);
+  EXPECT_EQ(whole, 1);
 }
 
 TEST(FrontCodedDecode, PrefixLongerThanThePreviousWordIsRejected) {
