@@ -583,14 +583,39 @@ TEST(ArchiveErrors, InconsistentManifestTables) {
   expect_input_error([&] { read_manifest(dir2.path()); }, {"shard 0 words"});
 }
 
+/// Writes into `dir` a manifest of 50 words, in reverse byte order when `unsorted` (a dictionary
+/// that only a whole read can refuse), and returns it.
+Manifest write_fifty_words(const TempDir& dir, bool unsorted) {
+  Manifest m = manifest_for(7, 50, {random_grammar(50, 0, 2, 5, 20, 1)});
+  if (unsorted) {
+    Dictionary reversed;
+    for (uint32_t w = 0; w < m.dict.size(); ++w) reversed.push_back(m.dict[m.dict.size() - 1 - w]);
+    m.dict = reversed;
+  }
+  write_manifest_file(dir / kManifestFile, m, {});
+  return m;
+}
+
 /// A manifest read with its dictionary deferred holds the same words, announces their number at
 /// once, and gives a dictionary's errors, with the eager read's message, at the first access to
-/// the words (every access after it too).
-TEST(ArchiveErrors, DeferredDictionaryReadsTheSameWordsAndErrors) {
+/// the words (every access after it too). Read on demand, words fetched alone equal the whole
+/// read's without it; another access reads the words whole; unsorted words (which only a whole
+/// read can see) are refused there, with the eager read's message.
+TEST(ArchiveErrors, DeferredAndOnDemandDictionariesReadTheSameWordsAndErrors) {
   TempDir dir;
-  Manifest m = manifest_for(7, 50, {random_grammar(50, 0, 2, 5, 20, 1)});
-  write_manifest_file(dir / kManifestFile, m, {});
+  write_fifty_words(dir, false);
   const Manifest eager = read_manifest(dir.path());
+  const Manifest on_demand = read_manifest(dir.path(), ManifestRead::kWordsOnDemand);
+  EXPECT_EQ(on_demand.dict.size(), 50u);
+  ASSERT_TRUE(on_demand.dict.fetches_some());
+  const std::vector<WordId> ids = {49, 0, 7, 7, 23};
+  on_demand.dict.fetch(ids);
+  for (WordId id : ids) EXPECT_EQ(on_demand.dict[id], eager.dict[id]);
+  EXPECT_FALSE(on_demand.dict.ready());
+  EXPECT_EQ(on_demand.dict[8], eager.dict[8]);
+  EXPECT_TRUE(on_demand.dict.ready());
+  EXPECT_EQ(on_demand.dict.bytes(), eager.dict.bytes());
+
   const Manifest lazy = read_manifest(dir.path(), ManifestRead::kDeferDictionary);
   EXPECT_EQ(lazy.dict.size(), 50u);
   EXPECT_EQ(lazy.dict.bytes(), eager.dict.bytes());
@@ -602,11 +627,7 @@ TEST(ArchiveErrors, DeferredDictionaryReadsTheSameWordsAndErrors) {
   EXPECT_EQ(lazy.dict.size(), 50u);
 
   TempDir bad;
-  Manifest u = manifest_for(7, 50, {random_grammar(50, 0, 2, 5, 20, 1)});
-  Dictionary unsorted;
-  for (uint32_t w = 0; w < u.dict.size(); ++w) unsorted.push_back(u.dict[u.dict.size() - 1 - w]);
-  u.dict = unsorted;
-  write_manifest_file(bad / kManifestFile, u, {});
+  const Dictionary deferred_words = write_fifty_words(bad, true).dict;
   expect_input_error([&] { read_manifest(bad.path()); },
                      {(bad / kManifestFile).string() + ": ", "not sorted and unique"});
   const Manifest deferred = read_manifest(bad.path(), ManifestRead::kDeferDictionary);
@@ -615,39 +636,11 @@ TEST(ArchiveErrors, DeferredDictionaryReadsTheSameWordsAndErrors) {
   for (int i = 0; i < 2; ++i)
     expect_input_error([&] { (void)deferred.dict[0]; },
                        {(bad / kManifestFile).string() + ": ", "not sorted and unique"});
-}
-
-/// Words on demand: words fetched alone equal the whole read's without it; another access reads
-/// the words whole; unsorted words (which only a whole read can see) are refused there, with the
-/// eager read's message.
-TEST(ArchiveErrors, WordsOnDemandFetchTheSameWordsAndErrors) {
-  TempDir dir;
-  Manifest m = manifest_for(7, 50, {random_grammar(50, 0, 2, 5, 20, 1)});
-  write_manifest_file(dir / kManifestFile, m, {});
-  const Manifest eager = read_manifest(dir.path());
-  const Manifest lazy = read_manifest(dir.path(), ManifestRead::kWordsOnDemand);
-  EXPECT_EQ(lazy.dict.size(), 50u);
-  ASSERT_TRUE(lazy.dict.fetches_some());
-  const std::vector<WordId> ids = {49, 0, 7, 7, 23};
-  lazy.dict.fetch(ids);
-  for (WordId id : ids) EXPECT_EQ(lazy.dict[id], eager.dict[id]);
-  EXPECT_FALSE(lazy.dict.ready());
-  EXPECT_EQ(lazy.dict[8], eager.dict[8]);
-  EXPECT_TRUE(lazy.dict.ready());
-  EXPECT_EQ(lazy.dict.bytes(), eager.dict.bytes());
-  EXPECT_EQ(lazy.dict.offsets(), eager.dict.offsets());
-
-  TempDir bad;
-  Manifest u = manifest_for(7, 50, {random_grammar(50, 0, 2, 5, 20, 1)});
-  Dictionary unsorted;
-  for (uint32_t w = 0; w < u.dict.size(); ++w) unsorted.push_back(u.dict[u.dict.size() - 1 - w]);
-  u.dict = unsorted;
-  write_manifest_file(bad / kManifestFile, u, {});
-  const Manifest on_demand = read_manifest(bad.path(), ManifestRead::kWordsOnDemand);
-  on_demand.dict.fetch(std::vector<WordId>{3});
-  EXPECT_EQ(on_demand.dict[3], unsorted[3]);
+  const Manifest bad_on_demand = read_manifest(bad.path(), ManifestRead::kWordsOnDemand);
+  bad_on_demand.dict.fetch(std::vector<WordId>{3});
+  EXPECT_EQ(bad_on_demand.dict[3], deferred_words[3]);
   for (int i = 0; i < 2; ++i)
-    expect_input_error([&] { (void)on_demand.dict[4]; },
+    expect_input_error([&] { (void)bad_on_demand.dict[4]; },
                        {(bad / kManifestFile).string() + ": ", "not sorted and unique"});
 }
 
