@@ -62,7 +62,10 @@ namespace {
 void staged_copy(const DeviceContext& ctx, std::span<const HostCopy> copies, bool to_device) {
   // src or dst is ordered on the context's stream (written there, or allocated there).
   CUDA_TRY(cudaStreamSynchronize(ctx.stream.get()));
-  constexpr size_t kDirectBelow = size_t{2} << 20;
+  // Ranges below this are copied directly: a download into pageable memory; an upload's of
+  // a quarter of a slot (the driver stages a pageable upload on the calling thread, one range
+  // after another, where the slots' threads copy several side by side).
+  const size_t kDirectBelow = to_device ? DownloadStaging::kSlot / 4 : DownloadStaging::kSlot;
   const cudaMemcpyKind kind = to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
   struct Chunk {
     char* dst;

@@ -23,6 +23,23 @@ int activate_device(int device) {
   return device;
 }
 
+/// The units' ends from their beginnings: an inner rule ends where the next unit begins, a
+/// document's root segment one symbol before (the boundary between documents), and the last unit
+/// at `last_end`.
+__global__ void unit_ends_kernel(const uint64_t* begin, uint64_t* end, uint64_t units,
+                                 uint64_t inner, uint64_t last_end) {
+  const uint64_t u = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+  if (u < units) end[u] = u + 1 < units ? begin[u + 1] - (u >= inner ? 1 : 0) : last_end;
+}
+
+/// Whether unit_ends_kernel gives `end` from `begin` (the layout's units, inner rules first).
+bool ends_follow_begins(const std::vector<uint64_t>& begin, const std::vector<uint64_t>& end,
+                        uint64_t inner) {
+  for (size_t u = 0; u + 1 < begin.size(); ++u)
+    if (end[u] + (u >= inner ? 1 : 0) != begin[u + 1]) return false;
+  return true;
+}
+
 uint64_t next_serial() {
   static std::atomic<uint64_t> serial{0};
   return ++serial;
@@ -149,7 +166,13 @@ GpuShard::GpuShard(ShardGrammar& grammar, std::shared_ptr<plan::ShardLayout> pre
   };
   alloc(body, layout.body);
   alloc(unit_begin, layout.unit_begin);
-  alloc(unit_end, layout.unit_end);
+  // The units' ends follow from their beginnings (the rules' bodies side by side, then the
+  // documents' root segments, one boundary symbol apart): derived on the device, not uploaded.
+  const bool tiled = ends_follow_begins(layout.unit_begin, layout.unit_end, layout.num_inner);
+  if (tiled)
+    unit_end = DeviceBuffer<uint64_t>(layout.unit_end.size(), pool);
+  else
+    alloc(unit_end, layout.unit_end);
   std::vector<uint32_t> top;
   if (host_bags) {
     for (uint32_t r = 0; r < inner; ++r)
@@ -175,6 +198,12 @@ GpuShard::GpuShard(ShardGrammar& grammar, std::shared_ptr<plan::ShardLayout> pre
   sym_unit = DeviceBuffer<uint32_t>(S, pool);
   mark("alloc");
   upload_host(*ctx, uploads);  // synchronous: the host arrays may change now
+  if (tiled && !unit_end.empty()) {
+    const uint64_t n = unit_end.size();
+    unit_ends_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, pool.stream()>>>(
+        unit_begin.data(), unit_end.data(), n, layout.num_inner, layout.unit_end.back());
+    GTADOC_CHECK_LAUNCH();
+  }
   mark("copy");
   // The body lengths kept on the host in the memory of the unit ends, already touched (first
   // touch of a fresh array costs ~0.6 ms per MiB on a VM); given back as they were if the load
