@@ -200,12 +200,10 @@ bool merge_sorted_runs_of(RecordBatch& batch, unsigned threads) {
         const uint64_t b = cut.at[p][k], e = cut.at[p + 1][k];
         if (b < e) runs.push_back({keys + b, counts + b, e - b});
       }
-      const auto [lo, hi] = CountMerge::span_of(runs);
-      if (CountMerge::pays(cut.size(p), runs.size(), lo, hi)) {
-        CountMerge::merge(runs, lo, hi, [&](uint32_t key, uint64_t count) {
-          out_keys[o] = key;
-          out_counts[o++] = count;
-        });
+      if (CountMerge::merge_if_it_pays(runs, cut.size(p), [&](uint32_t key, uint64_t count) {
+            out_keys[o] = key;
+            out_counts[o++] = count;
+          })) {
         written[p] = o - from[p];
         piece_done(p);
         return;

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace gtadoc {
@@ -49,6 +50,16 @@ struct CountMerge {
       hi = std::max(hi, r.keys[r.n - 1]);
     }
     return {lo, hi};
+  }
+
+  /// Merges `runs` (holding `records` records) by counting when that pays, calling emit as
+  /// merge() does; returns false, having done nothing, when it does not.
+  template <class Emit>
+  static bool merge_if_it_pays(std::span<const CountRun> runs, uint64_t records, Emit&& emit) {
+    const auto [lo, hi] = span_of(runs);
+    if (!pays(records, runs.size(), lo, hi)) return false;
+    merge(runs, lo, hi, std::forward<Emit>(emit));
+    return true;
   }
 
   /// Calls emit(key, count) once for every distinct key of `runs` (each sorted, keys in

@@ -168,8 +168,8 @@ GpuShard::GpuShard(ShardGrammar& grammar, std::shared_ptr<plan::ShardLayout> pre
   alloc(unit_begin, layout.unit_begin);
   // The units' ends follow from their beginnings (the rules' bodies side by side, then the
   // documents' root segments, one boundary symbol apart): derived on the device, not uploaded.
-  const bool tiled = ends_follow_begins(layout.unit_begin, layout.unit_end, layout.num_inner);
-  if (tiled)
+  const bool derive_ends = ends_follow_begins(layout.unit_begin, layout.unit_end, layout.num_inner);
+  if (derive_ends)
     unit_end = DeviceBuffer<uint64_t>(layout.unit_end.size(), pool);
   else
     alloc(unit_end, layout.unit_end);
@@ -198,7 +198,7 @@ GpuShard::GpuShard(ShardGrammar& grammar, std::shared_ptr<plan::ShardLayout> pre
   sym_unit = DeviceBuffer<uint32_t>(S, pool);
   mark("alloc");
   upload_host(*ctx, uploads);  // synchronous: the host arrays may change now
-  if (tiled && !unit_end.empty()) {
+  if (derive_ends && !unit_end.empty()) {
     const uint64_t n = unit_end.size();
     unit_ends_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, pool.stream()>>>(
         unit_begin.data(), unit_end.data(), n, layout.num_inner, layout.unit_end.back());
