@@ -732,13 +732,26 @@ auto column(const std::vector<Row>& rows, Get get) {
   return out;
 }
 
-// The dictionary, read by `batch` (suffix lengths, suffix bytes, prefix lengths queued as
-// `lengths_i`, `bytes_i`, `prefix_i`), checked in the order of a sequential reader. Sets
-// `sorted_unique` (checked while decoding).
-Dictionary read_dictionary(h5::BatchRead& batch, size_t lengths_i, size_t bytes_i, size_t prefix_i,
-                           FrontCoded& f, bool& sorted_unique) {
-  batch.finish(lengths_i);
-  const uint64_t bytes_size = batch.size(bytes_i);
+// Where `batch` reads the dictionary's datasets: suffix lengths, suffix bytes, prefix lengths.
+struct QueuedDictionary {
+  size_t lengths_i = 0, bytes_i = 0, prefix_i = 0;
+};
+
+// Queues the dictionary's datasets of `group` on `batch`, to be read into `f`.
+QueuedDictionary queue_dictionary(h5::BatchRead& batch, h5::Id group, FrontCoded& f) {
+  QueuedDictionary q;
+  q.lengths_i = batch.add(group, "suffix_lengths", f.suffix_lengths);
+  q.bytes_i = batch.add(group, "suffix_bytes", f.suffix_bytes);
+  q.prefix_i = batch.add(group, "prefix_lengths", f.prefix_lengths);
+  return q;
+}
+
+// The dictionary, read by `batch` (queued as `q`), checked in the order of a sequential reader.
+// Sets `sorted_unique` (checked while decoding).
+Dictionary read_dictionary(h5::BatchRead& batch, const QueuedDictionary& q, FrontCoded& f,
+                           bool& sorted_unique) {
+  batch.finish(q.lengths_i);
+  const uint64_t bytes_size = batch.size(q.bytes_i);
   uint64_t total = 0;
   bool overflow = false;
   for (uint64_t len : f.suffix_lengths) overflow |= __builtin_add_overflow(total, len, &total);
@@ -746,10 +759,10 @@ Dictionary read_dictionary(h5::BatchRead& batch, size_t lengths_i, size_t bytes_
     throw InputError("string lengths in suffix_lengths exceed suffix_bytes");
   if (total != bytes_size)
     throw InputError("string lengths in suffix_lengths do not add up to suffix_bytes");
-  batch.finish(bytes_i);
+  batch.finish(q.bytes_i);
   const size_t n = f.suffix_lengths.size();
   if (n >= kBoundaryBit) throw InputError("dictionary too large");
-  batch.finish(prefix_i);
+  batch.finish(q.prefix_i);
   expect_equal(f.prefix_lengths.size(), n, "size of /dictionary/prefix_lengths");
   Dictionary dict =
       decode_front_coded(f.prefix_lengths, f.suffix_bytes, f.suffix_lengths, &sorted_unique);
@@ -972,12 +985,10 @@ Dictionary read_dictionary_alone(const fs::path& file, uint64_t size) {
     h5::BatchRead batch;
     LazyGroup dg(f.id(), "dictionary");
     FrontCoded words;
-    const size_t lengths_i = batch.add(dg.id(), "suffix_lengths", words.suffix_lengths);
-    const size_t bytes_i = batch.add(dg.id(), "suffix_bytes", words.suffix_bytes);
-    const size_t prefix_i = batch.add(dg.id(), "prefix_lengths", words.prefix_lengths);
+    const QueuedDictionary queued = queue_dictionary(batch, dg.id(), words);
     batch.run();
     bool sorted_unique = true;
-    Dictionary dict = read_dictionary(batch, lengths_i, bytes_i, prefix_i, words, sorted_unique);
+    Dictionary dict = read_dictionary(batch, queued, words, sorted_unique);
     if (!sorted_unique) throw InputError("dictionary words are not sorted and unique");
     expect_equal(size, dict.size(), "attribute vocabulary");
     return dict;
@@ -993,13 +1004,9 @@ std::shared_ptr<const FrontCoded> read_front_coded_alone(const fs::path& file, u
     h5::BatchRead batch;
     LazyGroup dg(f.id(), "dictionary");
     auto words = std::make_shared<FrontCoded>();
-    const size_t lengths_i = batch.add(dg.id(), "suffix_lengths", words->suffix_lengths);
-    const size_t bytes_i = batch.add(dg.id(), "suffix_bytes", words->suffix_bytes);
-    const size_t prefix_i = batch.add(dg.id(), "prefix_lengths", words->prefix_lengths);
+    const QueuedDictionary queued = queue_dictionary(batch, dg.id(), *words);
     batch.run();
-    batch.finish(lengths_i);
-    batch.finish(bytes_i);
-    batch.finish(prefix_i);
+    for (size_t i : {queued.lengths_i, queued.bytes_i, queued.prefix_i}) batch.finish(i);
     expect_equal(words->suffix_lengths.size(), size, "attribute vocabulary");
     expect_equal(words->prefix_lengths.size(), size, "size of /dictionary/prefix_lengths");
     return std::shared_ptr<const FrontCoded>(std::move(words));
@@ -1077,12 +1084,8 @@ Manifest read_manifest(const fs::path& archive, ManifestRead how) {
     h5::BatchRead batch;
     LazyGroup dg(f.id(), "dictionary"), docs(f.id(), "documents"), sg(f.id(), "shards");
     FrontCoded words;
-    size_t suffix_lengths_i = 0, suffix_bytes_i = 0, prefix_i = 0;
-    if (dg.ok() && !defer) {
-      suffix_lengths_i = batch.add(dg.id(), "suffix_lengths", words.suffix_lengths);
-      suffix_bytes_i = batch.add(dg.id(), "suffix_bytes", words.suffix_bytes);
-      prefix_i = batch.add(dg.id(), "prefix_lengths", words.prefix_lengths);
-    }
+    QueuedDictionary queued;
+    if (dg.ok() && !defer) queued = queue_dictionary(batch, dg.id(), words);
     std::vector<char> name_bytes;
     std::vector<uint64_t> name_lengths, bytes, doc_words;
     std::vector<uint32_t> shard;
@@ -1135,8 +1138,7 @@ Manifest read_manifest(const fs::path& archive, ManifestRead how) {
       deferred_size = need_uint_attr(f.id(), "vocabulary");
       if (deferred_size >= kBoundaryBit) throw InputError("dictionary too large");
     } else {
-      m.dict = read_dictionary(batch, suffix_lengths_i, suffix_bytes_i, prefix_i, words,
-                               dict_sorted_unique);
+      m.dict = read_dictionary(batch, queued, words, dict_sorted_unique);
       words = FrontCoded{};
     }
 
