@@ -37,10 +37,12 @@ constexpr Symbol boundary_symbol(uint32_t i) {
   return kBoundaryBit | i;
 }
 
-/// Format version written into every archive file. Version 2 stores shard-local word ids (a
-/// shard's `local_words`); version 1 stored dictionary ids in every shard. Readers take both
-/// (docs/FORMAT.md) and reject any other value.
-inline constexpr uint32_t kFormatVersion = 2;
+/// Format version written into every archive file. Version 3 stores a shard's symbols dense
+/// (boundary i of the root as V + R + i) and packed to the bits the largest needs (HDF5's N-bit
+/// filter); version 2 stored them as they are in memory, shuffled and deflated; both store
+/// shard-local word ids (a shard's `local_words`); version 1 stored dictionary ids in every
+/// shard. Readers take all three (docs/FORMAT.md) and reject any other value.
+inline constexpr uint32_t kFormatVersion = 3;
 /// The oldest format version readers take.
 inline constexpr uint32_t kOldestFormatVersion = 1;
 

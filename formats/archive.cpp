@@ -6,9 +6,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cinttypes>
 #include <cstdio>
 #include <future>
+#include <limits>
 #include <span>
 #include <string_view>
 #include <system_error>
@@ -297,9 +299,49 @@ struct FilteredShard::Arrays {
   uint32_t shard = 0, num_words = 0, first_doc = 0, num_docs = 0;
   std::vector<uint64_t> body_lengths, segment_lengths, ws_lengths;
   std::vector<char> ws_bytes;
+  std::vector<Symbol> stored_symbols;  ///< as the file stores them (stored_symbols)
   h5::FilteredArray local_words, body, symbols, levels, rule_length, rule_uses, segments, ws_b,
       ws_l, gaps;
 };
+
+namespace {
+
+// The symbols as a shard stores them (format 3): boundary i of the root as V + R + i (V local
+// words, R rules), so that the values are dense from 0 and their type keeps only the bits the
+// largest needs (at least 1; the N-bit filter packs them). Returns those bits.
+unsigned stored_symbols(const ShardGrammar& g, std::vector<Symbol>& out) {
+  const uint64_t base = uint64_t{g.num_words} + g.num_rules();
+  const uint64_t root = g.rule_offsets[g.root()];
+  out.assign(g.symbols.begin(), g.symbols.end());
+  Symbol most = 0;
+  for (uint64_t i = 0; i < out.size(); ++i) {
+    if (is_boundary(out[i])) {
+      const uint64_t v = base + (out[i] & ~kBoundaryBit);
+      GTADOC_EXPECTS(i >= root && v <= std::numeric_limits<Symbol>::max(),
+                     "write_shard_file: a boundary outside the root, or too many documents");
+      out[i] = static_cast<Symbol>(v);
+    }
+    most = std::max(most, out[i]);
+  }
+  return std::max(1u, static_cast<unsigned>(std::bit_width(most)));
+}
+
+// The inverse on read: stored values of the root from V + R on back to boundary_symbol (the
+// grammar's checks then hold the boundaries to what they hold any to); values at or beyond
+// V + R in other rules are left to those checks too (not a word, not a rule).
+void restore_boundaries(ShardGrammar& g) {
+  const uint64_t base = uint64_t{g.num_words} + g.num_rules();
+  for (uint64_t i = g.rule_offsets[g.root()], end = g.rule_offsets.back(); i < end; ++i) {
+    const Symbol s = g.symbols[i];
+    if (s < base) continue;
+    if (s - base >= kBoundaryBit)
+      throw InputError("/grammar/symbols holds " + std::to_string(s) +
+                       " in the root, beyond any word, rule or document boundary");
+    g.symbols[i] = boundary_symbol(static_cast<uint32_t>(s - base));
+  }
+}
+
+}  // namespace
 
 FilteredShard::FilteredShard() = default;
 FilteredShard::FilteredShard(FilteredShard&&) noexcept = default;
@@ -339,7 +381,9 @@ FilteredShard prepare_shard_file(uint32_t shard, const ShardGrammar& g, const Sh
                  "write_shard_file: grammar is not finalized (local_words)");
   a.local_words = min_of(g.local_words);
   a.body = min_of(a.body_lengths);
-  a.symbols = h5::filter_array(std::span<const Symbol>(g.symbols), Width::kU32, o);
+  h5::WriteOptions packed = o;
+  packed.nbit = stored_symbols(g, a.stored_symbols);
+  a.symbols = h5::filter_array(std::span<const Symbol>(a.stored_symbols), Width::kU32, packed);
   a.levels = min_of(g.level_offsets);
   a.rule_length = min_of(g.rule_length);
   a.rule_uses = min_of(g.rule_uses);
@@ -562,6 +606,7 @@ ShardGrammar read_shard_grammar(const fs::path& archive, const Manifest& manifes
     }
     if (g.num_docs > 0)
       expect_equal(g.doc_root_offsets.back(), root_length + 1, "end of the last document segment");
+    if (manifest.format_version >= 3) restore_boundaries(g);
   });
   recycled::give(std::move(body_lengths));
   recycled::give(std::move(segments));

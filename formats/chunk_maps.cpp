@@ -9,6 +9,10 @@
 #include "common/error.h"
 
 namespace gtadoc {
+namespace {
+// Where a map's packed bits go in its filters field (below: 1 shuffle, 2 deflate).
+constexpr unsigned kBitsShift = 8;
+}  // namespace
 
 std::vector<h5::ChunkMap> map_shard_chunks(const std::filesystem::path& file) {
   h5::Lock lock;
@@ -37,9 +41,11 @@ bool chunk_maps_fit(std::span<const h5::ChunkMap> maps, uint64_t file_bytes) {
       spans.emplace_back(m.offsets[k], m.offsets[k] + m.sizes[k]);
       stored += m.sizes[k];
     }
-    // Deflate expands at most about 1032 times; without it a chunk holds what it stores.
-    const uint64_t most = m.deflate ? stored * 1040 : stored;
-    if (m.n > most / m.element_bytes) return false;
+    // Deflate expands at most about 1032 times; packed values take `bits` bits each; without
+    // either a chunk holds what it stores.
+    if (m.bits > 0 ? m.n > stored * 8 / m.bits
+                   : m.n > (m.deflate ? stored * 1040 : stored) / m.element_bytes)
+      return false;
   }
   std::sort(spans.begin(), spans.end());
   for (size_t i = 1; i < spans.size(); ++i)
@@ -50,7 +56,8 @@ bool chunk_maps_fit(std::span<const h5::ChunkMap> maps, uint64_t file_bytes) {
 void append_chunk_maps(std::span<const h5::ChunkMap> maps, std::vector<uint64_t>& out) {
   out.push_back(maps.size());
   for (const h5::ChunkMap& m : maps) {
-    const uint64_t filters = (m.shuffle ? 1u : 0u) | (m.deflate ? 2u : 0u);
+    const uint64_t filters =
+        (m.shuffle ? 1u : 0u) | (m.deflate ? 2u : 0u) | (uint64_t{m.bits} << kBitsShift);
     out.insert(out.end(), {m.n, uint64_t{m.element_bytes}, m.chunk, filters, m.offsets.size()});
     out.insert(out.end(), m.offsets.begin(), m.offsets.end());
     out.insert(out.end(), m.sizes.begin(), m.sizes.end());
@@ -72,12 +79,15 @@ std::vector<h5::ChunkMap> take_chunk_maps(std::span<const uint64_t> in, size_t& 
   for (size_t i = 0; i < count; ++i) {
     h5::ChunkMap& m = maps[i];
     const std::span<const uint64_t> head = take(5);
-    if (head[1] > 8 || head[3] > 3) throw InputError("malformed chunk map");
+    if (head[1] > 8 || (head[3] & ~uint64_t{3}) >> kBitsShift > 32 ||
+        (head[3] & ~uint64_t{3} & ((uint64_t{1} << kBitsShift) - 1)) != 0)
+      throw InputError("malformed chunk map");
     m.n = head[0];
     m.element_bytes = static_cast<uint32_t>(head[1]);
     m.chunk = head[2];
     m.shuffle = (head[3] & 1) != 0;
     m.deflate = (head[3] & 2) != 0;
+    m.bits = static_cast<uint32_t>(head[3] >> kBitsShift);
     const std::span<const uint64_t> offsets = take(head[4]);
     const std::span<const uint64_t> sizes = take(head[4]);
     m.offsets.assign(offsets.begin(), offsets.end());

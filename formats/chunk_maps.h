@@ -32,7 +32,8 @@ std::vector<h5::ChunkMap> map_shard_chunks(const std::filesystem::path& file);
 bool chunk_maps_fit(std::span<const h5::ChunkMap> maps, uint64_t file_bytes);
 
 /// Appends one shard's maps (possibly none) to `out`: their count, then for each map its
-/// elements, element bytes, chunk length, filters (1: shuffle, 2: deflate) and chunk count,
+/// elements, element bytes, chunk length, filters (1: shuffle, 2: deflate, bits 8-15: the packed
+/// bits of the N-bit filter) and chunk count,
 /// then the chunks' offsets and their stored sizes.
 void append_chunk_maps(std::span<const h5::ChunkMap> maps, std::vector<uint64_t>& out);
 /// One shard's maps taken from `in` at `pos` (advanced past them). Throws InputError when they

@@ -133,7 +133,27 @@ struct WriteOptions {
   /// variable GTADOC_H5_SERIAL_WRITE set: H5Dwrite, HDF5's own serial pipeline). Both store the
   /// same bytes (tests/formats/h5_write_test.cpp).
   bool parallel = true;
+  /// Bits kept of each value, when above 0 and below the stored width's: the dataset's type gets
+  /// that precision and HDF5's N-bit filter packs the values (in place of shuffle and deflate;
+  /// every value must fit). For arrays of near-random ids, which deflate barely shrinks and
+  /// inflates slowly.
+  unsigned nbit = 0;
 };
+
+/// Whether `options` store values of width `store` through the N-bit filter.
+constexpr bool uses_nbit(const WriteOptions& options, Width store) {
+  return options.nbit > 0 && options.nbit < 8 * static_cast<unsigned>(store);
+}
+
+/// Packs `count` values of `mem` width (each below 2^bits, 1 <= bits <= 32) as HDF5's N-bit
+/// filter packs an unsigned little-endian integer type of precision `bits` and offset 0: each
+/// value's bits, most significant first, one after the other from the first byte's high bit on.
+/// Writes (count * bits) / 8 + 1 bytes, the size the filter gives a chunk, into `out`.
+void nbit_pack(const void* values, uint64_t count, Width mem, unsigned bits, unsigned char* out);
+/// The inverse: `count` values of `bits` bits from `packed` (`packed_bytes` bytes, at least
+/// ceil(count * bits / 8)) into `out`, `mem` wide. False when `packed` is too short.
+bool nbit_unpack(const unsigned char* packed, uint64_t packed_bytes, uint64_t count, unsigned bits,
+                 Width mem, void* out);
 
 /// Largest chunk, in bytes, of the datasets written here.
 inline constexpr uint64_t kMaxChunkBytes = uint64_t{1} << 20;
@@ -227,6 +247,7 @@ struct ChunkMap {
   bool shuffle = false, deflate = false;
   std::vector<uint64_t> offsets;  ///< file offset of each chunk's stored bytes
   std::vector<uint64_t> sizes;    ///< stored bytes of each chunk, checksum included
+  uint32_t bits = 0;              ///< N-bit filter: the bits of each packed value (0: not packed)
   bool operator==(const ChunkMap&) const = default;
 };
 /// The chunk map of dataset `name` below `loc` when every chunk can be read directly (the
@@ -371,6 +392,7 @@ struct DatasetInfo {
   bool is_unsigned_integer = false;
   uint64_t chunk = 0;  ///< chunk length in elements (0 when not chunked)
   bool fletcher32 = false, shuffle = false, deflate = false;
+  uint32_t nbit = 0;  ///< with the N-bit filter: the bits kept of each value (its type's precision)
 };
 DatasetInfo dataset_info(Id loc, const std::string& name);
 /// Absolute paths of every dataset in the file ("/grammar/symbols", ...), in name order.

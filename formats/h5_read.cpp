@@ -132,25 +132,45 @@ uint32_t fletcher32(const void* data_, size_t bytes) {
 namespace {
 
 // What the filter pipeline of a dataset does on read, for the pipelines the writer makes:
-// [shuffle] [deflate] fletcher32, in that order (any of them may be missing).
+// [shuffle] [deflate] fletcher32, in that order (any of them may be missing), or nbit
+// fletcher32.
 struct Pipeline {
   bool shuffle = false, deflate = false, fletcher32 = false;
+  uint32_t bits = 0;  ///< N-bit filter: bits of each packed value (0: none)
 };
 
+// Whether the N-bit filter's parameters `values` (`nvalues` of them, as HDF5 sets them for a
+// dataset) describe unsigned little-endian integers of `element_bytes` bytes, `precision` bits
+// at offset 0, packed in chunks of `chunk` elements: the only kind nbit_unpack reads.
+bool nbit_as_written(const unsigned* values, size_t nvalues, uint32_t element_bytes,
+                     size_t precision, uint64_t chunk) {
+  // [0] parameters, [1] "need not compress", [2] elements a chunk, [3] class (1: atomic),
+  // [4] size, [5] order (0: little-endian), [6] precision, [7] offset.
+  return nvalues == 8 && values[0] == 8 && values[1] == 0 && values[2] == chunk && values[3] == 1 &&
+         values[4] == element_bytes && values[5] == 0 && values[6] == precision && values[7] == 0 &&
+         precision >= 1 && precision <= 32 && precision < 8 * size_t{element_bytes};
+}
+
 // The pipeline of `dcpl`, or nullopt when it holds anything else (another filter, another
-// order, a shuffle whose element size is not `element_bytes`).
-std::optional<Pipeline> known_pipeline(hid_t dcpl, uint32_t element_bytes) {
+// order, a shuffle whose element size is not `element_bytes`, an N-bit filter not as
+// nbit_as_written, or a type of fewer bits than its size without one).
+std::optional<Pipeline> known_pipeline(hid_t dcpl, uint32_t element_bytes, size_t precision,
+                                       uint64_t chunk) {
   int n = H5Pget_nfilters(dcpl);
   if (n < 0) return std::nullopt;
   Pipeline p;
-  int stage = 0;  // 1: shuffle seen, 2: deflate seen, 3: fletcher32 seen
+  int stage = 0;  // 1: shuffle seen, 2: deflate or nbit seen, 3: fletcher32 seen
   for (int i = 0; i < n; ++i) {
     unsigned flags = 0;
-    size_t nvalues = 4;
-    unsigned values[4] = {};
+    size_t nvalues = 8;
+    unsigned values[8] = {};
     H5Z_filter_t f = H5Pget_filter2(dcpl, static_cast<unsigned>(i), &flags, &nvalues, values, 0,
                                     nullptr, nullptr);
-    if (f == H5Z_FILTER_SHUFFLE && stage < 1) {
+    if (f == H5Z_FILTER_NBIT && stage < 1) {
+      if (!nbit_as_written(values, nvalues, element_bytes, precision, chunk)) return std::nullopt;
+      p.bits = static_cast<uint32_t>(precision);
+      stage = 2;
+    } else if (f == H5Z_FILTER_SHUFFLE && stage < 1) {
       if (nvalues < 1 || values[0] != element_bytes) return std::nullopt;
       p.shuffle = true;
       stage = 1;
@@ -164,6 +184,7 @@ std::optional<Pipeline> known_pipeline(hid_t dcpl, uint32_t element_bytes) {
       return std::nullopt;
     }
   }
+  if (p.bits == 0 && precision != 8 * size_t{element_bytes}) return std::nullopt;
   return p;
 }
 
@@ -389,13 +410,14 @@ bool BatchRead::Item::plan_chunks(const std::optional<FileView>& view) {
   if (ok) {
     es = static_cast<uint32_t>(H5Tget_size(type.id()));
     ok = (es == 1 || H5Tget_order(type.id()) == H5T_ORDER_LE) && H5Tget_offset(type.id()) == 0 &&
-         H5Tget_precision(type.id()) == 8 * size_t{es} && std::has_single_bit(es) && es <= 8;
+         std::has_single_bit(es) && es <= 8;
     chunk = dims[0];
     // Chunks of the files written here hold at most 1 MiB; anything much larger goes through
     // HDF5 (which then decides what it is).
     ok = ok && chunk <= (uint64_t{1} << 30) / es;
   }
-  std::optional<Pipeline> p = ok ? known_pipeline(dcpl.id(), es) : std::nullopt;
+  std::optional<Pipeline> p =
+      ok ? known_pipeline(dcpl.id(), es, H5Tget_precision(type.id()), chunk) : std::nullopt;
   if (!p) {
     H5Eclear2(H5E_DEFAULT);
     return false;
@@ -477,6 +499,7 @@ std::optional<ChunkMap> chunk_map(Id loc, const std::string& name) {
     map.chunk = it.chunk;
     map.shuffle = it.pipeline.shuffle;
     map.deflate = it.pipeline.deflate;
+    map.bits = it.pipeline.bits;
     map.offsets = it.file_offsets;
     map.sizes.resize(map.offsets.size());
     for (size_t k = 0; k < map.sizes.size(); ++k)
@@ -490,6 +513,9 @@ std::string chunk_map_problem(const ChunkMap& m) {
   if (es != 1 && es != 2 && es != 4 && es != 8) return "element size " + std::to_string(es);
   if (m.chunk == 0 || m.chunk > (uint64_t{1} << 30) / es)
     return "chunk length " + std::to_string(m.chunk);
+  if (m.bits != 0 && (m.bits > 32 || m.bits >= 8 * es || m.shuffle || m.deflate))
+    return std::to_string(m.bits) + " packed bits of " + std::to_string(es) + "-byte elements" +
+           (m.shuffle || m.deflate ? " with other filters" : "");
   const uint64_t chunks = m.n / m.chunk + (m.n % m.chunk != 0);
   if (m.offsets.size() != chunks || m.sizes.size() != chunks)
     return std::to_string(m.offsets.size()) + " chunks for " + std::to_string(m.n) +
@@ -562,6 +588,11 @@ bool BatchRead::Item::decode(uint64_t k, std::atomic<uint64_t>* ns) const {
   // HDF5 leaves 1-byte elements and one-element chunks as they are.
   const uint64_t plane = pipeline.shuffle && es > 1 && chunk > 1 ? chunk : 0;
   const bool direct = plane == 0 && es == mem_bytes && count == chunk;
+  if (pipeline.bits > 0) {  // the whole chunk's values are packed; the padding is not kept
+    const bool unpacked = nbit_unpack(src, len, count, pipeline.bits, mem, dst);
+    add_lap(ns[2], mark);
+    return unpacked;
+  }
   std::unique_ptr<unsigned char[]> scratch;
   const unsigned char* data = src;
   if (pipeline.deflate) {
@@ -609,7 +640,7 @@ size_t BatchRead::add_located_raw(int fd, const ChunkMap& map, Width mem,
   item->n = map.n;
   item->es = map.element_bytes;
   item->chunk = map.chunk;
-  item->pipeline = Pipeline{map.shuffle, map.deflate, true};
+  item->pipeline = Pipeline{map.shuffle, map.deflate, true, map.bits};
   item->fd = fd;
   item->file_offsets = map.offsets;
   item->raw_offsets.assign(map.sizes.size() + 1, 0);
@@ -853,6 +884,7 @@ DatasetInfo dataset_info(Id loc, const std::string& name) {
       info.fletcher32 |= f == H5Z_FILTER_FLETCHER32;
       info.shuffle |= f == H5Z_FILTER_SHUFFLE;
       info.deflate |= f == H5Z_FILTER_DEFLATE;
+      if (f == H5Z_FILTER_NBIT) info.nbit = static_cast<uint32_t>(H5Tget_precision(type.id()));
     }
     return info;
   });

@@ -38,10 +38,10 @@ uint64_t load_uint(const void* data, uint64_t i, Width w) {
 
 /// Chunk k of a dataset of n elements (chunk elements each, the last one padded with zeros as
 /// HDF5 pads it) as HDF5's pipeline stores it: elements converted to `store` (little-endian),
-/// byte-shuffled (deflate with shuffle, elements wider than a byte, chunks of more than one
-/// element), deflated at the level (formats/zlib_codec.h: a zlib stream, as the deflate filter
-/// writes, with an output bound it never overflows), then the Fletcher32 sum of those bytes
-/// appended little-endian.
+/// packed by the N-bit filter (uses_nbit) or byte-shuffled (deflate with shuffle, elements wider
+/// than a byte, chunks of more than one element), deflated at the level (formats/zlib_codec.h: a
+/// zlib stream, as the deflate filter writes, with an output bound it never overflows), then the
+/// Fletcher32 sum of those bytes appended little-endian.
 std::vector<unsigned char> filter_chunk(const void* data, uint64_t n, Width mem, Width store,
                                         uint64_t chunk, uint64_t k, const WriteOptions& o) {
   // Scratch reused by the thread across chunks and datasets (fresh 1 MiB buffers per chunk cost
@@ -62,7 +62,12 @@ std::vector<unsigned char> filter_chunk(const void* data, uint64_t n, Width mem,
   std::fill(plain.begin() + static_cast<std::ptrdiff_t>(count * es), plain.end(), 0);
   const unsigned char* stored = plain.data();
   size_t len = chunk_bytes;
-  if (o.deflate_level > 0) {
+  if (uses_nbit(o, store)) {  // the whole chunk packed, its zero padding too, as the filter does
+    len = (chunk * o.nbit) / 8 + 1;
+    packed.resize(len);
+    nbit_pack(plain.data(), chunk, store, o.nbit, packed.data());
+    stored = packed.data();
+  } else if (o.deflate_level > 0) {
     const unsigned char* src = plain.data();
     if (o.shuffle && es > 1 && chunk > 1) {
       shuffled.resize(chunk_bytes);
@@ -110,8 +115,10 @@ void check_fits(const std::string& name, const void* data, uint64_t n, Width mem
                 const WriteOptions& options) {
   GTADOC_EXPECTS(options.deflate_level >= 0 && options.deflate_level <= 9,
                  "deflate level must be 0..9");
-  if (store < mem) {
-    uint64_t limit = max_of_width(store);
+  GTADOC_EXPECTS(!uses_nbit(options, store) || options.nbit <= 32, "nbit: at most 32 bits");
+  if (store < mem || uses_nbit(options, store)) {
+    uint64_t limit =
+        uses_nbit(options, store) ? (uint64_t{1} << options.nbit) - 1 : max_of_width(store);
     for (uint64_t i = 0; i < n; ++i)
       GTADOC_EXPECTS(load_uint(data, i, mem) <= limit, "value too wide for dataset " + name);
   }
@@ -128,7 +135,8 @@ bool filter_here(uint64_t n, const WriteOptions& options) {
          std::endian::native == std::endian::little;
 }
 
-/// A new 1-D chunked dataset with the filters of `options` and a Fletcher32 checksum.
+/// A new 1-D chunked dataset with the filters of `options` (N-bit: the type's precision too) and
+/// a Fletcher32 checksum.
 Dataset create_chunked(Id loc, const std::string& name, uint64_t n, Width store,
                        const WriteOptions& options) {
   const uint64_t elem = static_cast<uint64_t>(store);
@@ -142,15 +150,19 @@ Dataset create_chunked(Id loc, const std::string& name, uint64_t n, Width store,
 #endif
   hsize_t chunk[1] = {chunk_elements(n, store)};
   H5_TRY(H5Pset_chunk(dcpl.id(), 1, chunk));
-  if (options.deflate_level > 0) {
+  Datatype type(H5_TRY(H5Tcopy(file_type(store))));
+  if (uses_nbit(options, store)) {
+    H5_TRY(H5Tset_precision(type.id(), options.nbit));
+    H5_TRY(H5Pset_nbit(dcpl.id()));
+  } else if (options.deflate_level > 0) {
     if (options.shuffle && elem > 1) H5_TRY(H5Pset_shuffle(dcpl.id()));
     H5_TRY(H5Pset_deflate(dcpl.id(), static_cast<unsigned>(options.deflate_level)));
   }
   // Last in the pipeline: the checksum covers the bytes as stored, so it is verified first
   // on read, before any decompression.
   H5_TRY(H5Pset_fletcher32(dcpl.id()));
-  return Dataset(H5_TRY(H5Dcreate2(loc, name.c_str(), file_type(store), space.id(), H5P_DEFAULT,
-                                   dcpl.id(), H5P_DEFAULT)));
+  return Dataset(H5_TRY(
+      H5Dcreate2(loc, name.c_str(), type.id(), space.id(), H5P_DEFAULT, dcpl.id(), H5P_DEFAULT)));
 }
 
 }  // namespace

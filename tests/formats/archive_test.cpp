@@ -6,10 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstdio>
 #include <functional>
 #include <initializer_list>
 #include <iostream>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -292,7 +294,8 @@ TEST_P(ArchiveDeflate, ShardRoundTrip) {
   EXPECT_EQ(lb.ws_dict, layout.ws_dict);
   EXPECT_EQ(lb.gaps, layout.gaps);
 
-  // Every dataset is chunked and checksummed; integers are shuffled and deflated on request.
+  // Every dataset is chunked and checksummed; integers are shuffled and deflated on request,
+  // but the symbols, packed to the bits their largest value needs.
   h5::File f = h5::open_file(dir / shard_file_name(1));
   std::vector<std::string> names = h5::list_datasets(f.id());
   EXPECT_EQ(names.size(), 10u);
@@ -302,9 +305,15 @@ TEST_P(ArchiveDeflate, ShardRoundTrip) {
     EXPECT_GT(info.chunk, 0u) << name;
     EXPECT_LE(info.chunk * info.element_bytes, h5::kMaxChunkBytes) << name;
     EXPECT_TRUE(info.fletcher32) << name;
-    EXPECT_EQ(info.deflate, GetParam() > 0) << name;
-    EXPECT_EQ(info.shuffle, GetParam() > 0 && info.element_bytes > 1) << name;
+    const bool packed = name == "/grammar/symbols";
+    EXPECT_EQ(info.nbit > 0, packed) << name;
+    EXPECT_EQ(info.deflate, GetParam() > 0 && !packed) << name;
+    EXPECT_EQ(info.shuffle, GetParam() > 0 && !packed && info.element_bytes > 1) << name;
   }
+  // Words, rules, then the boundaries (V + R + i): the bits of the largest.
+  const uint64_t boundaries = g.num_docs - 1;
+  EXPECT_EQ(h5::dataset_info(f.id(), "/grammar/symbols").nbit,
+            std::bit_width(g.num_words + g.num_rules() + boundaries - 1));
   EXPECT_EQ(h5::dataset_info(f.id(), "/layout/gaps").element_bytes, 2u);
   EXPECT_EQ(h5::dataset_info(f.id(), "/grammar/symbols").element_bytes, 4u);
   EXPECT_EQ(h5::read_uint_attr(f.id(), "shard"), 1u);
@@ -374,16 +383,20 @@ TEST_P(ArchiveDeflate, LargeShardSpansSeveralChunks) {
 TEST(ArchiveErrors, FletcherChecksumDetectsFlippedSymbol) {
   TempDir dir;
   SmallArchive a(dir.path(), 3, /*deflate=*/0);
-  // Find 16 bytes of symbol values in the file (stored raw with deflate off) and flip one.
+  // A byte in the middle of the symbols' first stored (packed) chunk flipped.
   const fs::path file = dir / shard_file_name(0);
-  std::string bytes = read_file(file);
-  const auto& sym = a.grammar.symbols;
-  ASSERT_GE(sym.size(), 8u);
-  std::string pattern(reinterpret_cast<const char*>(sym.data() + sym.size() / 2), 16);
-  size_t pos = bytes.find(pattern);
-  ASSERT_NE(pos, std::string::npos);
-  ASSERT_EQ(bytes.find(pattern, pos + 1), std::string::npos);
-  flip_byte(file, pos + 9);
+  ASSERT_GE(a.grammar.symbols.size(), 8u);
+  uint64_t pos = 0;
+  {
+    h5::Lock lock;
+    h5::File f = h5::open_file(file);
+    h5::Group g = h5::open_group(f.id(), "grammar");
+    std::optional<h5::ChunkMap> map = h5::chunk_map(g.id(), "symbols");
+    ASSERT_TRUE(map.has_value());
+    ASSERT_GT(map->bits, 0u);
+    pos = map->offsets[0] + map->sizes[0] / 2;
+  }
+  flip_byte(file, pos);
   expect_input_error([&] { read_shard_grammar(dir.path(), a.manifest, 0); },
                      {file.string() + ": ", "/grammar/symbols", "checksum mismatch", "corrupted"});
   // The layout lives in other datasets of the same file and still reads.
@@ -492,11 +505,13 @@ TEST(ArchiveErrors, FutureFormatVersion) {
     f.close();
   }
   expect_input_error([&] { read_manifest(dir.path()); },
-                     {(dir / kManifestFile).string() + ": ", "unsupported format version 3",
-                      "(this build reads 1 to 2)"});
+                     {(dir / kManifestFile).string() + ": ",
+                      "unsupported format version " + std::to_string(kFormatVersion + 1),
+                      "(this build reads 1 to " + std::to_string(kFormatVersion) + ")"});
   a.manifest.shards[0].file_bytes = 0;
   expect_input_error([&] { read_shard_grammar(dir.path(), a.manifest, 0); },
-                     {(dir / shard_file_name(0)).string() + ": ", "unsupported format version 3"});
+                     {(dir / shard_file_name(0)).string() + ": ",
+                      "unsupported format version " + std::to_string(kFormatVersion + 1)});
 }
 
 TEST(ArchiveErrors, ShardOfAnotherVersionThanItsManifest) {
@@ -508,9 +523,10 @@ TEST(ArchiveErrors, ShardOfAnotherVersionThanItsManifest) {
     f.close();
   }
   a.manifest.shards[0].file_bytes = 0;
-  expect_input_error([&] { read_shard_grammar(dir.path(), a.manifest, 0); },
-                     {(dir / shard_file_name(0)).string() + ": ",
-                      "format_version (the manifest's) is 1, expected 2"});
+  expect_input_error(
+      [&] { read_shard_grammar(dir.path(), a.manifest, 0); },
+      {(dir / shard_file_name(0)).string() + ": ",
+       "format_version (the manifest's) is 1, expected " + std::to_string(kFormatVersion)});
 }
 
 TEST(ArchiveErrors, ShardFromAnotherArchive) {

@@ -1,0 +1,100 @@
+// HDF5's N-bit packing of unsigned little-endian integers at offset 0 (formats/h5.h: nbit_pack,
+// nbit_unpack): the values' low `bits` bits, most significant first, as one big-endian bit
+// stream. The filter (H5Znbit.c) walks a value's bytes from its most significant one down and
+// fills each output byte from its high bit; for an integer at offset 0 that is exactly this
+// stream. Its output for a chunk is (count * bits) / 8 + 1 bytes, the last one possibly unused.
+#include <bit>
+#include <cstdint>
+#include <cstring>
+
+#include "common/error.h"
+#include "formats/h5.h"
+
+namespace gtadoc::h5 {
+namespace {
+
+uint64_t value_at(const void* data, uint64_t i, Width w) {
+  switch (w) {
+    case Width::kU8:
+      return static_cast<const uint8_t*>(data)[i];
+    case Width::kU16:
+      return static_cast<const uint16_t*>(data)[i];
+    case Width::kU32:
+      return static_cast<const uint32_t*>(data)[i];
+    case Width::kU64:
+      return static_cast<const uint64_t*>(data)[i];
+  }
+  GTADOC_FAIL("bad h5::Width");
+}
+
+uint64_t load_be64(const unsigned char* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  if constexpr (std::endian::native == std::endian::little) v = __builtin_bswap64(v);
+  return v;
+}
+
+// Values [from, to) of the stream: 8 bytes loaded big-endian at the byte holding each value's
+// first bit (a value of at most 32 bits starts at most 7 bits into them), while those 8 bytes
+// lie inside `bytes`; the rest bit by bit. M is the output type.
+template <class M>
+void unpack_as(const unsigned char* packed, uint64_t bytes, uint64_t count, unsigned bits, M* out) {
+  const uint64_t fast = bytes >= 8 ? ((bytes - 8) * 8) / bits + 1 : 0;  // values whose 8 bytes fit
+  const uint64_t end_fast = fast < count ? fast : count;
+  const unsigned drop = 64 - bits;
+  uint64_t pos = 0;
+  for (uint64_t i = 0; i < end_fast; ++i, pos += bits) {
+    const uint64_t word = load_be64(packed + (pos >> 3));
+    out[i] = static_cast<M>((word << (pos & 7)) >> drop);
+  }
+  for (uint64_t i = end_fast; i < count; ++i) {
+    uint64_t v = 0;
+    for (unsigned b = 0; b < bits; ++b, ++pos)
+      v = (v << 1) | ((packed[pos >> 3] >> (7 - (pos & 7))) & 1u);
+    out[i] = static_cast<M>(v);
+  }
+}
+
+}  // namespace
+
+void nbit_pack(const void* values, uint64_t count, Width mem, unsigned bits, unsigned char* out) {
+  GTADOC_EXPECTS(bits >= 1 && bits <= 32, "nbit_pack: bits must be 1..32");
+  const uint64_t bytes = (count * bits) / 8 + 1;
+  std::memset(out, 0, bytes);
+  uint64_t acc = 0;   // pending bits, right-aligned
+  unsigned held = 0;  // how many
+  uint64_t at = 0;
+  const uint64_t mask = (uint64_t{1} << bits) - 1;
+  for (uint64_t i = 0; i < count; ++i) {
+    acc = (acc << bits) | (value_at(values, i, mem) & mask);
+    held += bits;
+    while (held >= 8) {
+      held -= 8;
+      out[at++] = static_cast<unsigned char>(acc >> held);
+    }
+    acc &= (uint64_t{1} << held) - 1;
+  }
+  if (held > 0) out[at] = static_cast<unsigned char>(acc << (8 - held));
+}
+
+bool nbit_unpack(const unsigned char* packed, uint64_t packed_bytes, uint64_t count, unsigned bits,
+                 Width mem, void* out) {
+  if (bits < 1 || bits > 32 || packed_bytes < (count * bits + 7) / 8) return false;
+  switch (mem) {
+    case Width::kU8:
+      unpack_as(packed, packed_bytes, count, bits, static_cast<uint8_t*>(out));
+      return true;
+    case Width::kU16:
+      unpack_as(packed, packed_bytes, count, bits, static_cast<uint16_t*>(out));
+      return true;
+    case Width::kU32:
+      unpack_as(packed, packed_bytes, count, bits, static_cast<uint32_t*>(out));
+      return true;
+    case Width::kU64:
+      unpack_as(packed, packed_bytes, count, bits, static_cast<uint64_t*>(out));
+      return true;
+  }
+  return false;
+}
+
+}  // namespace gtadoc::h5
