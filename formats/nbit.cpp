@@ -3,9 +3,12 @@
 // stream. The filter (H5Znbit.c) walks a value's bytes from its most significant one down and
 // fills each output byte from its high bit; for an integer at offset 0 that is exactly this
 // stream. Its output for a chunk is (count * bits) / 8 + 1 bytes, the last one possibly unused.
+#include <algorithm>
+#include <array>
 #include <bit>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "common/error.h"
 #include "formats/h5.h"
@@ -55,6 +58,38 @@ void unpack_as(const unsigned char* packed, uint64_t bytes, uint64_t count, unsi
   }
 }
 
+// unpack_as for a known bit count, into 32-bit values: eight values take exactly B bytes, so
+// each group of eight starts on a byte and every shift is a constant. The groups whose 8-byte
+// loads stay inside `bytes` go here, the rest to unpack_as.
+template <unsigned B, size_t... K>
+void unpack_groups(const unsigned char* packed, uint64_t bytes, uint64_t count, uint32_t* out,
+                   std::index_sequence<K...>) {
+  // Group g's last load starts at byte g * B + (7 * B) / 8 and reads 8 bytes.
+  constexpr uint64_t kReach = (7 * B) / 8 + 8;
+  const uint64_t groups = bytes >= kReach ? std::min(count / 8, (bytes - kReach) / B + 1) : 0;
+  for (uint64_t g = 0; g < groups; ++g) {
+    const unsigned char* q = packed + g * B;
+    uint32_t* o = out + g * 8;
+    ((o[K] = static_cast<uint32_t>((load_be64(q + (K * B) / 8) << ((K * B) % 8)) >> (64 - B))),
+     ...);
+  }
+  const uint64_t done = groups * 8;
+  if (done < count) {
+    // The rest from the bit where they start: unpack_as reads whole bytes, so shift the first
+    // value's offset (done * B is a multiple of 8) away by starting at its byte.
+    unpack_as(packed + done * B / 8, bytes - done * B / 8, count - done, B, out + done);
+  }
+}
+
+template <unsigned... B>
+constexpr auto group_unpackers(std::integer_sequence<unsigned, B...>) {
+  using Fn = void (*)(const unsigned char*, uint64_t, uint64_t, uint32_t*);
+  return std::array<Fn, sizeof...(B)>{
+      +[](const unsigned char* p, uint64_t n, uint64_t c, uint32_t* o) {
+        unpack_groups<B + 1>(p, n, c, o, std::make_index_sequence<8>{});
+      }...};
+}
+
 }  // namespace
 
 void nbit_pack(const void* values, uint64_t count, Width mem, unsigned bits, unsigned char* out) {
@@ -87,9 +122,12 @@ bool nbit_unpack(const unsigned char* packed, uint64_t packed_bytes, uint64_t co
     case Width::kU16:
       unpack_as(packed, packed_bytes, count, bits, static_cast<uint16_t*>(out));
       return true;
-    case Width::kU32:
-      unpack_as(packed, packed_bytes, count, bits, static_cast<uint32_t*>(out));
+    case Width::kU32: {
+      static constexpr auto kByBits =
+          group_unpackers(std::make_integer_sequence<unsigned, 32>{});  // [b - 1]: b bits
+      kByBits[bits - 1](packed, packed_bytes, count, static_cast<uint32_t*>(out));
       return true;
+    }
     case Width::kU64:
       unpack_as(packed, packed_bytes, count, bits, static_cast<uint64_t*>(out));
       return true;
