@@ -188,6 +188,51 @@ TEST(Verify, CorruptLocalWordsAreCaughtByTheReadersAndVerify) {
   }
 }
 
+TEST(Verify, CorruptPackedSymbolsAreCaughtByTheReadersAndVerify) {
+  // /grammar/symbols (packed by the N-bit filter) rewritten through HDF5, checksums recomputed:
+  // rule 0's first symbol set to the largest value the packing holds (at or beyond L + R: not a
+  // word, and no smaller rule), and a word of the root set to L + R (a boundary where none is).
+  // The readers refuse both; verify names them.
+  for (int c = 0; c < 2; ++c) {
+    SampleArchive a;
+    Manifest m = read_manifest(a.path);
+    uint64_t base = 0, root = 0, bits = 0;
+    {
+      h5::Lock lock;
+      h5::File f = h5::open_file(a.shard(1));
+      const std::vector<uint64_t> bodies =
+          h5::read_array<uint64_t>(f.id(), "/grammar/rule_body_lengths");
+      base = *h5::read_uint_attr(f.id(), "num_words") + bodies.size();
+      root = m.shards[1].symbols - bodies.back();
+      bits = h5::dataset_info(f.id(), "/grammar/symbols").nbit;
+    }
+    ASSERT_GT(bits, 0u);
+    rewrite_dataset(a.shard(1), "/grammar/symbols", [&](std::vector<uint64_t>& symbols) {
+      if (c == 0) {
+        symbols[0] = (uint64_t{1} << bits) - 1;
+        ASSERT_GE(symbols[0] + 1, base);
+      } else {
+        uint64_t i = root;
+        while (symbols[i] >= base) ++i;
+        symbols[i] = base;
+      }
+    });
+    const std::string want = c == 0 ? "references rule" : "corrupt grammar";
+    try {
+      read_shard_grammar(a.path, m, 1);
+      ADD_FAILURE() << "the reader accepted corrupt symbols (case " << c << ")";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+    }
+    VerifyReport r = verify_archive(a.path, 0);
+    EXPECT_FALSE(r.ok);
+    EXPECT_NE(r.text().find(want), std::string::npos) << r.text();
+    auto run = run_gtadoc({"run", a.path.string(), "word-count", "--engine", "cpu"});
+    EXPECT_EQ(run.exit_code, 1) << run.err;
+    EXPECT_NE(run.err.find(want), std::string::npos) << run.err;
+  }
+}
+
 TEST(Verify, ChecksumConsistentEditOfAManifestDataset) {
   SampleArchive a;
   Manifest m = read_manifest(a.path);
