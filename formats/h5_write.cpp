@@ -22,20 +22,6 @@
 namespace gtadoc::h5 {
 namespace {
 
-uint64_t load_uint(const void* data, uint64_t i, Width w) {
-  switch (w) {
-    case Width::kU8:
-      return static_cast<const uint8_t*>(data)[i];
-    case Width::kU16:
-      return static_cast<const uint16_t*>(data)[i];
-    case Width::kU32:
-      return static_cast<const uint32_t*>(data)[i];
-    case Width::kU64:
-      return static_cast<const uint64_t*>(data)[i];
-  }
-  GTADOC_FAIL("bad h5::Width");
-}
-
 /// Chunk k of a dataset of n elements (chunk elements each, the last one padded with zeros as
 /// HDF5 pads it) as HDF5's pipeline stores it: elements converted to `store` (little-endian),
 /// packed by the N-bit filter (uses_nbit) or byte-shuffled (deflate with shuffle, elements wider

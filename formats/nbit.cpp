@@ -12,23 +12,10 @@
 
 #include "common/error.h"
 #include "formats/h5.h"
+#include "formats/h5_internal.h"
 
 namespace gtadoc::h5 {
 namespace {
-
-uint64_t value_at(const void* data, uint64_t i, Width w) {
-  switch (w) {
-    case Width::kU8:
-      return static_cast<const uint8_t*>(data)[i];
-    case Width::kU16:
-      return static_cast<const uint16_t*>(data)[i];
-    case Width::kU32:
-      return static_cast<const uint32_t*>(data)[i];
-    case Width::kU64:
-      return static_cast<const uint64_t*>(data)[i];
-  }
-  GTADOC_FAIL("bad h5::Width");
-}
 
 uint64_t load_be64(const unsigned char* p) {
   uint64_t v;
@@ -101,7 +88,7 @@ void nbit_pack(const void* values, uint64_t count, Width mem, unsigned bits, uns
   uint64_t at = 0;
   const uint64_t mask = (uint64_t{1} << bits) - 1;
   for (uint64_t i = 0; i < count; ++i) {
-    acc = (acc << bits) | (value_at(values, i, mem) & mask);
+    acc = (acc << bits) | (load_uint(values, i, mem) & mask);
     held += bits;
     while (held >= 8) {
       held -= 8;

@@ -158,6 +158,23 @@ TEST(Verify, ChecksumConsistentEditOfAShardDataset) {
   EXPECT_NE(r.first_failure().find("shard 0: SHA-256"), std::string::npos) << r.text();
 }
 
+/// Shard `s` of `a` is refused with a message holding `want` by the reader, verify and a run.
+void expect_shard_refused(const SampleArchive& a, const Manifest& m, uint32_t s,
+                          const std::string& want) {
+  try {
+    read_shard_grammar(a.path, m, s);
+    ADD_FAILURE() << "the reader accepted shard " << s << " (expected: " << want << ")";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+  }
+  VerifyReport r = verify_archive(a.path, 0);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.text().find(want), std::string::npos) << r.text();
+  auto run = run_gtadoc({"run", a.path.string(), "word-count", "--engine", "cpu"});
+  EXPECT_EQ(run.exit_code, 1) << run.err;
+  EXPECT_NE(run.err.find(want), std::string::npos) << run.err;
+}
+
 TEST(Verify, CorruptLocalWordsAreCaughtByTheReadersAndVerify) {
   // /grammar/local_words rewritten through HDF5 (checksums recomputed): two words swapped (not
   // ascending), and a word beyond the dictionary. The readers refuse both; verify names them.
@@ -173,18 +190,7 @@ TEST(Verify, CorruptLocalWordsAreCaughtByTheReadersAndVerify) {
     });
     const std::string want =
         c == 0 ? "local_words are not strictly ascending" : "beyond the dictionary";
-    try {
-      read_shard_grammar(a.path, m, 1);
-      ADD_FAILURE() << "the reader accepted corrupt local words (case " << c << ")";
-    } catch (const InputError& e) {
-      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
-    }
-    VerifyReport r = verify_archive(a.path, 0);
-    EXPECT_FALSE(r.ok);
-    EXPECT_NE(r.text().find(want), std::string::npos) << r.text();
-    auto run = run_gtadoc({"run", a.path.string(), "word-count", "--engine", "cpu"});
-    EXPECT_EQ(run.exit_code, 1) << run.err;
-    EXPECT_NE(run.err.find(want), std::string::npos) << run.err;
+    expect_shard_refused(a, m, 1, want);
   }
 }
 
@@ -218,18 +224,7 @@ TEST(Verify, CorruptPackedSymbolsAreCaughtByTheReadersAndVerify) {
       }
     });
     const std::string want = c == 0 ? "references rule" : "corrupt grammar";
-    try {
-      read_shard_grammar(a.path, m, 1);
-      ADD_FAILURE() << "the reader accepted corrupt symbols (case " << c << ")";
-    } catch (const InputError& e) {
-      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
-    }
-    VerifyReport r = verify_archive(a.path, 0);
-    EXPECT_FALSE(r.ok);
-    EXPECT_NE(r.text().find(want), std::string::npos) << r.text();
-    auto run = run_gtadoc({"run", a.path.string(), "word-count", "--engine", "cpu"});
-    EXPECT_EQ(run.exit_code, 1) << run.err;
-    EXPECT_NE(run.err.find(want), std::string::npos) << run.err;
+    expect_shard_refused(a, m, 1, want);
   }
 }
 
