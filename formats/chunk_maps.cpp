@@ -79,8 +79,8 @@ std::vector<h5::ChunkMap> take_chunk_maps(std::span<const uint64_t> in, size_t& 
   for (size_t i = 0; i < count; ++i) {
     h5::ChunkMap& m = maps[i];
     const std::span<const uint64_t> head = take(5);
-    if (head[1] > 8 || (head[3] & ~uint64_t{3}) >> kBitsShift > 32 ||
-        (head[3] & ~uint64_t{3} & ((uint64_t{1} << kBitsShift) - 1)) != 0)
+    const uint64_t flags = head[3] & ((uint64_t{1} << kBitsShift) - 1);
+    if (head[1] > 8 || flags > 3 || head[3] >> kBitsShift > 32)
       throw InputError("malformed chunk map");
     m.n = head[0];
     m.element_bytes = static_cast<uint32_t>(head[1]);

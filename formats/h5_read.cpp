@@ -585,14 +585,14 @@ bool BatchRead::Item::decode(uint64_t k, std::atomic<uint64_t>* ns) const {
   const size_t chunk_bytes = chunk * es;
   const size_t mem_bytes = static_cast<size_t>(mem);
   unsigned char* dst = static_cast<unsigned char*>(out) + first * mem_bytes;
-  // HDF5 leaves 1-byte elements and one-element chunks as they are.
-  const uint64_t plane = pipeline.shuffle && es > 1 && chunk > 1 ? chunk : 0;
-  const bool direct = plane == 0 && es == mem_bytes && count == chunk;
   if (pipeline.bits > 0) {  // the whole chunk's values are packed; the padding is not kept
     const bool unpacked = nbit_unpack(src, len, count, pipeline.bits, mem, dst);
     add_lap(ns[2], mark);
     return unpacked;
   }
+  // HDF5 leaves 1-byte elements and one-element chunks as they are.
+  const uint64_t plane = pipeline.shuffle && es > 1 && chunk > 1 ? chunk : 0;
+  const bool direct = plane == 0 && es == mem_bytes && count == chunk;
   std::unique_ptr<unsigned char[]> scratch;
   const unsigned char* data = src;
   if (pipeline.deflate) {

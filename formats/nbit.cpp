@@ -24,9 +24,9 @@ uint64_t load_be64(const unsigned char* p) {
   return v;
 }
 
-// Values [from, to) of the stream: 8 bytes loaded big-endian at the byte holding each value's
-// first bit (a value of at most 32 bits starts at most 7 bits into them), while those 8 bytes
-// lie inside `bytes`; the rest bit by bit. M is the output type.
+// The first `count` values of the stream into `out` (type M): 8 bytes loaded big-endian at the
+// byte holding each value's first bit (a value of at most 32 bits starts at most 7 bits into
+// them), while those 8 bytes lie inside `bytes`; the rest bit by bit.
 template <class M>
 void unpack_as(const unsigned char* packed, uint64_t bytes, uint64_t count, unsigned bits, M* out) {
   const uint64_t fast = bytes >= 8 ? ((bytes - 8) * 8) / bits + 1 : 0;  // values whose 8 bytes fit
