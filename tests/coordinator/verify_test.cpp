@@ -228,6 +228,49 @@ TEST(Verify, CorruptPackedSymbolsAreCaughtByTheReadersAndVerify) {
   }
 }
 
+TEST(Verify, RootValueBeyondEveryBoundaryIsRefusedByTheReader) {
+  // A root value at or beyond L + R + 2^31 is no word, rule or document boundary. The packing
+  // keeps bit_width(largest value) bits, so only symbols stored at all 32 bits can hold one: the
+  // dataset is written again at 32 bits (no N-bit filter) with such a value in place of a root
+  // word or rule. The file then differs from what the manifest records (its size, its chunks),
+  // which every command refuses first (tests above); the reader is handed the file's size and no
+  // chunk maps, so that it decodes the symbols through HDF5 and reaches the value.
+  SampleArchive a;
+  Manifest m = read_manifest(a.path);
+  uint64_t base = 0, root = 0;
+  std::vector<uint32_t> symbols;
+  {
+    h5::Lock lock;
+    h5::File f = h5::open_file(a.shard(1));
+    const std::vector<uint64_t> bodies =
+        h5::read_array<uint64_t>(f.id(), "/grammar/rule_body_lengths");
+    base = *h5::read_uint_attr(f.id(), "num_words") + bodies.size();
+    root = m.shards[1].symbols - bodies.back();
+    symbols = h5::read_array<uint32_t>(f.id(), "/grammar/symbols");
+  }
+  uint64_t i = root;
+  while (symbols[i] >= base) ++i;
+  symbols[i] = static_cast<uint32_t>(base + (uint64_t{1} << 31));
+  {
+    h5::Lock lock;
+    h5::File f = h5::open_file(a.shard(1), true);
+    ASSERT_GE(H5Ldelete(f.id(), "/grammar/symbols", H5P_DEFAULT), 0);
+    h5::WriteOptions o;
+    o.threads = 1;
+    h5::write_array<uint32_t>(f.id(), "/grammar/symbols", symbols, h5::Width::kU32, o);
+  }
+  m.shards[1].file_bytes = fs::file_size(a.shard(1));
+  m.shards[1].chunk_maps.clear();
+  try {
+    read_shard_grammar(a.path, m, 1);
+    ADD_FAILURE() << "the reader accepted the shard";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("beyond any word, rule or document boundary"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Verify, ChecksumConsistentEditOfAManifestDataset) {
   SampleArchive a;
   Manifest m = read_manifest(a.path);
