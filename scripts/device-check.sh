@@ -14,6 +14,7 @@
 #   RAW=0 scripts/device-check.sh                 # skip the raw-text GPU baseline's tests
 #   SERVE=0 scripts/device-check.sh               # no service latency benchmark
 #   WRITE=0 scripts/device-check.sh               # no write benchmark (WRITE_MIB: its size, 2048)
+#   UPLOAD=0 scripts/device-check.sh              # no upload benchmark (host arrays to the GPU)
 #   PACK=0 scripts/device-check.sh                # logs stay loose (default: $OUT/logs.tar.gz)
 #   SCALE=1 scripts/device-check.sh               # also the scale benchmark (default off), into
 #                                                 # $OUT/scale; SCALE_ENV: its knobs, e.g.
@@ -200,7 +201,16 @@ fi
 # on the bundled sample; tables land in $OUT/bench-*.{md,json}.
 if [ "${BENCH:-1}" != 0 ]; then
   if step bench-build cmake --build "$BUILD_DIR" -j "$JOBS" --target gtadoc_reference \
-    raw_wordcount raw_gpu gtadoc_query_bench gtadoc_serve_load gtadoc_gen gtadoc_write_bench; then
+    raw_wordcount raw_gpu gtadoc_query_bench gtadoc_serve_load gtadoc_gen gtadoc_write_bench \
+    gtadoc_upload_bench; then
+    # How host arrays of a shard's size reach the GPU from one thread and from four (a load
+    # lane's uploads: staged, double-buffered, pageable, registered, pinned; docs/PERFORMANCE.md,
+    # "Scale"). UPLOAD=0 skips it.
+    if [ "${UPLOAD:-1}" != 0 ]; then
+      step upload-bench bash -c 'for t in 1 4; do for mib in 4 10; do
+          "$1" "$mib" "$t" || exit 1; done; done' upload-bench \
+        "$BUILD_DIR/scripts/bench/gtadoc_upload_bench"
+    fi
     # How fast one file fills from several threads here (pwrite against a mapping, on the build
     # directory's file system and on /dev/shm): the write phase's ceiling (docs/PERFORMANCE.md,
     # "End to end"). WRITE=0 skips it.
