@@ -194,6 +194,20 @@ TEST(Verify, CorruptLocalWordsAreCaughtByTheReadersAndVerify) {
   }
 }
 
+/// Shard `s`'s L + R (the first stored value past its words and rules: the root's boundaries
+/// start there) and where its root begins among its symbols.
+struct SymbolBounds {
+  uint64_t base = 0, root = 0;
+};
+SymbolBounds symbol_bounds(const SampleArchive& a, const Manifest& m, uint32_t s) {
+  h5::Lock lock;
+  h5::File f = h5::open_file(a.shard(s));
+  const std::vector<uint64_t> bodies =
+      h5::read_array<uint64_t>(f.id(), "/grammar/rule_body_lengths");
+  return {*h5::read_uint_attr(f.id(), "num_words") + bodies.size(),
+          m.shards[s].symbols - bodies.back()};
+}
+
 TEST(Verify, CorruptPackedSymbolsAreCaughtByTheReadersAndVerify) {
   // /grammar/symbols (packed by the N-bit filter) rewritten through HDF5, checksums recomputed:
   // rule 0's first symbol set to the largest value the packing holds (at or beyond L + R: not a
@@ -202,15 +216,11 @@ TEST(Verify, CorruptPackedSymbolsAreCaughtByTheReadersAndVerify) {
   for (int c = 0; c < 2; ++c) {
     SampleArchive a;
     Manifest m = read_manifest(a.path);
-    uint64_t base = 0, root = 0, bits = 0;
+    const auto [base, root] = symbol_bounds(a, m, 1);
+    uint64_t bits = 0;
     {
       h5::Lock lock;
-      h5::File f = h5::open_file(a.shard(1));
-      const std::vector<uint64_t> bodies =
-          h5::read_array<uint64_t>(f.id(), "/grammar/rule_body_lengths");
-      base = *h5::read_uint_attr(f.id(), "num_words") + bodies.size();
-      root = m.shards[1].symbols - bodies.back();
-      bits = h5::dataset_info(f.id(), "/grammar/symbols").nbit;
+      bits = h5::dataset_info(h5::open_file(a.shard(1)).id(), "/grammar/symbols").nbit;
     }
     ASSERT_GT(bits, 0u);
     rewrite_dataset(a.shard(1), "/grammar/symbols", [&](std::vector<uint64_t>& symbols) {
@@ -237,16 +247,11 @@ TEST(Verify, RootValueBeyondEveryBoundaryIsRefusedByTheReader) {
   // chunk maps, so that it decodes the symbols through HDF5 and reaches the value.
   SampleArchive a;
   Manifest m = read_manifest(a.path);
-  uint64_t base = 0, root = 0;
+  const auto [base, root] = symbol_bounds(a, m, 1);
   std::vector<uint32_t> symbols;
   {
     h5::Lock lock;
-    h5::File f = h5::open_file(a.shard(1));
-    const std::vector<uint64_t> bodies =
-        h5::read_array<uint64_t>(f.id(), "/grammar/rule_body_lengths");
-    base = *h5::read_uint_attr(f.id(), "num_words") + bodies.size();
-    root = m.shards[1].symbols - bodies.back();
-    symbols = h5::read_array<uint32_t>(f.id(), "/grammar/symbols");
+    symbols = h5::read_array<uint32_t>(h5::open_file(a.shard(1)).id(), "/grammar/symbols");
   }
   uint64_t i = root;
   while (symbols[i] >= base) ++i;
