@@ -68,7 +68,7 @@ void OutputMapping::finish() {
 }
 
 OutputMapping OutputMapping::map(OutputFile& file, uint64_t file_size, uint64_t offset,
-                                 uint64_t size) {
+                                 uint64_t size, unsigned writers) {
   OutputMapping m;
   m.file_ = file.path().string();
   const int fd = file.descriptor();
@@ -91,6 +91,10 @@ OutputMapping OutputMapping::map(OutputFile& file, uint64_t file_size, uint64_t 
   const bool tmpfs = static_cast<unsigned long>(fs.f_type) == TMPFS_MAGIC;
   if (!tmpfs && where != Where::kAll) {
     m.how_ = "not tmpfs";
+    return m;
+  }
+  if (tmpfs && where != Where::kAll && writers < kTmpfsMappingWriters) {
+    m.how_ = "tmpfs, fewer than " + std::to_string(kTmpfsMappingWriters) + " writers";
     return m;
   }
   // Every writer sets the same final size, so the order of their calls does not matter.

@@ -3,11 +3,14 @@
 // to one file serialize on its inode lock (one writer moves 2–4 GB/s into the page cache), where
 // page faults on a mapping run in parallel.
 //
-// Where it pays (measured on the device, docs/PERFORMANCE.md, "End to end"): on tmpfs, a mapping
-// filled by 16–32 threads beats pwrite by 1.2–2×, so results on tmpfs are mapped by default. On
-// ext4 the page faults of more than about four threads at once contend (8–32 threads filled a
-// mapping 2–5× slower than 4), so other file systems keep pwrite unless GTADOC_OUTPUT_MAP=all,
-// which maps them too with at most kDiskMappingWriters threads writing into the mapping at a time.
+// Where it pays (measured, docs/PERFORMANCE.md, "End to end"): on tmpfs, a mapping filled by
+// 16–32 threads beats pwrite by 1.2–2×, but one filled by one or two threads is 2–7× slower (a
+// page fault per page, where pwrite copies at one writer's speed), so results on tmpfs are mapped
+// by default when kTmpfsMappingWriters threads or more fill them. On ext4 the page faults of
+// more than about four threads at once contend (8–32 threads filled a mapping 2–5× slower than
+// 4), so other file systems keep pwrite unless GTADOC_OUTPUT_MAP=all, which maps them too (and
+// tmpfs whatever the threads) with at most kDiskMappingWriters threads writing into a disk file
+// system's mapping at a time.
 //
 // A range is mapped only where that is safe: on a disk file system its blocks are reserved first
 // (fallocate), so a full disk is a clean error here and never a SIGBUS later; on tmpfs, whose
@@ -46,10 +49,12 @@ class OutputMapping {
   void finish();
 
   /// Maps bytes [offset, offset + size) of `file` for writing, after setting the file's size to
-  /// `file_size` (every writer of one file passes the same). Empty (with how() saying why) when
-  /// the range is to be written with write_at instead; InputError naming the file when the file
-  /// system has no room for the range.
-  static OutputMapping map(OutputFile& file, uint64_t file_size, uint64_t offset, uint64_t size);
+  /// `file_size` (every writer of one file passes the same). `writers`: the threads that will
+  /// fill the range at once (tmpfs is mapped by default from kTmpfsMappingWriters up). Empty
+  /// (with how() saying why) when the range is to be written with write_at instead; InputError
+  /// naming the file when the file system has no room for the range.
+  static OutputMapping map(OutputFile& file, uint64_t file_size, uint64_t offset, uint64_t size,
+                           unsigned writers);
 
  private:
   char* base_ = nullptr;  ///< the mapping (page-aligned)
@@ -60,6 +65,10 @@ class OutputMapping {
   std::string file_;
   unsigned max_writers_ = 0;
 };
+
+/// Threads that must fill a range for it to be mapped on tmpfs by default (GTADOC_OUTPUT_MAP unset
+/// or "tmpfs"); fewer write it with pwrite.
+inline constexpr unsigned kTmpfsMappingWriters = 8;
 
 /// Threads writing into a mapping of a disk file system at a time (GTADOC_OUTPUT_MAP=all), unless
 /// GTADOC_OUTPUT_MAP_WRITERS says otherwise (0: any number).

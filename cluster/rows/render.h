@@ -69,6 +69,8 @@ class RowRenderer {
               bool first_is_result_start, unsigned threads);
 
   uint64_t rows() const { return plan_.rows(); }
+  /// The threads that render (and write) the rows.
+  unsigned threads() const { return threads_; }
   /// Total bytes of all rows (without any JSON trailer).
   uint64_t bytes() const { return block_offsets_.back(); }
 

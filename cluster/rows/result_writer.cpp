@@ -120,7 +120,7 @@ fs::path shared_temporary(Comm& comm, std::unique_ptr<AtomicOutput>& out,
 void write_slice(OutputFile& file, uint64_t file_size, uint64_t offset, const RowRenderer& renderer,
                  std::string_view trailer, Progress& progress) {
   const uint64_t size = renderer.bytes() + trailer.size();
-  OutputMapping mapping = OutputMapping::map(file, file_size, offset, size);
+  OutputMapping mapping = OutputMapping::map(file, file_size, offset, size, renderer.threads());
   spdlog::debug("{}: {} bytes at offset {} {} ({})", file.path().string(), size, offset,
                 mapping ? "written through a mapping" : "written", mapping.how());
   if (mapping && mapping.max_writers() == 0) {

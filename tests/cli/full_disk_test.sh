@@ -61,12 +61,13 @@ failed_cleanly "No space left" "$BIN" run s.gtd sort -o "$FULL/sort.tsv"
 only_fill
 failed_cleanly "No space left" "$BIN" run s.gtd sort --partitioned -o "$FULL/parts"
 only_fill
-# The same, with results rendered into mappings of the output (forced; tmpfs has no room to map,
-# so the write falls back and fails cleanly rather than as a SIGBUS).
-failed_cleanly "No space left" env GTADOC_OUTPUT_MAP_MIN_BYTES=0 "$BIN" run s.gtd sort -o "$FULL/sort.tsv"
+# The same, with results rendered into mappings of the output (forced, whatever the threads;
+# tmpfs has no room to map, so the write falls back and fails cleanly rather than as a SIGBUS).
+failed_cleanly "No space left" env GTADOC_OUTPUT_MAP=all GTADOC_OUTPUT_MAP_MIN_BYTES=0 "$BIN" run \
+  s.gtd sort -o "$FULL/sort.tsv"
 only_fill
-failed_cleanly "No space left" env GTADOC_OUTPUT_MAP_MIN_BYTES=0 "$BIN" run s.gtd sort --partitioned \
-  -o "$FULL/parts"
+failed_cleanly "No space left" env GTADOC_OUTPUT_MAP=all GTADOC_OUTPUT_MAP_MIN_BYTES=0 "$BIN" run \
+  s.gtd sort --partitioned -o "$FULL/parts"
 only_fill
 # A full disk file system (ext4 on a loop device, where one can be made), mapped on request
 # (GTADOC_OUTPUT_MAP=all): the range's blocks are reserved first, so the failure is a clean one.

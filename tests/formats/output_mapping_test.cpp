@@ -1,13 +1,15 @@
 // OutputMapping: ranges of one file written through mappings by separate writers (as ranks do)
 // give the same bytes as pwrite; ranges at any offset, of any size; the fallbacks (below the
 // threshold, GTADOC_OUTPUT_MAP=0, a disk file system by default) hand back an empty mapping;
-// tmpfs maps by default, without fallocate; GTADOC_OUTPUT_MAP=all maps a disk file system after
-// fallocate, with a cap on the threads writing into it at a time; a bad setting is a usage error.
+// tmpfs maps by default (without fallocate) for enough writers only; GTADOC_OUTPUT_MAP=all maps
+// a disk file system after fallocate, with a cap on the threads writing into it at a time; a bad
+// setting is a usage error.
 #include "formats/output_mapping.h"
 
 #include <gtest/gtest.h>
 #include <linux/magic.h>
 #include <sys/statfs.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -63,7 +65,7 @@ std::vector<std::string> write_in_ranges(const fs::path& file, const std::string
   for (size_t i = 0; i + 1 < cuts.size(); ++i) {
     OutputFile f(file, OutputFile::Mode::kOpenExisting);
     const uint64_t size = cuts[i + 1] - cuts[i];
-    OutputMapping m = OutputMapping::map(f, bytes.size(), cuts[i], size);
+    OutputMapping m = OutputMapping::map(f, bytes.size(), cuts[i], size, kTmpfsMappingWriters);
     how.push_back(m.how());
     if (m) {
       EXPECT_EQ(m.size(), size);
@@ -93,7 +95,8 @@ TEST(OutputMapping, RangesAtAnyOffsetGiveTheBytesOfTheirWriters) {
   OutputFile(file2, OutputFile::Mode::kCreateNew).close();
   for (size_t i = cuts.size() - 1; i-- > 0;) {
     OutputFile f(file2, OutputFile::Mode::kOpenExisting);
-    OutputMapping m = OutputMapping::map(f, bytes.size(), cuts[i], cuts[i + 1] - cuts[i]);
+    OutputMapping m =
+        OutputMapping::map(f, bytes.size(), cuts[i], cuts[i + 1] - cuts[i], kTmpfsMappingWriters);
     if (m) {
       std::memcpy(m.data(), bytes.data() + cuts[i], m.size());
       m.finish();
@@ -115,7 +118,7 @@ TEST(OutputMapping, RangesAtAnyOffsetGiveTheBytesOfTheirWriters) {
   if (static_cast<unsigned long>(fs.f_type) != TMPFS_MAGIC) {
     EnvGuard dflt("GTADOC_OUTPUT_MAP", nullptr);
     OutputFile f(dir.path() / "out3", OutputFile::Mode::kCreateNew);
-    OutputMapping m = OutputMapping::map(f, 100, 0, 100);
+    OutputMapping m = OutputMapping::map(f, 100, 0, 100, kTmpfsMappingWriters);
     EXPECT_FALSE(m);
     EXPECT_EQ(m.how(), "not tmpfs");
   }
@@ -129,14 +132,14 @@ TEST(OutputMapping, SmallRangesAndTheSwitchFallBackToWrites) {
     EnvGuard min("GTADOC_OUTPUT_MAP_MIN_BYTES", "1m");
     EnvGuard on("GTADOC_OUTPUT_MAP", nullptr);
     EXPECT_EQ(output_map_min_bytes(), uint64_t{1} << 20);
-    OutputMapping m = OutputMapping::map(f, 4096, 0, 4096);
+    OutputMapping m = OutputMapping::map(f, 4096, 0, 4096, kTmpfsMappingWriters);
     EXPECT_FALSE(m);
     EXPECT_NE(m.how().find("below"), std::string::npos) << m.how();
   }
   {
     EnvGuard min("GTADOC_OUTPUT_MAP_MIN_BYTES", "0");
     EnvGuard off("GTADOC_OUTPUT_MAP", "0");
-    OutputMapping m = OutputMapping::map(f, 4096, 0, 4096);
+    OutputMapping m = OutputMapping::map(f, 4096, 0, 4096, kTmpfsMappingWriters);
     EXPECT_FALSE(m);
     EXPECT_EQ(m.how(), "GTADOC_OUTPUT_MAP=0");
   }
@@ -147,16 +150,51 @@ TEST(OutputMapping, SmallRangesAndTheSwitchFallBackToWrites) {
   {
     EnvGuard min("GTADOC_OUTPUT_MAP_MIN_BYTES", "0");
     EnvGuard bad("GTADOC_OUTPUT_MAP", "yes");
-    EXPECT_THROW(OutputMapping::map(f, 4096, 0, 4096), UsageError);
+    EXPECT_THROW(OutputMapping::map(f, 4096, 0, 4096, kTmpfsMappingWriters), UsageError);
   }
   {
     EnvGuard min("GTADOC_OUTPUT_MAP_MIN_BYTES", "0");
     EnvGuard dflt("GTADOC_OUTPUT_MAP", "tmpfs");
-    const OutputMapping m = OutputMapping::map(f, 4096, 0, 4096);
+    const OutputMapping m = OutputMapping::map(f, 4096, 0, 4096, kTmpfsMappingWriters);
     EXPECT_TRUE(m.how() == "tmpfs" || m.how() == "not tmpfs") << m.how();
   }
   EnvGuard unset("GTADOC_OUTPUT_MAP_MIN_BYTES", nullptr);
   EXPECT_EQ(output_map_min_bytes(), uint64_t{8} << 20);
+}
+
+TEST(OutputMapping, TmpfsIsMappedForEnoughWritersOnly) {
+  // Few threads fill a tmpfs mapping slower than they pwrite (a page fault per page): by default
+  // a range on tmpfs is mapped from kTmpfsMappingWriters writers up; GTADOC_OUTPUT_MAP=all maps it
+  // for any number.
+  const fs::path shm = "/dev/shm";
+  struct statfs st {};
+  if (::statfs(shm.c_str(), &st) != 0 || static_cast<unsigned long>(st.f_type) != TMPFS_MAGIC)
+    GTEST_SKIP() << "/dev/shm is not a tmpfs here";
+  std::string dir = (shm / "gtadoc-map-test.XXXXXX").string();
+  ASSERT_NE(::mkdtemp(dir.data()), nullptr);
+  struct Remove {
+    fs::path p;
+    ~Remove() {
+      std::error_code ec;
+      fs::remove_all(p, ec);
+    }
+  } remove{dir};
+  EnvGuard min("GTADOC_OUTPUT_MAP_MIN_BYTES", "0");
+  OutputFile f(fs::path(dir) / "out", OutputFile::Mode::kCreateNew);
+  auto how = [&](const char* setting, unsigned writers) {
+    EnvGuard where("GTADOC_OUTPUT_MAP", setting);
+    const OutputMapping m = OutputMapping::map(f, 4096, 0, 4096, writers);
+    EXPECT_EQ(static_cast<bool>(m), m.how() == "tmpfs") << m.how();
+    return m.how();
+  };
+  const std::string mapped = how(nullptr, kTmpfsMappingWriters);
+  if (mapped == "tmpfs without room to spare") GTEST_SKIP() << "no room to map on /dev/shm";
+  EXPECT_EQ(mapped, "tmpfs");
+  EXPECT_EQ(how(nullptr, kTmpfsMappingWriters - 1),
+            "tmpfs, fewer than " + std::to_string(kTmpfsMappingWriters) + " writers");
+  EXPECT_EQ(how("tmpfs", 1), how(nullptr, 1));
+  EXPECT_EQ(how("all", 1), "tmpfs");
+  EXPECT_EQ(how("0", kTmpfsMappingWriters), "GTADOC_OUTPUT_MAP=0");
 }
 
 TEST(OutputMapping, MovesOwnTheMapping) {
@@ -165,7 +203,7 @@ TEST(OutputMapping, MovesOwnTheMapping) {
   EnvGuard on("GTADOC_OUTPUT_MAP", "all");
   const fs::path file = dir.path() / "out";
   OutputFile f(file, OutputFile::Mode::kCreateNew);
-  OutputMapping a = OutputMapping::map(f, 100, 10, 90);
+  OutputMapping a = OutputMapping::map(f, 100, 10, 90, kTmpfsMappingWriters);
   if (!a) GTEST_SKIP() << "this file system cannot map here: " << a.how();
   EXPECT_EQ(a.max_writers(), a.how() == "fallocate" ? kDiskMappingWriters : 0u);
   OutputMapping b = std::move(a);
