@@ -113,14 +113,14 @@ fs::path shared_temporary(Comm& comm, std::unique_ptr<AtomicOutput>& out,
 
 /// Writes `renderer`'s rows and then `trailer` into `file` (`file_size` bytes when every writer
 /// is done) starting at `offset`, through a mapping of the range where formats/output_mapping.h
-/// makes one: on tmpfs rendered straight into it by every thread; on a disk file system (whose
+/// makes one for `writers` threads filling the file at once (every rank's): on tmpfs rendered straight into it by every thread; on a disk file system (whose
 /// page faults contend beyond a few threads) rendered by every thread into pieces that at most
 /// max_writers() threads at a time copy in. Where the range is not mapped, pieces rendered and
 /// written (pwrite) by several threads at once.
 void write_slice(OutputFile& file, uint64_t file_size, uint64_t offset, const RowRenderer& renderer,
-                 std::string_view trailer, Progress& progress) {
+                 std::string_view trailer, Progress& progress, unsigned writers) {
   const uint64_t size = renderer.bytes() + trailer.size();
-  OutputMapping mapping = OutputMapping::map(file, file_size, offset, size, renderer.threads());
+  OutputMapping mapping = OutputMapping::map(file, file_size, offset, size, writers);
   spdlog::debug("{}: {} bytes at offset {} {} ({})", file.path().string(), size, offset,
                 mapping ? "written through a mapping" : "written", mapping.how());
   if (mapping && mapping.max_writers() == 0) {
@@ -224,7 +224,8 @@ uint64_t write_result(Comm& comm, const RankRows& rows, const RenderContext& ctx
     Progress progress = write_progress(comm, target, renderer.bytes());
     run_collectively(comm, [&] {
       OutputFile file(tmp / part, OutputFile::Mode::kCreateNew);
-      write_slice(file, renderer.bytes() + trailer.size(), 0, renderer, trailer, progress);
+      write_slice(file, renderer.bytes() + trailer.size(), 0, renderer, trailer, progress,
+                  renderer.threads());
       file.close();
     });
     run_collectively(comm, [&] {
@@ -274,7 +275,9 @@ uint64_t write_result(Comm& comm, const RankRows& rows, const RenderContext& ctx
   run_collectively(comm, [&] {
     OutputFile file(tmp, OutputFile::Mode::kOpenExisting);
     const uint64_t total = std::accumulate(sizes.begin(), sizes.end(), uint64_t{0});
-    write_slice(file, total, offset, renderer, trailer, progress);
+    // The ranks of this node write their ranges of this one file at once (a tmpfs is a node's).
+    write_slice(file, total, offset, renderer, trailer, progress,
+                renderer.threads() * static_cast<unsigned>(comm.local_size()));
     file.close();
   });
   run_collectively(comm, [&] {
