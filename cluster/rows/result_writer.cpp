@@ -113,10 +113,11 @@ fs::path shared_temporary(Comm& comm, std::unique_ptr<AtomicOutput>& out,
 
 /// Writes `renderer`'s rows and then `trailer` into `file` (`file_size` bytes when every writer
 /// is done) starting at `offset`, through a mapping of the range where formats/output_mapping.h
-/// makes one for `writers` threads filling the file at once (every rank's): on tmpfs rendered straight into it by every thread; on a disk file system (whose
-/// page faults contend beyond a few threads) rendered by every thread into pieces that at most
-/// max_writers() threads at a time copy in. Where the range is not mapped, pieces rendered and
-/// written (pwrite) by several threads at once.
+/// makes one for `writers` threads filling the file at once (every rank's): on tmpfs rendered
+/// straight into it by every thread; on a disk file system (whose page faults contend beyond a few
+/// threads) rendered by every thread into pieces that at most max_writers() threads at a time copy
+/// in. Where the range is not mapped, pieces rendered and written (pwrite) by several threads at
+/// once.
 void write_slice(OutputFile& file, uint64_t file_size, uint64_t offset, const RowRenderer& renderer,
                  std::string_view trailer, Progress& progress, unsigned writers) {
   const uint64_t size = renderer.bytes() + trailer.size();
