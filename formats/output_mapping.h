@@ -51,9 +51,8 @@ class OutputMapping {
   /// Maps bytes [offset, offset + size) of `file` for writing, after setting the file's size to
   /// `file_size` (every writer of one file passes the same). `writers`: the threads that will
   /// fill the file at once, every writer's (tmpfs is mapped by default from kTmpfsMappingWriters
-  /// up). Empty
-  /// (with how() saying why) when the range is to be written with write_at instead; InputError
-  /// naming the file when the file system has no room for the range.
+  /// up). Empty (with how() saying why) when the range is to be written with write_at instead;
+  /// InputError naming the file when the file system has no room for the range.
   static OutputMapping map(OutputFile& file, uint64_t file_size, uint64_t offset, uint64_t size,
                            unsigned writers);
 

@@ -9,7 +9,6 @@
 #include <gtest/gtest.h>
 #include <linux/magic.h>
 #include <sys/statfs.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
