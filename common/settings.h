@@ -124,6 +124,9 @@ inline constexpr Variable kVariables[] = {
     word_var("GTADOC_CUDA_WAIT", kTuning, "spin|yield|block", "spin",
              "how a thread waiting for the GPU waits: spin (CUDA's default with fewer contexts "
              "than cores), yield its core to other threads between polls, or block"),
+    word_var("GTADOC_GPU_UPLOAD", kTuning, "staged|double|registered|pageable", "staged",
+             "how large host arrays reach the GPU: through pinned slots (staged), through two "
+             "half slots per thread (double), registered for the copy, or by the driver"),
     flag_var("GTADOC_GPU_WARMUP", kTuning, "1",
              "0: --engine gpu does not start CUDA beside MPI's start"),
 
