@@ -77,7 +77,8 @@ RecordBatch for_each_doc_with(Query& Q, Fill&& fill) {
     for (uint64_t d = lo; d < hi; ++d) {
       fill(tid, static_cast<uint32_t>(d), acc);
       const DocId doc = Q.s.g.first_doc + static_cast<DocId>(d);
-      acc.drain([&](uint32_t item, uint64_t c) { Q.emit(out[tid], item, doc, c); });
+      acc.drain([&](uint32_t item, uint64_t c) { Q.emit(out[tid], item, doc, c); },
+                [&](uint32_t item) { Q.prefetch_key(item); });
     }
   });
   return concat_batches(out, Q.key_width());

@@ -146,10 +146,19 @@ RecordBatch bottomup_per_doc(Query& Q, const RuleTables& t) {
   const auto own = Q.items.own;
   return for_each_doc(Q, [&](unsigned, uint32_t d, auto& acc) {
     const uint64_t u = uint64_t{s.num_inner} + d;
-    for (uint64_t i = own.off[u]; i < own.off[u + 1]; ++i) acc.add(own.item[i], own.cnt[i]);
+    // The items of a document are spread over the shard's: each sum is prefetched a few adds
+    // ahead, so that their cache misses overlap.
+    constexpr uint64_t kAhead = 8;
+    for (uint64_t i = own.off[u], e = own.off[u + 1]; i < e; ++i) {
+      if (i + kAhead < e) acc.prefetch(own.item[i + kAhead]);
+      acc.add(own.item[i], own.cnt[i]);
+    }
     for (uint64_t i = C.off[u]; i < C.off[u + 1]; ++i) {
       Run run = table_run(s, t, C.item[i], C.cnt[i]);
-      for (uint64_t j = 0; j < run.len; ++j) acc.add(run.item[j], run.count(j));
+      for (uint64_t j = 0; j < run.len; ++j) {
+        if (j + kAhead < run.len) acc.prefetch(run.item[j + kAhead]);
+        acc.add(run.item[j], run.count(j));
+      }
     }
   });
 }

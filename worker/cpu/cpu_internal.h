@@ -90,6 +90,10 @@ struct Query {
   uint32_t key_width() const { return items.width + (per_doc() ? 1 : 0); }
   /// Writes the record key of (item, global doc) to dst (key_width() values).
   void write_key(uint32_t* dst, uint32_t item, DocId doc) const;
+  /// Starts loading what write_key reads for `item` (an n-gram's words), ahead of it.
+  void prefetch_key(uint32_t item) const {
+    if (items.width > 1) __builtin_prefetch(items.keys.data() + size_t{item} * items.width);
+  }
   void emit(RecordBatch& b, uint32_t item, DocId doc, uint64_t count) const {
     b.make_room(key_width());
     size_t at = b.keys.size();

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "common/error.h"
@@ -59,6 +60,11 @@ class NgramTable {
   /// Id of `key` (whose hash_key is `hash`), inserting it when absent.
   uint32_t insert(const uint32_t* key, uint32_t hash) { return find_or_insert(key, hash)[1] - 1; }
   uint32_t insert(const uint32_t* key) { return insert(key, hash_key(key, width_)); }
+  /// Starts loading the slot where `hash`'s probe begins, ahead of its insert (an insert that
+  /// grows the table meanwhile only makes the hint useless).
+  void prefetch(uint32_t hash) const {
+    __builtin_prefetch(slots_.data() + (hash & mask_) * stride_, 1);
+  }
 
   /// Adds c to the count of `key` (inserting it with count c when absent). Counted tables only.
   void add(const uint32_t* key, uint32_t hash, uint64_t c) {
@@ -136,6 +142,42 @@ class NgramTableStock {
   static void give(NgramTable&& table) noexcept;
 };
 
+/// Inserts keys into a table a few behind their arrival, each slot's line prefetched when its
+/// key arrives, so that the cache misses of several inserts overlap (most of an insert into a
+/// table of millions of keys is its miss). put() may insert an earlier key; flush() inserts the
+/// rest. Each key must stay where it is until inserted; `done(tag, id)` gets every key's id.
+template <class Done>
+class PrefetchedInserts {
+ public:
+  static constexpr uint32_t kAhead = 8;
+  PrefetchedInserts(NgramTable& table, Done done) : table_(table), done_(std::move(done)) {}
+  void put(const uint32_t* key, uint32_t hash, uint32_t tag) {
+    table_.prefetch(hash);
+    if (count_ == kAhead) pop();
+    ring_[(head_ + count_) % kAhead] = {key, hash, tag};
+    ++count_;
+  }
+  void flush() {
+    while (count_ != 0) pop();
+  }
+
+ private:
+  struct Pending {
+    const uint32_t* key;
+    uint32_t hash, tag;
+  };
+  void pop() {
+    const Pending& p = ring_[head_];
+    done_(p.tag, table_.insert(p.key, p.hash));
+    head_ = (head_ + 1) % kAhead;
+    --count_;
+  }
+  NgramTable& table_;
+  Done done_;
+  Pending ring_[kAhead];
+  uint32_t head_ = 0, count_ = 0;
+};
+
 /// Tables taken from the stock for one pass, given back when it ends (also on an exception).
 class StockTables {
  public:
@@ -165,17 +207,31 @@ class DenseAccumulator {
     if (v == 0) touched_.push_back(item);
     v += c;
   }
+  /// Starts loading `item`'s sum ahead of its add().
+  void prefetch(uint32_t item) const { __builtin_prefetch(values_.data() + item, 1); }
   bool empty() const { return touched_.empty(); }
   size_t touched() const { return touched_.size(); }
-  /// f(item, count) for every item with a non-zero sum, then resets.
-  template <class F>
-  void drain(F&& f) {
-    for (uint32_t item : touched_) {
+  /// f(item, count) for every item with a non-zero sum, then resets. ahead(item) is called for
+  /// the item kDrainAhead places further, with its sum prefetched (what f reads next can be).
+  template <class F, class Ahead>
+  void drain(F&& f, Ahead&& ahead) {
+    const size_t n = touched_.size();
+    for (size_t i = 0; i < n; ++i) {
+      if (i + kDrainAhead < n) {
+        prefetch(touched_[i + kDrainAhead]);
+        ahead(touched_[i + kDrainAhead]);
+      }
+      const uint32_t item = touched_[i];
       f(item, values_[item]);
       values_[item] = 0;
     }
     touched_.clear();
   }
+  template <class F>
+  void drain(F&& f) {
+    drain(f, [](uint32_t) {});
+  }
+  static constexpr size_t kDrainAhead = 8;
 
  private:
   std::vector<uint64_t> values_;
@@ -200,17 +256,30 @@ class HashAccumulator {
     }
     values_[i] += c;
   }
+  /// Starts loading the slot where `item`'s probe begins, ahead of its add().
+  void prefetch(uint32_t item) const {
+    __builtin_prefetch(keys_.data() + (::gtadoc::mix64(item) & mask_), 1);
+  }
   bool empty() const { return touched_.empty(); }
   size_t touched() const { return touched_.size(); }
-  template <class F>
-  void drain(F&& f) {
-    for (uint64_t s : touched_) {
+  /// As DenseAccumulator::drain.
+  template <class F, class Ahead>
+  void drain(F&& f, Ahead&& ahead) {
+    const size_t n = touched_.size();
+    for (size_t i = 0; i < n; ++i) {
+      if (i + kDrainAhead < n) ahead(keys_[touched_[i + kDrainAhead]]);
+      const uint64_t s = touched_[i];
       f(keys_[s], values_[s]);
       keys_[s] = kEmpty;
       values_[s] = 0;
     }
     touched_.clear();
   }
+  template <class F>
+  void drain(F&& f) {
+    drain(f, [](uint32_t) {});
+  }
+  static constexpr size_t kDrainAhead = 8;
 
  private:
   static constexpr uint32_t kEmpty = 0xFFFFFFFFu;

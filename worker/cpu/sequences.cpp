@@ -248,11 +248,14 @@ void intern_windows(Query& Q) {
     if (!scanners[tid]) scanners[tid] = std::make_unique<WindowScanner>(Q);
     NgramTable& idx = index[tid];
     ThreadOut& o = tout[tid];
+    PrefetchedInserts inserts(idx, [&o](uint32_t, uint32_t id) { o.tmp.push_back(id); });
     for (uint64_t i = lo; i < hi; ++i) {
       const WorkItem& wi = work[i];
       o.tmp.clear();
+      // A window lives in the scanner's stream until scan() returns: flushed before that.
       scanners[tid]->scan(wi.ca, wi.cb, wi.ue,
-                          [&](const uint32_t* win) { o.tmp.push_back(idx.insert(win)); });
+                          [&](const uint32_t* win) { inserts.put(win, hash_key(win, n), 0); });
+      inserts.flush();
       std::sort(o.tmp.begin(), o.tmp.end());
       wi_thread[i] = tid;
       wi_start[i] = o.ids.size();
@@ -282,10 +285,14 @@ void intern_windows(Query& Q) {
     StockTables part(T, n, false);
     for (unsigned t = 0; t < T; ++t) trans[t].resize(index[t].size());
     Q.ex.on_all([&](unsigned p) {
-      for (unsigned t = 0; t < T; ++t)
+      for (unsigned t = 0; t < T; ++t) {
+        std::vector<uint32_t>& to = trans[t];
+        PrefetchedInserts inserts(part[p], [&to](uint32_t id, uint32_t pid) { to[id] = pid; });
         index[t].for_each([&](uint32_t id, uint32_t h, const uint32_t* key, uint64_t) {
-          if (hash_partition(h, T) == p) trans[t][id] = part[p].insert(key, h);
+          if (hash_partition(h, T) == p) inserts.put(key, h, id);
         });
+        inserts.flush();
+      }
     });
     std::vector<uint64_t> base(T + 1, 0);
     for (unsigned p = 0; p < T; ++p) base[p + 1] = base[p] + part[p].size();
