@@ -145,21 +145,28 @@ class CpuEngine final : public Engine {
     const unsigned per = std::max(1u, total / slots);
     stats.assign(shards.size(), ShardRunStats{});
     const uint32_t width = key_layout(q).width;
-    std::vector<RecordBatch> parts(slots);
+    std::vector<std::vector<RecordBatch>> parts(slots);
     std::atomic<size_t> next{0};
     on_slots(slots, per, [&](size_t slot, const Exec& ex) {
-      std::vector<RecordBatch> mine;
+      std::vector<RecordBatch>& mine = parts[slot];
       bool increasing = true;
       for (size_t i = next++; i < shards.size(); i = next++) {
         mine.push_back(run_with(lazy_of(*shards[i]), q, norm, stats[i], ex, slots));
         increasing = increasing && keys_increasing(mine.back());
       }
       // A slot's shards whose records come in key order (the word tasks') leave it merged: the
-      // reduce then meets one sorted run per slot, not a run per shard to sort.
-      parts[slot] = increasing ? merge_increasing(std::move(mine), width)
-                               : concatenate(std::move(mine), width, per);
+      // reduce then meets one sorted run per slot, not a run per shard to sort. Others are
+      // copied once, below, with every slot's.
+      if (increasing && mine.size() > 1) {
+        RecordBatch merged = merge_increasing(std::move(mine), width);
+        mine.clear();
+        mine.push_back(std::move(merged));
+      }
     });
-    return concatenate(std::move(parts), width, total);
+    std::vector<RecordBatch> all;
+    for (std::vector<RecordBatch>& mine : parts)
+      for (RecordBatch& b : mine) all.push_back(std::move(b));
+    return concatenate(std::move(all), width, total);
   }
 
  private:
