@@ -142,19 +142,19 @@ class NgramTableStock {
   static void give(NgramTable&& table) noexcept;
 };
 
-/// Inserts keys into a table a few behind their arrival, each slot's line prefetched when its
-/// key arrives, so that the cache misses of several inserts overlap (most of an insert into a
-/// table of millions of keys is its miss). put() may insert an earlier key; flush() inserts the
-/// rest. Each key must stay where it is until inserted; `done(tag, id)` gets every key's id.
-template <class Done>
-class PrefetchedInserts {
+/// Applies `op(key, hash, tag)` (an insert or add into `table`) to keys a few behind their
+/// arrival, each key's first slot prefetched when it arrives, so that the cache misses of several
+/// probes overlap (most of a probe into a table of millions of keys is its miss). put() may apply
+/// op to an earlier key; flush() to the rest. Each key must stay where it is until then.
+template <class Op>
+class PrefetchedProbes {
  public:
   static constexpr uint32_t kAhead = 8;
-  PrefetchedInserts(NgramTable& table, Done done) : table_(table), done_(std::move(done)) {}
-  void put(const uint32_t* key, uint32_t hash, uint32_t tag) {
+  PrefetchedProbes(const NgramTable& table, Op op) : table_(table), op_(std::move(op)) {}
+  void put(const uint32_t* key, uint32_t hash, uint64_t tag) {
     table_.prefetch(hash);
     if (count_ == kAhead) pop();
-    ring_[(head_ + count_) % kAhead] = {key, hash, tag};
+    ring_[(head_ + count_) % kAhead] = {key, tag, hash};
     ++count_;
   }
   void flush() {
@@ -164,16 +164,17 @@ class PrefetchedInserts {
  private:
   struct Pending {
     const uint32_t* key;
-    uint32_t hash, tag;
+    uint64_t tag;
+    uint32_t hash;
   };
   void pop() {
     const Pending& p = ring_[head_];
-    done_(p.tag, table_.insert(p.key, p.hash));
+    op_(p.key, p.hash, p.tag);
     head_ = (head_ + 1) % kAhead;
     --count_;
   }
-  NgramTable& table_;
-  Done done_;
+  const NgramTable& table_;
+  Op op_;
   Pending ring_[kAhead];
   uint32_t head_ = 0, count_ = 0;
 };

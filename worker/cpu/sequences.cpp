@@ -194,11 +194,16 @@ RecordBatch sequence_count_topdown(Query& Q, const std::vector<uint64_t>& weight
   Q.ex.parallel_for(0, work.size(), 16, [&](unsigned tid, uint64_t lo, uint64_t hi) {
     if (!scanners[tid]) scanners[tid] = std::make_unique<WindowScanner>(Q);
     NgramTable& table = tables[tid];
+    PrefetchedProbes adds(table, [&](const uint32_t* key, uint32_t hash, uint64_t w) {
+      table.add(key, hash, w);
+    });
     for (uint64_t i = lo; i < hi; ++i) {
       const WorkItem& wi = work[i];
       const uint64_t w = wi.unit < Q.s.num_inner ? weights[wi.unit] : 1;
+      // A window lives in the scanner's stream until scan() returns: flushed before that.
       scanners[tid]->scan(wi.ca, wi.cb, wi.ue,
-                          [&](const uint32_t* win) { table.add(win, hash_key(win, n), w); });
+                          [&](const uint32_t* win) { adds.put(win, hash_key(win, n), w); });
+      adds.flush();
     }
   });
 
@@ -217,10 +222,15 @@ RecordBatch sequence_count_topdown(Query& Q, const std::vector<uint64_t>& weight
   } else {
     Q.ex.on_all([&](unsigned p) {
       StockTables part(1, n, true);
+      NgramTable& into = part[0];
+      PrefetchedProbes adds(into, [&](const uint32_t* key, uint32_t hash, uint64_t c) {
+        into.add(key, hash, c);
+      });
       for (unsigned t = 0; t < T; ++t)
         tables[t].for_each([&](uint32_t, uint32_t h, const uint32_t* key, uint64_t c) {
-          if (hash_partition(h, T) == p) part[0].add(key, h, c);
+          if (hash_partition(h, T) == p) adds.put(key, h, c);
         });
+      adds.flush();
       part[0].for_each(emitter(out[p]));
     });
   }
@@ -248,7 +258,9 @@ void intern_windows(Query& Q) {
     if (!scanners[tid]) scanners[tid] = std::make_unique<WindowScanner>(Q);
     NgramTable& idx = index[tid];
     ThreadOut& o = tout[tid];
-    PrefetchedInserts inserts(idx, [&o](uint32_t, uint32_t id) { o.tmp.push_back(id); });
+    PrefetchedProbes inserts(idx, [&](const uint32_t* key, uint32_t hash, uint64_t) {
+      o.tmp.push_back(idx.insert(key, hash));
+    });
     for (uint64_t i = lo; i < hi; ++i) {
       const WorkItem& wi = work[i];
       o.tmp.clear();
@@ -287,7 +299,10 @@ void intern_windows(Query& Q) {
     Q.ex.on_all([&](unsigned p) {
       for (unsigned t = 0; t < T; ++t) {
         std::vector<uint32_t>& to = trans[t];
-        PrefetchedInserts inserts(part[p], [&to](uint32_t id, uint32_t pid) { to[id] = pid; });
+        NgramTable& into = part[p];
+        PrefetchedProbes inserts(into, [&](const uint32_t* key, uint32_t hash, uint64_t id) {
+          to[id] = into.insert(key, hash);
+        });
         index[t].for_each([&](uint32_t id, uint32_t h, const uint32_t* key, uint64_t) {
           if (hash_partition(h, T) == p) inserts.put(key, h, id);
         });
