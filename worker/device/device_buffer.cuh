@@ -38,6 +38,21 @@ class Stream {
   cudaStream_t stream_ = nullptr;
 };
 
+/// A CUDA event without timing, owned.
+class Event {
+ public:
+  Event() { CUDA_TRY(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming)); }
+  ~Event() {
+    if (event_ != nullptr) cudaEventDestroy(event_);
+  }
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  cudaEvent_t get() const { return event_; }
+
+ private:
+  cudaEvent_t event_ = nullptr;
+};
+
 /// Stream-ordered device allocator with accounting. All allocations and frees are ordered on
 /// one stream, so a buffer freed while kernels that use it are queued stays valid for them.
 /// One thread at a time allocates from a pool (the engine serializes queries; each load lane

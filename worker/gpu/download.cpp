@@ -40,21 +40,6 @@ struct PinnedFree {
 };
 using PinnedSlot = std::unique_ptr<void, PinnedFree>;
 
-/// A CUDA event without timing, owned.
-class Event {
- public:
-  Event() { CUDA_TRY(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming)); }
-  ~Event() {
-    if (event_ != nullptr) cudaEventDestroy(event_);
-  }
-  Event(const Event&) = delete;
-  Event& operator=(const Event&) = delete;
-  cudaEvent_t get() const { return event_; }
-
- private:
-  cudaEvent_t event_ = nullptr;
-};
-
 struct DownloadStaging {
   static constexpr size_t kSlot = size_t{2} << 20;
   static constexpr unsigned kThreads = 16;
