@@ -371,6 +371,29 @@ TEST_F(GpuEngineTest, OneHugeRuleOf100kSymbols) {
   check(b.finish(docs, 3), m);
 }
 
+/// A shard whose bodies take several staging slots (2 MiB each): loaded through every way a
+/// load's host arrays may reach the GPU (GTADOC_GPU_UPLOAD), each answering every task as the
+/// CPU engine.
+TEST_F(GpuEngineTest, EveryUploadWayLoadsTheSameShard) {
+  std::mt19937_64 rng(23);
+  Builder b(V);
+  const Symbol small = b.rule({word("fox"), word("jump")});
+  std::vector<Symbol> body;
+  for (int i = 0; i < 1400000; ++i) body.push_back(i % 9 == 0 ? small : Symbol(rng() % V));
+  const Symbol huge = b.rule(body);
+  const std::vector<std::vector<Symbol>> docs = {{huge, word("the")}, {small, huge}, {small}};
+  const ShardGrammar g = b.finish(docs, 3);
+  ASSERT_GT(g.symbols.size() * sizeof(uint32_t), size_t{4} << 20);  // more than two slots
+  auto cs = cpu().load(ShardGrammar(g));
+  const Normalization none;
+  for (const char* way : {"staged", "double", "registered", "pageable"}) {
+    SCOPED_TRACE(way);
+    ScopedEnv env("GTADOC_GPU_UPLOAD", way);
+    auto gs = gpu().load(ShardGrammar(g));
+    expect_every_task_as_cpu(gpu(), *gs, *cs, none);
+  }
+}
+
 TEST_F(GpuEngineTest, ManyTinyRules) {
   RandomShape shape;
   shape.rules = 4000;

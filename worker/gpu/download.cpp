@@ -67,15 +67,13 @@ namespace {
 /// The ways an upload may take (GTADOC_GPU_UPLOAD; the file's header).
 enum class UploadWay { kStaged, kDouble, kRegistered, kPageable };
 
+/// Read at every copy (a few per shard loaded), so that a test can try each way in turn.
 UploadWay upload_way() {
-  static const UploadWay way = [] {
-    const std::string_view w = settings::word("GTADOC_GPU_UPLOAD");
-    if (w == "double") return UploadWay::kDouble;
-    if (w == "registered") return UploadWay::kRegistered;
-    if (w == "pageable") return UploadWay::kPageable;
-    return UploadWay::kStaged;
-  }();
-  return way;
+  const std::string_view w = settings::word("GTADOC_GPU_UPLOAD");
+  if (w == "double") return UploadWay::kDouble;
+  if (w == "registered") return UploadWay::kRegistered;
+  if (w == "pageable") return UploadWay::kPageable;
+  return UploadWay::kStaged;
 }
 
 struct Chunk {
