@@ -37,6 +37,7 @@ GPU_TESTS=(
   RandomDags
   DeepChainOf200NestedRules
   OneHugeRuleOf100kSymbols
+  EveryUploadWayLoadsTheSameShard
   ManyTinyRules
   NgramsSpanningManyRules
   TinyDocumentsAndNLongerThanDocuments
@@ -144,17 +145,6 @@ if [ "${ran:-0}" -ne "${gpu_total}" ] || [ "${skipped:-0}" -ne 0 ]; then
   note "FAIL  GPU tests missing or skipped (is a GPU visible?)"
   failed=1
 fi
-
-# The other ways a load's host arrays may reach the GPU (GTADOC_GPU_UPLOAD; staged, the default,
-# ran above): the tests that load shards through the lanes and check their bodies, once per way.
-for way in double registered pageable; do
-  step "gpu-upload-$way" env GTADOC_GPU_UPLOAD="$way" "$WORKER_BIN" \
-    --gtest_filter='GpuEngineTest.SeveralShardsAndShardOutlivingEngine:GpuEngineTest.LoadLanesSideBySideAsOneByOne:GpuBodyChecks.*'
-  if grep -q 'SKIPPED' "$OUT/gpu-upload-$way.log"; then
-    note "FAIL  gpu-upload-$way skipped (is a GPU visible?)"
-    failed=1
-  fi
-done
 
 # Records kept on the GPU: partition, ranks and samples on the device against the
 # host path (tests/cluster/device_partition_test.cpp); must run, not skip.
