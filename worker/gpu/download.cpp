@@ -113,7 +113,7 @@ void upload_double(const Chunk& c, char* slot, cudaStream_t stream, const Event*
 /// pages registered, the partial ones at the edges copied by the driver. False (nothing copied)
 /// when the pages could not be registered.
 bool upload_registered(const Chunk& c, cudaStream_t stream) {
-  static const uintptr_t page = 4096;
+  constexpr uintptr_t page = 4096;
   const uintptr_t begin = reinterpret_cast<uintptr_t>(c.src);
   const uintptr_t first = (begin + page - 1) & ~(page - 1);
   const uintptr_t last = (begin + c.len) & ~(page - 1);
