@@ -15,12 +15,13 @@ namespace gtadoc {
 PreparedShard prepare_shard(const std::string& engine, ShardGrammar grammar, unsigned threads) {
   PreparedShard out;
   if (engine == "gpu") {
-    threads = resolve_threads(threads);
+    const plan::LayoutParts parts = plan::gpu_layout_parts();
+    // The units-only layout (the bodies re-encoded on the device) is one pass over the units.
+    threads = parts == plan::LayoutParts::kUnits ? 1 : resolve_threads(threads);
     std::unique_ptr<plan::ThreadPool> pool;
     if (threads > 1) pool = std::make_unique<plan::ThreadPool>(threads);
-    out.layout = std::make_shared<plan::ShardLayout>(
-        plan::build_shard_layout(grammar, plan::Exec{pool.get(), pool ? threads : 1}, nullptr,
-                                 plan::gpu_layout_parts()));
+    out.layout = std::make_shared<plan::ShardLayout>(plan::build_shard_layout(
+        grammar, plan::Exec{pool.get(), pool ? threads : 1}, nullptr, parts));
     plan::add_level_schedule(*out.layout, grammar);
   }
   out.grammar = std::move(grammar);
@@ -28,7 +29,7 @@ PreparedShard prepare_shard(const std::string& engine, ShardGrammar grammar, uns
 }
 
 GrammarChecks read_checks_for(const std::string& engine) {
-  return engine == "gpu" && plan::gpu_layout_parts() == plan::LayoutParts::kBodies &&
+  return engine == "gpu" && plan::gpu_layout_parts() != plan::LayoutParts::kAll &&
                  settings::flag("GTADOC_GPU_DEVICE_CHECKS")
              ? GrammarChecks::kFrame
              : GrammarChecks::kFull;

@@ -1,8 +1,9 @@
 // Load-time work of the GPU engine, done once per shard and reused by every query: the plan
-// layer's shard layout (worker/plan/shard_layout.h: local vocabulary, re-encoded bodies, children
-// and terms bags, root uses; built on the host's threads, as the CPU engine builds it) uploaded;
-// the unit of every position and of every bag entry derived on the device; and the per-level
-// schedules of the static DAG grouped by workload class.
+// layer's shard layout (worker/plan/shard_layout.h: local vocabulary and units, and with
+// GTADOC_GPU_HOST_BAGS=1 the re-encoded bodies, bags and root uses built on the host as the CPU
+// engine builds them) uploaded; the grammar's symbols re-encoded, the unit of every position and
+// the bags derived on the device; and the per-level schedules of the static DAG grouped by
+// workload class.
 #include <algorithm>
 #include <atomic>
 #include <string>
@@ -30,6 +31,13 @@ __global__ void unit_ends_kernel(const uint64_t* begin, uint64_t* end, uint64_t 
                                  uint64_t inner, uint64_t last_end) {
   const uint64_t u = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x;
   if (u < units) end[u] = u + 1 < units ? begin[u + 1] - (u >= inner ? 1 : 0) : last_end;
+}
+
+/// The grammar's symbols, uploaded into `body`, re-encoded there as the host layout would
+/// (plan::layout_code).
+__global__ void layout_codes_kernel(uint32_t* body, uint64_t n, uint32_t num_words) {
+  for (uint64_t i = global_thread(); i < n; i += global_stride())
+    body[i] = plan::layout_code(body[i], num_words);
 }
 
 /// Whether unit_ends_kernel gives `end` from `begin` (the layout's units, inner rules first).
@@ -134,9 +142,11 @@ GpuShard::GpuShard(ShardGrammar& grammar, std::shared_ptr<plan::ShardLayout> pre
     prepared = std::make_shared<plan::ShardLayout>(plan::build_shard_layout(
         grammar, ctx->host_exec(), nullptr, plan::gpu_layout_parts()));
   plan::ShardLayout& layout = *prepared;
-  GTADOC_EXPECTS(
-      layout.body.size() == grammar.symbols.size() && layout.num_docs == grammar.num_docs,
-      "gpu engine: the prepared layout is not this shard's");
+  // The bodies re-encoded on the host (host-built bags), else here on the device.
+  const bool encode_on_device = layout.body.empty() && !layout.has_bags;
+  GTADOC_EXPECTS((encode_on_device || layout.body.size() == grammar.symbols.size()) &&
+                     layout.num_docs == grammar.num_docs,
+                 "gpu engine: the prepared layout is not this shard's");
   mark("layout");
   inner = layout.num_inner;
   num_docs = layout.num_docs;
@@ -164,7 +174,7 @@ GpuShard::GpuShard(ShardGrammar& grammar, std::shared_ptr<plan::ShardLayout> pre
     buf = DeviceBuffer<T>(host.size(), pool);
     uploads.push_back({buf.data(), host.data(), host.size() * sizeof(T)});
   };
-  alloc(body, layout.body);
+  alloc(body, encode_on_device ? grammar.symbols : layout.body);
   alloc(unit_begin, layout.unit_begin);
   // The units' ends follow from their beginnings (the rules' bodies side by side, then the
   // documents' root segments, one boundary symbol apart): derived on the device, not uploaded.
@@ -198,6 +208,11 @@ GpuShard::GpuShard(ShardGrammar& grammar, std::shared_ptr<plan::ShardLayout> pre
   sym_unit = DeviceBuffer<uint32_t>(S, pool);
   mark("alloc");
   upload_host(*ctx, uploads);  // synchronous: the host arrays may change now
+  if (encode_on_device && S != 0) {
+    layout_codes_kernel<<<grid_for(S), kBlock, 0, pool.stream()>>>(body.data(), S,
+                                                                   grammar.num_words);
+    GTADOC_CHECK_LAUNCH();
+  }
   if (derive_ends && !unit_end.empty()) {
     const uint64_t n = unit_end.size();
     unit_ends_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, pool.stream()>>>(

@@ -91,20 +91,13 @@ ShardLayout build_shard_layout(const ShardGrammar& g, const Exec& ex, StepTimes*
   // 1. The shard's own vocabulary (the grammar's local words) and its bodies re-encoded: words
   // keep their local ids, rules get kRuleFlag. Nothing here is sized by the dictionary.
   s.local_words = g.local_words;
-  s.body = recycled::take(S);  // pages already in memory, when one is held
-  resize_on_huge_pages(s.body, S);
-  ex.parallel_for(0, S, 1 << 16, [&](unsigned, uint64_t lo, uint64_t hi) {
-    for (uint64_t i = lo; i < hi; ++i) {
-      const Symbol x = g.symbols[i];
-      if (is_boundary(x)) {
-        s.body[i] = kBoundaryCode;
-      } else if (is_word(x, V)) {
-        s.body[i] = x;
-      } else {
-        s.body[i] = kRuleFlag | rule_of(x, V);
-      }
-    }
-  });
+  if (parts != LayoutParts::kUnits) {
+    s.body = recycled::take(S);  // pages already in memory, when one is held
+    resize_on_huge_pages(s.body, S);
+    ex.parallel_for(0, S, 1 << 16, [&](unsigned, uint64_t lo, uint64_t hi) {
+      for (uint64_t i = lo; i < hi; ++i) s.body[i] = layout_code(g.symbols[i], V);
+    });
+  }
   s.unit_begin.resize(units);
   s.unit_end.resize(units);
   for (uint32_t r = 0; r < s.num_inner; ++r) {
@@ -122,7 +115,7 @@ ShardLayout build_shard_layout(const ShardGrammar& g, const Exec& ex, StepTimes*
   }
 
   step("bodies");
-  if (parts == LayoutParts::kBodies) {
+  if (parts != LayoutParts::kAll) {
     s.has_bags = false;
     return s;
   }
@@ -176,7 +169,7 @@ ShardLayout build_shard_layout(const ShardGrammar& g, const Exec& ex, StepTimes*
 }
 
 LayoutParts gpu_layout_parts() {
-  return settings::flag("GTADOC_GPU_HOST_BAGS") ? LayoutParts::kAll : LayoutParts::kBodies;
+  return settings::flag("GTADOC_GPU_HOST_BAGS") ? LayoutParts::kAll : LayoutParts::kUnits;
 }
 
 void add_level_schedule(ShardLayout& layout, const ShardGrammar& g) {

@@ -22,6 +22,14 @@ namespace gtadoc::plan {
 /// kRuleFlag | id, boundaries kBoundaryCode.
 inline constexpr uint32_t kRuleFlag = 0x80000000u;
 inline constexpr uint32_t kBoundaryCode = 0xFFFFFFFFu;
+
+/// A grammar symbol's code in a layout's body, for a shard of `num_words` words (constexpr, so
+/// also device code's: the GPU engine re-encodes its uploaded symbols with it).
+inline constexpr uint32_t layout_code(Symbol x, uint32_t num_words) {
+  return is_boundary(x)          ? kBoundaryCode
+         : is_word(x, num_words) ? x
+                                 : kRuleFlag | rule_of(x, num_words);
+}
 /// A local word the query's normalization drops (Vocab::lnorm), or an absent item.
 inline constexpr uint32_t kNoItem = 0xFFFFFFFFu;
 /// A body position that belongs to no unit (a boundary between documents).
@@ -36,7 +44,7 @@ struct ShardLayout {
   std::vector<WordId> local_words;  ///< shard-local word index -> global word id (ascending)
   std::vector<uint32_t> body;       ///< the grammar's symbols re-encoded (see kRuleFlag)
   std::vector<uint64_t> unit_begin, unit_end;  ///< absolute [begin, end) of each unit's body
-  /// False when built without them (LayoutParts::kBodies): children, terms, root_uses and
+  /// False when built without them (LayoutParts::kBodies, kUnits): children, terms, root_uses and
   /// level_of are then empty, for an engine that derives them itself (the GPU engine's load).
   bool has_bags = true;
   Csr<uint32_t> children;           ///< per unit: distinct inner rules in its body, with uses
@@ -56,8 +64,10 @@ struct ShardLayout {
 /// Seconds spent in each step of build_shard_layout, in step order (for benchmarks).
 using StepTimes = std::vector<std::pair<std::string, double>>;
 
-/// What build_shard_layout builds: everything, or the vocabulary, bodies and units only.
-enum class LayoutParts { kAll, kBodies };
+/// What build_shard_layout builds: everything; the vocabulary, bodies and units only; or the
+/// vocabulary and units only (`body` left empty: the GPU engine uploads the grammar's symbols
+/// and re-encodes them on the device, the same mapping as here).
+enum class LayoutParts { kAll, kBodies, kUnits };
 
 /// Builds the layout of `g` (already validated by formats/grammar.h's validate_grammar) on the
 /// threads of `ex`; the result is the same whatever the thread count. Throws InternalError on a
@@ -66,9 +76,9 @@ enum class LayoutParts { kAll, kBodies };
 ShardLayout build_shard_layout(const ShardGrammar& g, const Exec& ex, StepTimes* steps = nullptr,
                                LayoutParts parts = LayoutParts::kAll);
 
-/// The parts of the layout a GPU engine's load takes from the host: the bodies and units (it
-/// builds the bags on the device), or everything with GTADOC_GPU_HOST_BAGS=1 (host-built bags,
-/// for comparison).
+/// The parts of the layout a GPU engine's load takes from the host: the units (it re-encodes the
+/// bodies and builds the bags on the device), or everything with GTADOC_GPU_HOST_BAGS=1
+/// (host-built bags, for comparison).
 LayoutParts gpu_layout_parts();
 
 /// Builds `layout.schedule` for `g` (the grammar `layout` was built from) and sets has_schedule.
