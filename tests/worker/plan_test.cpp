@@ -7,6 +7,7 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "common/error.h"
@@ -184,6 +185,19 @@ TEST(ShardLayoutTest, MatchesTheGrammarOnAnyThreadCount) {
         }
         std::sort(rules.begin(), rules.end());
         for (uint32_t i = 0; i < rules.size(); ++i) EXPECT_EQ(rules[i], lo + i);
+      }
+      // From the body lengths (the GPU engine's own build) the same as from the ranges.
+      std::vector<uint64_t> lengths(b.num_inner);
+      for (uint32_t r = 0; r < b.num_inner; ++r) lengths[r] = b.body_length(r);
+      const std::span<const uint32_t> inner_levels(g.level_offsets.data(),
+                                                   g.level_offsets.size() - 1);
+      const LevelSchedules by_length = build_level_schedules(lengths, inner_levels, b.num_inner);
+      EXPECT_EQ(by_length.sched, b.schedule.sched);
+      ASSERT_EQ(by_length.levels.size(), b.schedule.levels.size());
+      for (size_t h = 0; h < by_length.levels.size(); ++h) {
+        const LevelSchedule &x = by_length.levels[h], &y = b.schedule.levels[h];
+        EXPECT_EQ(std::tie(x.begin, x.threads, x.warps, x.blocks),
+                  std::tie(y.begin, y.threads, y.warps, y.blocks));
       }
     }
   }

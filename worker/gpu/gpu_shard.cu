@@ -271,10 +271,12 @@ GpuShard::GpuShard(ShardGrammar& grammar, std::shared_ptr<plan::ShardLayout> pre
   }
   local_words = std::move(layout.local_words);
   g = std::move(grammar);
-  // The symbols and the re-encoded bodies are on the device now: their memory goes to the next
-  // shard's read and layout (common/recycled_arrays.h).
+  // The symbols, the re-encoded bodies, the units' beginnings and the schedule are on the device
+  // now: their memory goes to the next shard's read and layout (common/recycled_arrays.h).
   if (!keep_symbols) recycled::give(std::move(g.symbols));
   recycled::give(std::move(layout.body));
+  recycled::give(std::move(layout.unit_begin));
+  recycled::give(std::move(layout.schedule.sched));
   mark("schedule");
   if (phases.enabled()) load_phases = phases.summary();
 }

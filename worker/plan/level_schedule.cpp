@@ -2,17 +2,21 @@
 #include "worker/plan/level_schedule.h"
 
 #include "common/error.h"
+#include "common/recycled_arrays.h"
 
 namespace gtadoc::plan {
+namespace {
 
-LevelSchedules build_level_schedules(std::span<const uint64_t> body_len,
-                                     std::span<const uint32_t> level_offsets, uint32_t inner) {
-  GTADOC_EXPECTS(!level_offsets.empty() && level_offsets.back() == inner &&
-                     body_len.size() >= inner,
+/// The schedule from `body_len(r)`, the body length of inner rule r.
+template <class BodyLength>
+LevelSchedules build_schedules(const BodyLength& body_len, std::span<const uint32_t> level_offsets,
+                               uint32_t inner) {
+  GTADOC_EXPECTS(!level_offsets.empty() && level_offsets.back() == inner,
                  "level schedule: bad level offsets");
   const uint32_t inner_levels = static_cast<uint32_t>(level_offsets.size() - 1);
   LevelSchedules out;
   std::vector<uint32_t>& sched = out.sched;
+  sched = recycled::take(inner);  // pages already in memory, when one is held
   sched.reserve(inner);
   out.levels.assign(inner_levels, LevelSchedule{});
   uint32_t by_len[kThreadMaxBody + 2];
@@ -24,25 +28,42 @@ LevelSchedules build_level_schedules(std::span<const uint64_t> body_len,
     // Thread class: counting sort by body length.
     std::fill(std::begin(by_len), std::end(by_len), 0u);
     for (uint32_t r = lo; r < hi; ++r)
-      if (body_len[r] <= kThreadMaxBody) ++by_len[body_len[r] + 1];
+      if (body_len(r) <= kThreadMaxBody) ++by_len[body_len(r) + 1];
     for (uint32_t i = 0; i <= kThreadMaxBody; ++i) by_len[i + 1] += by_len[i];
     ls.threads = by_len[kThreadMaxBody + 1];
     sched.resize(sched.size() + ls.threads);
     for (uint32_t r = lo; r < hi; ++r)
-      if (body_len[r] <= kThreadMaxBody) sched[ls.begin + by_len[body_len[r]]++] = r;
+      if (body_len(r) <= kThreadMaxBody) sched[ls.begin + by_len[body_len(r)]++] = r;
     for (uint32_t r = lo; r < hi; ++r)
-      if (body_len[r] > kThreadMaxBody && body_len[r] <= kWarpMaxBody) {
+      if (body_len(r) > kThreadMaxBody && body_len(r) <= kWarpMaxBody) {
         sched.push_back(r);
         ++ls.warps;
       }
     for (uint32_t r = lo; r < hi; ++r)
-      if (body_len[r] > kWarpMaxBody) {
+      if (body_len(r) > kWarpMaxBody) {
         sched.push_back(r);
         ++ls.blocks;
       }
   }
   GTADOC_EXPECTS(sched.size() == inner, "level schedule: the levels do not cover the rules");
   return out;
+}
+
+}  // namespace
+
+LevelSchedules build_level_schedules(std::span<const uint64_t> body_len,
+                                     std::span<const uint32_t> level_offsets, uint32_t inner) {
+  GTADOC_EXPECTS(body_len.size() >= inner, "level schedule: bad level offsets");
+  return build_schedules([&](uint32_t r) { return body_len[r]; }, level_offsets, inner);
+}
+
+LevelSchedules build_level_schedules(std::span<const uint64_t> unit_begin,
+                                     std::span<const uint64_t> unit_end,
+                                     std::span<const uint32_t> level_offsets, uint32_t inner) {
+  GTADOC_EXPECTS(unit_begin.size() >= inner && unit_end.size() >= inner,
+                 "level schedule: bad level offsets");
+  return build_schedules([&](uint32_t r) { return unit_end[r] - unit_begin[r]; }, level_offsets,
+                         inner);
 }
 
 }  // namespace gtadoc::plan

@@ -33,5 +33,10 @@ struct LevelSchedules {
 /// last = inner). Throws InternalError on offsets that do not cover [0, inner).
 LevelSchedules build_level_schedules(std::span<const uint64_t> body_len,
                                      std::span<const uint32_t> level_offsets, uint32_t inner);
+/// The same from the rules' body ranges: body_len[r] = unit_end[r] - unit_begin[r]. `sched` comes
+/// from handed-back memory where it is held (common/recycled_arrays.h).
+LevelSchedules build_level_schedules(std::span<const uint64_t> unit_begin,
+                                     std::span<const uint64_t> unit_end,
+                                     std::span<const uint32_t> level_offsets, uint32_t inner);
 
 }  // namespace gtadoc::plan

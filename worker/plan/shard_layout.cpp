@@ -98,8 +98,11 @@ ShardLayout build_shard_layout(const ShardGrammar& g, const Exec& ex, StepTimes*
       for (uint64_t i = lo; i < hi; ++i) s.body[i] = layout_code(g.symbols[i], V);
     });
   }
-  s.unit_begin.resize(units);
-  s.unit_end.resize(units);
+  // Pages already in memory, when handed-back arrays are held (the previous shards' units).
+  s.unit_begin = recycled::take<uint64_t>(units);
+  resize_on_huge_pages(s.unit_begin, units);
+  s.unit_end = recycled::take<uint64_t>(units);
+  resize_on_huge_pages(s.unit_end, units);
   for (uint32_t r = 0; r < s.num_inner; ++r) {
     s.unit_begin[r] = g.rule_offsets[r];
     s.unit_end[r] = g.rule_offsets[r + 1];
@@ -177,10 +180,9 @@ void add_level_schedule(ShardLayout& layout, const ShardGrammar& g) {
   GTADOC_EXPECTS(layout.unit_begin.size() >= inner && layout.unit_end.size() >= inner &&
                      g.level_offsets.size() >= 2,
                  "shard layout: no units to schedule");
-  std::vector<uint64_t> len(inner);
-  for (uint32_t r = 0; r < inner; ++r) len[r] = layout.unit_end[r] - layout.unit_begin[r];
   layout.schedule = build_level_schedules(
-      len, std::span<const uint32_t>(g.level_offsets.data(), g.level_offsets.size() - 1), inner);
+      layout.unit_begin, layout.unit_end,
+      std::span<const uint32_t>(g.level_offsets.data(), g.level_offsets.size() - 1), inner);
   layout.has_schedule = true;
 }
 
