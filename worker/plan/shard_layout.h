@@ -42,9 +42,9 @@ struct ShardLayout {
   uint32_t num_inner = 0;  ///< rules other than the root
   uint32_t num_docs = 0;
   std::vector<WordId> local_words;  ///< shard-local word index -> global word id (ascending)
-  std::vector<uint32_t> body;       ///< the grammar's symbols re-encoded (see kRuleFlag)
+  std::vector<uint32_t> body;       ///< the grammar's symbols re-encoded (kRuleFlag); kAll only
   std::vector<uint64_t> unit_begin, unit_end;  ///< absolute [begin, end) of each unit's body
-  /// False when built without them (LayoutParts::kBodies, kUnits): children, terms, root_uses and
+  /// False when built without them (LayoutParts::kUnits): children, terms, root_uses and
   /// level_of are then empty, for an engine that derives them itself (the GPU engine's load).
   bool has_bags = true;
   Csr<uint32_t> children;           ///< per unit: distinct inner rules in its body, with uses
@@ -64,10 +64,10 @@ struct ShardLayout {
 /// Seconds spent in each step of build_shard_layout, in step order (for benchmarks).
 using StepTimes = std::vector<std::pair<std::string, double>>;
 
-/// What build_shard_layout builds: everything; the vocabulary, bodies and units only; or the
-/// vocabulary and units only (`body` left empty: the GPU engine uploads the grammar's symbols
-/// and re-encodes them on the device, the same mapping as here).
-enum class LayoutParts { kAll, kBodies, kUnits };
+/// What build_shard_layout builds: everything, or the vocabulary and units only (`body` left
+/// empty: the GPU engine uploads the grammar's symbols and re-encodes them on the device with
+/// layout_code, as here).
+enum class LayoutParts { kAll, kUnits };
 
 /// Builds the layout of `g` (already validated by formats/grammar.h's validate_grammar) on the
 /// threads of `ex`; the result is the same whatever the thread count. Throws InternalError on a
