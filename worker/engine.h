@@ -54,8 +54,9 @@ void check_bodies_on_host(PreparedShard& prepared, unsigned threads = 0);
 
 /// The host-side load work of `engine` ("gpu", "cpu") for one shard, with no engine object and
 /// no device: thread-safe, so a caller prepares shards ahead, several at once, while the engine
-/// starts (CUDA context) or loads others. `threads` for the work (0 = every usable CPU). The CPU
-/// engine builds its layout lazily at the first query: for it the grammar passes through.
+/// starts (CUDA context) or loads others. `threads` for the work (0 = every usable CPU; the GPU
+/// engine's units-only layout is one pass on the calling thread). The CPU engine builds its
+/// layout lazily at the first query: for it the grammar passes through.
 PreparedShard prepare_shard(const std::string& engine, ShardGrammar grammar, unsigned threads);
 
 /// A shard resident in an engine (host structures or device memory). Owned by the caller.

@@ -65,8 +65,8 @@ void ShardPrefetcher::fill() {
     // run side by side, reads_at_once_ at a time (a read waits for the one reads_at_once_ before
     // it, so the earlier shards, which the loads wait for first, end first). The first shard's
     // read, which the first load waits for, runs alone on every thread; the others start when it
-    // ends. Each preparation starts after its read; the first shard is prepared on every thread,
-    // the first load waiting for it too.
+    // ends. Each preparation starts after its read, with the read's threads where it uses threads
+    // (prepare_shard), the first load waiting for the first shard's too.
     const unsigned threads = started_ == 0 ? threads_ : threads_each_;
     // The read to wait for: the one reads_at_once_ before, else the first (itself waits for none).
     std::shared_future<void> previous =
@@ -108,11 +108,11 @@ void ShardPrefetcher::fill() {
       spdlog::debug(
           "shard {}: read {:.3f}-{:.3f} s {} (ms: lock wait {:.2f} open {:.2f} data {:.2f} "
           "[locate {:.2f} touch {:.2f}; thread-ms: pread {:.2f} checksum {:.2f} inflate {:.2f} "
-          "unpack {:.2f}] checks {:.2f} validate {:.2f}), prepared on {} threads by {:.3f} s",
+          "unpack {:.2f}] checks {:.2f} validate {:.2f}), prepared by {:.3f} s",
           id, read_from, read_to, spent.located ? "by its chunk maps" : "through HDF5",
-          spent.lock_wait * 1e3, spent.open * 1e3, spent.data * 1e3,
-          d.locate * 1e3, d.touch * 1e3, d.pread * 1e3, d.checksum * 1e3, d.inflate * 1e3,
-          d.unpack * 1e3, spent.checks * 1e3, spent.validate * 1e3, threads, clock_.seconds());
+          spent.lock_wait * 1e3, spent.open * 1e3, spent.data * 1e3, d.locate * 1e3, d.touch * 1e3,
+          d.pread * 1e3, d.checksum * 1e3, d.inflate * 1e3, d.unpack * 1e3, spent.checks * 1e3,
+          spent.validate * 1e3, clock_.seconds());
       return p;
     }));
     symbols_in_flight_ += symbols;
