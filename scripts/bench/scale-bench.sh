@@ -12,8 +12,9 @@
 #      tmpfs, which keeps its pages);
 #   4. every task end to end, a fresh `gtadoc run ARCHIVE TASK -o FILE --stats FILE -v` per
 #      config: gpu (--engine gpu), gpus (--gpus N, with N > 1 GPUs), cpu (--engine cpu, every
-#      core); wall time ($EPOCHREALTIME around the process), the `--stats` phases and the `-v`
-#      timings line (open, load, init, traversal, shuffle, merge, write; max over ranks);
+#      core); wall time ($EPOCHREALTIME around the process), its CPU seconds (user + system, every
+#      thread) and peak RSS (/usr/bin/time), the `--stats` phases and the `-v` timings line
+#      (open, load, init, traversal, shuffle, merge, write; max over ranks);
 #   5. resident: `gtadoc serve` per RESIDENT config: seconds until /healthz answers 200, the
 #      first uncached query and the median of RESIDENT_REPS more (gtadoc_serve_load, as
 #      serve-bench.sh measures; serve-bench.sh itself times neither the ready point nor the
@@ -574,7 +575,10 @@ floor() {  # step 3: cat every file of the archive, warm and (where possible) co
 }
 
 run_tasks() {  # step 4
-  local task cfg slug out base lim t0 rc wall bytes match stats phases est need label
+  local task cfg slug out base lim t0 rc wall bytes match stats phases est need label cpu rss
+  local u_s s_s rss_k
+  local pre=()
+  ((HAVE_TIME)) && pre=(/usr/bin/time -f '%U %S %M' -o "$WORK/time-run.txt")
   for task in "${TASK_LIST[@]}"; do
     read -r -a targs <<<"$task"
     slug=$(slug_of "$task")
@@ -595,14 +599,22 @@ run_tasks() {  # step 4
         fi
       fi
       out=$WORK/out-$slug
-      rm -f "$out" "$WORK/stats.json"
+      rm -f "$out" "$WORK/stats.json" "$WORK/time-run.txt"
       lim=$(limit_s)
       t0=${EPOCHREALTIME/./}
       # shellcheck disable=SC2046  # the config's engine words
-      timeout -k 10 "$lim" "$GTADOC" run "$ARCH" "${targs[@]}" $(config_args "$cfg") -o "$out" --force \
-        --stats "$WORK/stats.json" -v >/dev/null 2>"$WORK/err" </dev/null
+      timeout -k 10 "$lim" "${pre[@]}" "$GTADOC" run "$ARCH" "${targs[@]}" $(config_args "$cfg") \
+        -o "$out" --force --stats "$WORK/stats.json" -v >/dev/null 2>"$WORK/err" </dev/null
       rc=$?
       wall=$(secs_since "$t0")
+      # CPU seconds (user + system, every thread) and peak RSS, where /usr/bin/time gave them.
+      cpu=null rss=null
+      if [[ -s $WORK/time-run.txt ]] &&
+        read -r u_s s_s rss_k < <(tail -n 1 "$WORK/time-run.txt") &&
+        [[ $u_s =~ ^[0-9.]+$ && $s_s =~ ^[0-9.]+$ && $rss_k =~ ^[0-9]+$ ]]; then
+        cpu=$(awk -v u="$u_s" -v s="$s_s" 'BEGIN { printf "%.2f", u + s }')
+        rss=$rss_k
+      fi
       stats=null
       [[ -s $WORK/stats.json ]] && stats=$(tr -d '\n' <"$WORK/stats.json")
       phases=$(phases_json "$WORK/err")
@@ -638,10 +650,10 @@ run_tasks() {  # step 4
         fail "$CNAME: $task on $label failed (exit $rc)$(killed_why "$rc"): $(grep -v ': info:' "$WORK/err" | tail -c 300)"
       fi
       rm -f "$out"
-      printf '{"kind": "run", %s, "task": %s, "config": %s, "args": %s, "rc": %s, "wall_s": %s, "s_per_gb": %s, "output_bytes": %s, "match": %s, "phases": %s, "stats": %s}\n' \
+      printf '{"kind": "run", %s, "task": %s, "config": %s, "args": %s, "rc": %s, "wall_s": %s, "s_per_gb": %s, "cpu_s": %s, "peak_rss_kib": %s, "output_bytes": %s, "match": %s, "phases": %s, "stats": %s}\n' \
         "$(row_common)" "$(json_str "$task")" "$(json_str "$label")" "$(json_str "$(config_args "$cfg")")" \
-        "$rc" "$wall" "$(per_gb "$wall" "$CBYTES")" "$bytes" "$match" "$phases" "$stats" >>"$ROWS"
-      say "  $CNAME | $task | $label: rc $rc, $wall s, $bytes bytes, match $match"
+        "$rc" "$wall" "$(per_gb "$wall" "$CBYTES")" "$cpu" "$rss" "$bytes" "$match" "$phases" "$stats" >>"$ROWS"
+      say "  $CNAME | $task | $label: rc $rc, $wall s$([[ $cpu == null ]] || echo " (CPU $cpu s)"), $bytes bytes, match $match"
     done
   done
 }

@@ -68,7 +68,9 @@ def render(meta, notes, rows, plot_note):
                  + f" (model {meta.get('model_bytes', 0) / 1e6:.0f} MB).")
         L.append("")
     L.append("Times: wall seconds of a fresh process (`$EPOCHREALTIME` around it), page cache warm; "
-             "s/GB = seconds per input GB (10^9 bytes of text); phases from the `-v` timings line "
+             "s/GB = seconds per input GB (10^9 bytes of text); CPU s = user + system seconds of every "
+             "thread (`/usr/bin/time`; near e2e s × cores, the run is bound by the host's cores); "
+             "phases from the `-v` timings line "
              "(max over ranks); `total` from `--stats`; floor = `cat` of every archive file to "
              "/dev/null, warm (cold: after dropping the page cache). Configs: gpu = `--engine gpu`, "
              "gpusN = `--gpus N`, cpu = `--engine cpu` on every core. `match` = output byte-identical "
@@ -106,9 +108,9 @@ def render(meta, notes, rows, plot_note):
     phases += sorted({p for r in runs for p in (r.get("phases") or {}) if p not in phases})
     if runs:
         L += ["## End to end (`gtadoc run`)", "",
-              "| corpus | GB | task | config | engine | e2e s | s/GB | " + " | ".join(phases) +
+              "| corpus | GB | task | config | engine | e2e s | s/GB | CPU s | " + " | ".join(phases) +
               " | total | output MB | match | floor warm s | e2e / floor |",
-              "|---|---:|---|---|---|---:|---:|" + "---:|" * len(phases) + "---:|---:|---|---:|---:|"]
+              "|---|---:|---|---|---|---:|---:|---:|" + "---:|" * len(phases) + "---:|---:|---|---:|---:|"]
         for name in order:
             fl = corpora[name].get("floor") or {}
             for task in tasks:
@@ -120,11 +122,12 @@ def render(meta, notes, rows, plot_note):
                     vs_floor = f"{r['wall_s'] / warm:.0f}x" if warm and r.get("wall_s") else ""
                     if r.get("rc") != 0:
                         L.append(f"| {name} | {gb(r['input_bytes']):.3f} | {task} | {r['config']} | | "
-                                 f"{sec(r.get('wall_s'))} | | " + " | ".join("" for _ in phases) +
+                                 f"{sec(r.get('wall_s'))} | | | " + " | ".join("" for _ in phases) +
                                  f" | | | **FAILED** (exit {r.get('rc')}) | | |")
                         continue
                     L.append(f"| {name} | {gb(r['input_bytes']):.3f} | {task} | {r['config']} | "
-                             f"{st.get('engine', '')} | {sec(r['wall_s'])} | {sec(r.get('s_per_gb'))} | " +
+                             f"{st.get('engine', '')} | {sec(r['wall_s'])} | {sec(r.get('s_per_gb'))} | "
+                             f"{sec(r.get('cpu_s'))} | " +
                              " | ".join(sec(ph.get(p)) for p in phases) +
                              f" | {sec(st.get('total_s'))} | {r.get('output_bytes', 0) / 1e6:.2f} | "
                              f"{yes(r.get('match'))} | {sec(warm)} | {vs_floor} |")
