@@ -139,7 +139,8 @@ inline constexpr Variable kVariables[] = {
              "serve: where a query filtered by words takes its records"),
     flag_var("GTADOC_GPU_PREPARE", kDebug, "1",
              "0: the GPU engine's per-query shard estimates are made shard by shard"),
-    flag_var("GTADOC_GPU_HOST_BAGS", kDebug, "0", "1: the GPU layout's bags are built on the host"),
+    flag_var("GTADOC_GPU_HOST_BAGS", kDebug, "0",
+             "1: the GPU layout's re-encoded bodies and bags are built on the host"),
     flag_var("GTADOC_GPU_DEVICE_CHECKS", kDebug, "1",
              "0: a shard read for the GPU engine has its whole grammar checked on the host, not "
              "its frame on the host and its bodies on the device"),
