@@ -142,9 +142,9 @@ GpuShard::GpuShard(ShardGrammar& grammar, std::shared_ptr<plan::ShardLayout> pre
     prepared = std::make_shared<plan::ShardLayout>(plan::build_shard_layout(
         grammar, ctx->host_exec(), nullptr, plan::gpu_layout_parts()));
   plan::ShardLayout& layout = *prepared;
-  // The bodies re-encoded on the host (host-built bags), else here on the device.
-  const bool encode_on_device = layout.body.empty() && !layout.has_bags;
-  GTADOC_EXPECTS((encode_on_device || layout.body.size() == grammar.symbols.size()) &&
+  // The bodies re-encoded on the host with the bags (LayoutParts::kAll), else here on the device.
+  const bool encode_on_device = !layout.has_bags;
+  GTADOC_EXPECTS(layout.body.size() == (encode_on_device ? 0 : grammar.symbols.size()) &&
                      layout.num_docs == grammar.num_docs,
                  "gpu engine: the prepared layout is not this shard's");
   mark("layout");
