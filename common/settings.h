@@ -127,6 +127,9 @@ inline constexpr Variable kVariables[] = {
     word_var("GTADOC_GPU_UPLOAD", kTuning, "staged|double|registered|pageable", "staged",
              "how large host arrays reach the GPU: through pinned slots (staged), through two "
              "half slots per thread (double), registered for the copy, or by the driver"),
+    flag_var("GTADOC_MALLOC_KEEP", kTuning, "1",
+             "0: glibc's allocator gives freed blocks of a few MiB back to the system at once "
+             "(its defaults) instead of keeping them for the next shard"),
     flag_var("GTADOC_GPU_WARMUP", kTuning, "1",
              "0: --engine gpu does not start CUDA beside MPI's start"),
 

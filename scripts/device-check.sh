@@ -100,6 +100,14 @@ note "gtadoc device check, $(date -u +%Y-%m-%dT%H:%M:%SZ), sources $("$ROOT/scri
 step environment bash -c 'nvidia-smi; nvcc --version; cmake --version; ninja --version; \
   (command -v compute-sanitizer && compute-sanitizer --version) || echo "no compute-sanitizer"'
 
+# Libraries the image lacks, carried as .deb packages in .deps/ (scripts/device-deps.sh):
+# unpacked into the build directory and found there by CMake.
+if compgen -G "$ROOT/.deps/*.deb" >/dev/null; then
+  prefix=$("$ROOT/scripts/device-deps.sh" unpack "$BUILD_DIR/deps")
+  export CMAKE_PREFIX_PATH=$prefix${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}
+  note "libraries from .deps: $(cd "$ROOT/.deps" && echo *.deb)"
+fi
+
 GEN=()
 command -v ninja >/dev/null 2>&1 && GEN=(-G Ninja)
 # The CUDA20 options help CMake versions that do not know nvcc's C++20 flag yet (harmless else).
@@ -110,6 +118,7 @@ if ! step configure cmake -S "$ROOT" -B "$BUILD_DIR" "${GEN[@]}" -DCMAKE_BUILD_T
   note "configure failed: nothing else to do"
   exit 1
 fi
+note "$(grep -o "archive chunks: .*" "$OUT/configure.log" || echo "archive chunks: ?")"
 if ! grep -q "CUDA=ON" "$OUT/configure.log"; then
   note "FAIL  CMake did not enable CUDA (see configure.log)"
   failed=1
