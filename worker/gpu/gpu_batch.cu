@@ -156,7 +156,7 @@ std::unique_ptr<GpuShard> merge_shards(const std::vector<const GpuShard*>& shard
     const GpuShard& s = *shards[i];
     GTADOC_EXPECTS(s.ctx == ctx && s.batch_shards == 1, "merge_shards: foreign shard");
     inner_levels[i].assign(s.g.level_offsets.begin(), s.g.level_offsets.end() - 1);
-    shapes[i] = {inner_levels[i], s.num_docs, s.g.first_doc, s.local_words};
+    shapes[i] = {inner_levels[i], s.num_docs, s.g.first_doc, s.g.local_words};
   }
   const BatchPlan plan = plan_batch(shapes);
   phases.mark("plan");
@@ -167,8 +167,8 @@ std::unique_ptr<GpuShard> merge_shards(const std::vector<const GpuShard*>& shard
   m.inner = plan.inner;
   m.num_docs = plan.num_docs;
   m.units = plan.units();
-  m.local_words = plan.words;
-  m.g.num_words = static_cast<uint32_t>(plan.words.size());  // the union of the shards' words
+  m.g.local_words = plan.words;  // the union of the shards' words
+  m.g.num_words = static_cast<uint32_t>(plan.words.size());
   m.g.num_docs = plan.num_docs;
   m.g.first_doc = plan.doc_ids.empty() ? shards.front()->g.first_doc : plan.doc_ids.front();
   m.g.level_offsets = plan.level_offsets;

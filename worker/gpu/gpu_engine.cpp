@@ -343,7 +343,7 @@ class GpuEngine final : public Engine {
     if (todo.size() < 2) return;
     std::vector<plan::Vocab> built(todo.size());
     parallel_for(todo.size(), threads == 0 ? usable_cpus() : threads,
-                 [&](size_t i) { built[i] = plan::build_vocab(todo[i]->local_words, norm); });
+                 [&](size_t i) { built[i] = plan::build_vocab(todo[i]->g.local_words, norm); });
     ctx_->activate();
     for (size_t i = 0; i < todo.size(); ++i)
       (void)prepared_vocab(*todo[i], norm, ctx_->pool, &built[i]);

@@ -174,15 +174,15 @@ class GpuShard final : public LoadedShard {
   /// Unique per loaded shard in the process (batch cache keys; addresses may be reused).
   uint64_t serial = 0;
   uint32_t batch_shards = 1;  ///< shards merged into this one (1: a loaded shard)
-  /// A loaded shard: its grammar without the symbols (on the device, re-encoded as `body`). A
-  /// batch: num_words, num_docs, first_doc (of its first document), level_offsets (inner levels
-  /// only) and rule_length (inner rules) only.
+  /// A loaded shard: its grammar without the symbols (on the device, re-encoded as `body`); its
+  /// local_words are the shard's vocabulary (local word index -> global word id, ascending). A
+  /// batch: local_words (the union of its shards'), num_words, num_docs, first_doc (of its first
+  /// document), level_offsets (inner levels only) and rule_length (inner rules) only.
   ShardGrammar g;
   uint32_t inner = 0;  ///< rules other than the root
   uint32_t num_docs = 0;
   uint32_t units = 0;               ///< inner + num_docs
   uint64_t S = 0;                   ///< symbols of all bodies
-  std::vector<WordId> local_words;  ///< local word index -> global word id (ascending)
 
   DeviceBuffer<uint32_t> body;        ///< S re-encoded symbols
   DeviceBuffer<uint32_t> sym_unit;    ///< S: unit of each position (kNoUnit at boundaries)

@@ -246,7 +246,7 @@ GpuShard::GpuShard(ShardGrammar& grammar, std::shared_ptr<plan::ShardLayout> pre
                         ch_unit.data(), pool.stream());
     ranges_of_positions(tm_off.data(), tm_off.data() + 1, units, tm_unit.size(), plan::kNoUnit,
                         tm_unit.data(), pool.stream());
-  } else if (!build_bags_on_device(*this, static_cast<uint32_t>(layout.local_words.size()),
+  } else if (!build_bags_on_device(*this, static_cast<uint32_t>(grammar.local_words.size()),
                                    positions)) {
     rejected();
   }
@@ -269,7 +269,6 @@ GpuShard::GpuShard(ShardGrammar& grammar, std::shared_ptr<plan::ShardLayout> pre
     h_ch_off = std::move(layout.children.off);
     h_tm_off = std::move(layout.terms.off);
   }
-  local_words = std::move(layout.local_words);
   g = std::move(grammar);
   // The symbols, the re-encoded bodies, the units' beginnings and the schedule are on the device
   // now: their memory goes to the next shard's read and layout (common/recycled_arrays.h).

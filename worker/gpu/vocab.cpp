@@ -15,7 +15,7 @@ std::shared_ptr<const PreparedVocab> prepared_vocab(const GpuShard& s, const Nor
     if (it != s.cache.vocab.end()) return it->second;
   }
   auto pv = std::make_shared<PreparedVocab>();
-  pv->vocab = built != nullptr ? std::move(*built) : plan::build_vocab(s.local_words, norm);
+  pv->vocab = built != nullptr ? std::move(*built) : plan::build_vocab(s.g.local_words, norm);
   pv->lnorm = DeviceBuffer<uint32_t>(pv->vocab.lnorm, pool);
   pv->item_word = DeviceBuffer<uint32_t>(pv->vocab.item_word, pool);
   if (cacheable) {

@@ -88,10 +88,10 @@ ShardLayout build_shard_layout(const ShardGrammar& g, const Exec& ex, StepTimes*
   const uint64_t S = g.symbols.size();
   const uint64_t units = s.num_units();
 
-  // 1. The shard's own vocabulary (the grammar's local words) and (kAll) its bodies re-encoded:
+  // 1. (kAll) The shard's own vocabulary (the grammar's local words) and its bodies re-encoded:
   // words keep their local ids, rules get kRuleFlag. Nothing here is sized by the dictionary.
-  s.local_words = g.local_words;
   if (parts == LayoutParts::kAll) {
+    s.local_words = g.local_words;
     s.body = recycled::take(S);  // pages already in memory, when one is held
     resize_on_huge_pages(s.body, S);
     ex.parallel_for(0, S, 1 << 16, [&](unsigned, uint64_t lo, uint64_t hi) {

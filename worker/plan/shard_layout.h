@@ -41,8 +41,10 @@ inline constexpr uint32_t kNoUnit = 0xFFFFFFFFu;
 struct ShardLayout {
   uint32_t num_inner = 0;  ///< rules other than the root
   uint32_t num_docs = 0;
-  std::vector<WordId> local_words;  ///< shard-local word index -> global word id (ascending)
-  std::vector<uint32_t> body;       ///< the grammar's symbols re-encoded (kRuleFlag); kAll only
+  /// Shard-local word index -> global word id (ascending): the grammar's local_words, copied
+  /// (kAll only: with kUnits the engine reads the grammar's own, which it keeps).
+  std::vector<WordId> local_words;
+  std::vector<uint32_t> body;  ///< the grammar's symbols re-encoded (kRuleFlag); kAll only
   std::vector<uint64_t> unit_begin, unit_end;  ///< absolute [begin, end) of each unit's body
   /// False when built without them (LayoutParts::kUnits): children, terms, root_uses and
   /// level_of are then empty, for an engine that derives them itself (the GPU engine's load).
@@ -64,9 +66,9 @@ struct ShardLayout {
 /// Seconds spent in each step of build_shard_layout, in step order (for benchmarks).
 using StepTimes = std::vector<std::pair<std::string, double>>;
 
-/// What build_shard_layout builds: everything, or the vocabulary and units only (`body` left
+/// What build_shard_layout builds: everything, or the units only (`body` and `local_words` left
 /// empty: the GPU engine uploads the grammar's symbols and re-encodes them on the device with
-/// layout_code, as here).
+/// layout_code, as here, and reads the vocabulary from the grammar it keeps).
 enum class LayoutParts { kAll, kUnits };
 
 /// Builds the layout of `g` (already validated by formats/grammar.h's validate_grammar) on the
