@@ -3,8 +3,10 @@
 // decisions, and the traversal plan's choice of operators for every task and traversal.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <map>
+#include <numeric>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -177,6 +179,18 @@ TEST(ShardLayoutTest, MatchesTheGrammarOnAnyThreadCount) {
             EXPECT_GT(len, kWarpMaxBody);
           }
         }
+        // Exactly a stable sort of the level's rules by (class, thread-class body length).
+        std::vector<uint32_t> expect(hi - lo);
+        std::iota(expect.begin(), expect.end(), lo);
+        auto order = [&](uint32_t r) {
+          const uint64_t len = b.body_length(r);
+          return len <= kThreadMaxBody ? len
+                 : len <= kWarpMaxBody ? uint64_t{kThreadMaxBody} + 1
+                                       : uint64_t{kThreadMaxBody} + 2;
+        };
+        std::stable_sort(expect.begin(), expect.end(),
+                         [&](uint32_t x, uint32_t y) { return order(x) < order(y); });
+        EXPECT_EQ(rules, expect);
         std::sort(rules.begin(), rules.end());
         for (uint32_t i = 0; i < rules.size(); ++i) EXPECT_EQ(rules[i], lo + i);
       }

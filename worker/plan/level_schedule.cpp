@@ -25,25 +25,34 @@ LevelSchedules build_schedules(const BodyLength& body_len, std::span<const uint3
     GTADOC_EXPECTS(lo <= hi && hi <= inner, "level schedule: bad level offsets");
     LevelSchedule& ls = out.levels[h];
     ls.begin = static_cast<uint32_t>(sched.size());
-    // Thread class: counting sort by body length.
+    // One pass counts the thread class by body length (a counting sort) and the other two
+    // classes; a second places every rule: thread class by body length, then warp and block
+    // classes, each in rule order.
     std::fill(std::begin(by_len), std::end(by_len), 0u);
-    for (uint32_t r = lo; r < hi; ++r)
-      if (body_len(r) <= kThreadMaxBody) ++by_len[body_len(r) + 1];
+    uint32_t warps = 0;
+    for (uint32_t r = lo; r < hi; ++r) {
+      const uint64_t len = body_len(r);
+      if (len <= kThreadMaxBody)
+        ++by_len[len + 1];
+      else if (len <= kWarpMaxBody)
+        ++warps;
+    }
     for (uint32_t i = 0; i <= kThreadMaxBody; ++i) by_len[i + 1] += by_len[i];
     ls.threads = by_len[kThreadMaxBody + 1];
-    sched.resize(sched.size() + ls.threads);
-    for (uint32_t r = lo; r < hi; ++r)
-      if (body_len(r) <= kThreadMaxBody) sched[ls.begin + by_len[body_len(r)]++] = r;
-    for (uint32_t r = lo; r < hi; ++r)
-      if (body_len(r) > kThreadMaxBody && body_len(r) <= kWarpMaxBody) {
-        sched.push_back(r);
-        ++ls.warps;
-      }
-    for (uint32_t r = lo; r < hi; ++r)
-      if (body_len(r) > kWarpMaxBody) {
-        sched.push_back(r);
-        ++ls.blocks;
-      }
+    ls.warps = warps;
+    ls.blocks = (hi - lo) - ls.threads - warps;
+    sched.resize(sched.size() + (hi - lo));
+    uint32_t* dst = sched.data() + ls.begin;
+    uint32_t warp_at = ls.threads, block_at = ls.threads + warps;
+    for (uint32_t r = lo; r < hi; ++r) {
+      const uint64_t len = body_len(r);
+      if (len <= kThreadMaxBody)
+        dst[by_len[len]++] = r;
+      else if (len <= kWarpMaxBody)
+        dst[warp_at++] = r;
+      else
+        dst[block_at++] = r;
+    }
   }
   GTADOC_EXPECTS(sched.size() == inner, "level schedule: the levels do not cover the rules");
   return out;
