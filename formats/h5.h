@@ -154,6 +154,10 @@ void nbit_pack(const void* values, uint64_t count, Width mem, unsigned bits, uns
 /// ceil(count * bits / 8)) into `out`, `mem` wide. False when `packed` is too short.
 bool nbit_unpack(const unsigned char* packed, uint64_t packed_bytes, uint64_t count, unsigned bits,
                  Width mem, void* out);
+/// Whether nbit_unpack may use the processor's SIMD instructions (AVX2, where it has them; on by
+/// default): sets it (`on` is ignored without them) and returns the previous setting. For tests
+/// and benchmarks comparing the two paths; not to be called while another thread unpacks.
+bool nbit_simd(bool on);
 
 /// Largest chunk, in bytes, of the datasets written here.
 inline constexpr uint64_t kMaxChunkBytes = uint64_t{1} << 20;

@@ -32,34 +32,42 @@ std::vector<unsigned char> model_pack(const std::vector<uint64_t>& values, unsig
 
 TEST(Nbit, PackAndUnpackAgreeWithTheBitModel) {
   std::mt19937_64 rng(11);
-  for (unsigned bits = 1; bits <= 32; ++bits)
-    for (uint64_t n : {0, 1, 2, 3, 7, 8, 9, 63, 64, 65, 1000}) {
-      std::vector<uint64_t> values(n);
-      for (uint64_t& v : values) v = rng() & ((uint64_t{1} << bits) - 1);
-      if (n > 0) values[n / 2] = (uint64_t{1} << bits) - 1;  // the largest value
-      std::vector<unsigned char> packed(n * bits / 8 + 1, 0xa5);
-      h5::nbit_pack(values.data(), n, h5::Width::kU64, bits, packed.data());
-      ASSERT_EQ(packed, model_pack(values, bits)) << bits << " bits, " << n << " values";
-      // Read from exactly the bytes the values take (no slack after them), into every width
-      // that holds them.
-      const uint64_t need = (n * bits + 7) / 8;
-      std::vector<unsigned char> exact(packed.begin(), packed.begin() + need);
-      std::vector<uint64_t> back64(n, 7);
-      ASSERT_TRUE(h5::nbit_unpack(exact.data(), need, n, bits, h5::Width::kU64, back64.data()));
-      ASSERT_EQ(back64, values) << bits << " bits, " << n << " values";
-      std::vector<uint32_t> back32(n, 7);
-      ASSERT_TRUE(h5::nbit_unpack(exact.data(), need, n, bits, h5::Width::kU32, back32.data()));
-      ASSERT_TRUE(std::equal(back32.begin(), back32.end(), values.begin()));
-      if (bits <= 16) {
-        std::vector<uint16_t> back16(n, 7);
-        ASSERT_TRUE(h5::nbit_unpack(exact.data(), need, n, bits, h5::Width::kU16, back16.data()));
-        ASSERT_TRUE(std::equal(back16.begin(), back16.end(), values.begin()));
+  // With the processor's SIMD unpacking (where it has it) and without.
+  struct Restore {
+    bool simd = h5::nbit_simd(true);
+    ~Restore() { h5::nbit_simd(simd); }
+  } restore;
+  for (bool simd : {true, false})
+    for (unsigned bits = 1; bits <= 32; ++bits)
+      for (uint64_t n : {0, 1, 2, 3, 7, 8, 9, 15, 16, 17, 63, 64, 65, 1000, 4099}) {
+        h5::nbit_simd(simd);
+        SCOPED_TRACE(simd ? "simd" : "scalar");
+        std::vector<uint64_t> values(n);
+        for (uint64_t& v : values) v = rng() & ((uint64_t{1} << bits) - 1);
+        if (n > 0) values[n / 2] = (uint64_t{1} << bits) - 1;  // the largest value
+        std::vector<unsigned char> packed(n * bits / 8 + 1, 0xa5);
+        h5::nbit_pack(values.data(), n, h5::Width::kU64, bits, packed.data());
+        ASSERT_EQ(packed, model_pack(values, bits)) << bits << " bits, " << n << " values";
+        // Read from exactly the bytes the values take (no slack after them), into every width
+        // that holds them.
+        const uint64_t need = (n * bits + 7) / 8;
+        std::vector<unsigned char> exact(packed.begin(), packed.begin() + need);
+        std::vector<uint64_t> back64(n, 7);
+        ASSERT_TRUE(h5::nbit_unpack(exact.data(), need, n, bits, h5::Width::kU64, back64.data()));
+        ASSERT_EQ(back64, values) << bits << " bits, " << n << " values";
+        std::vector<uint32_t> back32(n, 7);
+        ASSERT_TRUE(h5::nbit_unpack(exact.data(), need, n, bits, h5::Width::kU32, back32.data()));
+        ASSERT_TRUE(std::equal(back32.begin(), back32.end(), values.begin()));
+        if (bits <= 16) {
+          std::vector<uint16_t> back16(n, 7);
+          ASSERT_TRUE(h5::nbit_unpack(exact.data(), need, n, bits, h5::Width::kU16, back16.data()));
+          ASSERT_TRUE(std::equal(back16.begin(), back16.end(), values.begin()));
+        }
+        if (need > 0) {
+          EXPECT_FALSE(
+              h5::nbit_unpack(exact.data(), need - 1, n, bits, h5::Width::kU64, back64.data()));
+        }
       }
-      if (need > 0) {
-        EXPECT_FALSE(
-            h5::nbit_unpack(exact.data(), need - 1, n, bits, h5::Width::kU64, back64.data()));
-      }
-    }
   uint32_t one = 0;
   const unsigned char byte = 0xff;
   EXPECT_FALSE(h5::nbit_unpack(&byte, 1, 1, 0, h5::Width::kU32, &one));
