@@ -23,16 +23,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <sys/uio.h>
 #include <ucontext.h>
 #include <unistd.h>
-#include <sys/uio.h>
 #define DEPTH 16
 #define MAXS 2000000
 static uintptr_t (*samples)[DEPTH];
 static atomic_long nsamp;
 
 static void on_prof(int sig, siginfo_t* si, void* uc_) {
-  (void)sig; (void)si;
+  (void)sig;
+  (void)si;
   ucontext_t* uc = uc_;
   long i = atomic_fetch_add(&nsamp, 1);
   if (i >= MAXS) return;
@@ -62,10 +63,12 @@ static void dump(void) {
   snprintf(path, sizeof path, "%s.%d", out, (int)getpid());
   FILE* f = fopen(path, "w");
   if (!f) return;
-  long n = atomic_load(&nsamp); if (n > MAXS) n = MAXS;
+  long n = atomic_load(&nsamp);
+  if (n > MAXS) n = MAXS;
   fprintf(f, "samples %ld\n", n);
   for (long i = 0; i < n; ++i) {
-    for (int d = 0; d < DEPTH && samples[i][d]; ++d) fprintf(f, "%lx ", (unsigned long)samples[i][d]);
+    for (int d = 0; d < DEPTH && samples[i][d]; ++d)
+      fprintf(f, "%lx ", (unsigned long)samples[i][d]);
     fputc('\n', f);
   }
   fprintf(f, "maps\n");
@@ -79,8 +82,10 @@ static void dump(void) {
 __attribute__((constructor)) static void start(void) {
   if (!getenv("PROF_OUT")) return;
   samples = calloc(MAXS, sizeof *samples);
-  struct sigaction sa; memset(&sa, 0, sizeof sa);
-  sa.sa_sigaction = on_prof; sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = on_prof;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
   sigaction(SIGPROF, &sa, NULL);
   long us = getenv("PROF_US") ? atol(getenv("PROF_US")) : 500;
   struct itimerval t = {{0, us}, {0, us}};
