@@ -11,7 +11,9 @@ namespace gtadoc {
 
 /// Applies the thresholds above unless GTADOC_MALLOC_KEEP=0 or GLIBC_TUNABLES sets the
 /// allocator's own (the user's choice wins). Call it once, first thing in main, before any thread
-/// starts. Returns whether it changed them. Without glibc it does nothing.
+/// starts, in processes whose memory budget does not count on freed memory going back (the CLI
+/// calls it for every command but compress). Returns whether it changed them. Without glibc it
+/// does nothing.
 bool keep_freed_blocks();
 
 }  // namespace gtadoc
