@@ -126,7 +126,12 @@ __attribute__((target("avx2"))) uint64_t unpack_groups_avx2(const unsigned char*
   return groups * 8;
 }
 
-std::atomic<bool> g_use_avx2{__builtin_cpu_supports("avx2") != 0};
+bool cpu_has_avx2() {
+  __builtin_cpu_init();  // idempotent; needed where this runs before libgcc's own constructor
+  return __builtin_cpu_supports("avx2") != 0;
+}
+
+std::atomic<bool> g_use_avx2{cpu_has_avx2()};
 #endif
 
 /// 32-bit values of B bits: the AVX2 groups where they apply, then the scalar groups and the
@@ -174,7 +179,7 @@ void nbit_pack(const void* values, uint64_t count, Width mem, unsigned bits, uns
 bool nbit_simd(bool on) {
 #if defined(GTADOC_NBIT_AVX2)
   const bool had = g_use_avx2.load();
-  g_use_avx2.store(on && __builtin_cpu_supports("avx2") != 0);
+  g_use_avx2.store(on && cpu_has_avx2());
   return had;
 #else
   (void)on;
