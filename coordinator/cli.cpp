@@ -202,10 +202,10 @@ int cli_main(int argc, char** argv) {
   // (all of them for a run on several GPUs without a launcher, `--gpus`).
   std::string narrowed;
   try {
+    Comm::prepare_environment();  // setenv: before the warm-up's thread reads the environment
     // Before any thread starts (common/malloc_tuning.h); not for compress, whose memory budget
     // counts on freed memory going back to the system.
     if (command_of(argc, argv).first != "compress") keep_freed_blocks();
-    Comm::prepare_environment();  // setenv: before the warm-up's thread reads the environment
     const int gpus = ranks_in_job_from_env() == 1 ? gpus_asked(argc, argv) : 0;
     if (gpus != -1 && gpus <= 1)
       narrowed = narrow_visible_gpus(

@@ -1,9 +1,9 @@
 // Load-time work of the GPU engine, done once per shard and reused by every query: the plan
-// layer's shard layout (worker/plan/shard_layout.h: local vocabulary and units, and with
-// GTADOC_GPU_HOST_BAGS=1 the re-encoded bodies, bags and root uses built on the host as the CPU
-// engine builds them) uploaded; the grammar's symbols re-encoded, the unit of every position and
-// the bags derived on the device; and the per-level schedules of the static DAG grouped by
-// workload class.
+// layer's shard layout (worker/plan/shard_layout.h: the units, and with GTADOC_GPU_HOST_BAGS=1
+// the re-encoded bodies, bags and root uses built on the host as the CPU engine builds them)
+// uploaded, the vocabulary read from the grammar the shard keeps; the grammar's symbols re-encoded,
+// the unit of every position and the bags derived on the device; and the per-level schedules of the
+// static DAG grouped by workload class.
 #include <algorithm>
 #include <atomic>
 #include <string>
