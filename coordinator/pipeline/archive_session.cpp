@@ -257,8 +257,17 @@ double ArchiveSession::warm_up() {
   q.top = 1;
   std::vector<LoadedShard*> ptrs;
   for (auto& l : loaded_) ptrs.push_back(l.get());
+  std::future<void> order;
   try {
     const Normalization& norm = normalization(false, false);
+    // The words' sequence order (what a first sequence query would make: 0.56 s for 30 M words
+    // on the H100 host) made beside the engine's preparation, from the dictionary read above.
+    order = std::async(std::launch::async, [this, n = QueryOptions{}.n] {
+      try {
+        (void)sequence_order(false, false, n);
+      } catch (const std::exception&) {  // made again, and reported, by the query that needs it
+      }
+    });
     engine_->prepare_shards(ptrs, q, norm, threads_);
     std::vector<ShardRunStats> stats;
     engine_->run_batch(ptrs, q, norm, stats, threads_);
@@ -266,6 +275,7 @@ double ArchiveSession::warm_up() {
     spdlog::warn("preparing the resident shards for queries failed ({}); the first query will",
                  e.what());
   }
+  if (order.valid()) order.wait();
   return timer.seconds();
 }
 

@@ -15,6 +15,7 @@
 #include "common/error.h"
 #include "formats/grammar.h"
 #include "tests/testutil/grammars.h"
+#include "worker/plan/level_schedule.h"
 #include "worker/plan/selector.h"
 #include "worker/plan/shard_layout.h"
 #include "worker/plan/thread_pool.h"
@@ -209,6 +210,48 @@ TEST(ShardLayoutTest, MatchesTheGrammarOnAnyThreadCount) {
       }
     }
   }
+}
+
+// A batch's merged levels hold millions of rules: sorted in parts on several threads, the
+// schedule is the one thread's, a stable sort of every level by (class, body length).
+TEST(LevelScheduleTest, LargeLevelsOnSeveralThreadsAreTheStableSort) {
+  const std::vector<uint32_t> level_offsets{0, 1'500'000, 1'500'003, 2'100'000};
+  const uint32_t inner = level_offsets.back();
+  std::vector<uint64_t> len(inner);
+  uint64_t x = 88172645463325252ull;
+  for (uint64_t& l : len) {  // every class, most rules short
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    l = x % 8 == 0 ? x % 3000 : x % 40;
+  }
+  const LevelSchedules one = build_level_schedules(len, level_offsets, inner, 1);
+  for (unsigned threads : {2u, 5u, 0u}) {
+    const LevelSchedules many = build_level_schedules(len, level_offsets, inner, threads);
+    EXPECT_EQ(many.sched, one.sched) << threads << " threads";
+    ASSERT_EQ(many.levels.size(), one.levels.size());
+    for (size_t h = 0; h < one.levels.size(); ++h) {
+      const LevelSchedule &a = many.levels[h], &b = one.levels[h];
+      EXPECT_EQ(std::tie(a.begin, a.threads, a.warps, a.blocks),
+                std::tie(b.begin, b.threads, b.warps, b.blocks));
+    }
+  }
+  auto key = [&](uint32_t r) {
+    return len[r] <= kThreadMaxBody ? len[r]
+           : len[r] <= kWarpMaxBody ? uint64_t{kThreadMaxBody} + 1
+                                    : uint64_t{kThreadMaxBody} + 2;
+  };
+  for (size_t h = 0; h + 1 < level_offsets.size(); ++h) {
+    std::vector<uint32_t> expect(level_offsets[h + 1] - level_offsets[h]);
+    std::iota(expect.begin(), expect.end(), level_offsets[h]);
+    std::stable_sort(expect.begin(), expect.end(),
+                     [&](uint32_t a, uint32_t b) { return key(a) < key(b); });
+    const std::vector<uint32_t> got(one.sched.begin() + level_offsets[h],
+                                    one.sched.begin() + level_offsets[h + 1]);
+    EXPECT_EQ(got, expect) << "level " << h;
+    const LevelSchedule& ls = one.levels[h];
+    EXPECT_EQ(ls.begin, level_offsets[h]);
+    EXPECT_EQ(uint64_t{ls.threads} + ls.warps + ls.blocks, expect.size());
+  }
+  EXPECT_THROW(build_level_schedules(len, std::vector<uint32_t>{5, inner}, inner, 4), Error);
 }
 
 TEST(VocabTest, ItemsAreTheSurvivingNormalizedIdsInOrder) {

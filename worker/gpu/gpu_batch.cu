@@ -6,8 +6,11 @@
 // Built from the shards' resident device arrays with device-to-device gathers (each merged array
 // is a concatenation of blocks of consecutive units of one shard, so one kernel per array finds
 // its block by a binary search over a few hundred segments and remaps symbols, units and items
-// through small maps); only the maps, offsets and the level schedule come from the host. The
-// batch costs device memory about the size of its shards; the engine caches it per set of shards.
+// through small maps); the units' body ranges are derived there from the shards' own. Only the
+// maps, the blocks' places, the CSR offsets and the level schedule come from the host, whose
+// passes over the merged units (hundreds of millions in a batch of hundreds of shards) run on
+// every core. The batch costs device memory about the size of its shards; the engine caches it
+// per set of shards.
 #include <algorithm>
 #include <memory>
 #include <span>
@@ -26,6 +29,8 @@ namespace {
 struct PartView {
   const uint32_t* body;
   const uint32_t* sym_unit;
+  const uint64_t* unit_begin;
+  const uint64_t* unit_end;
   const uint32_t* unit[2];  ///< [0] children, [1] terms
   const uint32_t* item[2];
   const uint32_t* cnt[2];
@@ -128,15 +133,36 @@ __global__ void compact_used_kernel(const uint64_t* uses, const uint64_t* pos, u
     if (uses[i] != 0) out[pos[i]] = static_cast<uint32_t>(i);
 }
 
-/// A shard's per-unit body offsets: rules at their body, documents at their segment, the
-/// boundary after a document counted in its range; the last entry is S.
-std::vector<uint64_t> body_offsets(const GpuShard& s) {
-  std::vector<uint64_t> off(uint64_t{s.units} + 1);
-  for (uint32_t r = 0; r < s.inner; ++r) off[r] = s.g.rule_offsets[r];
-  for (uint32_t d = 0; d < s.num_docs; ++d) off[s.inner + d] = s.g.doc_segment(d).first;
-  off[s.units] = s.S;
-  if (s.num_docs == 0) off[s.inner] = s.S;
-  return off;
+/// The body ranges of the merged units: unit u of block b (merged units [first[b], first[b + 1]))
+/// begins at body[b], the block's start in the merged body, plus its distance from the block's
+/// first unit in its shard, and keeps its length.
+struct BlockView {
+  const uint64_t* first;  ///< nblocks + 1: the blocks' first merged units, then the units
+  const uint32_t* src;    ///< the shard's unit of each block's first unit
+  const uint32_t* part;
+  const uint64_t* body;
+  uint64_t n;
+};
+
+__global__ void unit_ranges_kernel(BlockView bl, const PartView* parts, uint64_t units,
+                                   uint64_t* begin, uint64_t* end) {
+  for (uint64_t u = global_thread(); u < units; u += global_stride()) {
+    const uint64_t b = find_segment(bl.first, bl.n, u);
+    const PartView& p = parts[bl.part[b]];
+    const uint64_t src0 = bl.src[b], src = src0 + (u - bl.first[b]);
+    const uint64_t at = bl.body[b] + (p.unit_begin[src] - p.unit_begin[src0]);
+    begin[u] = at;
+    end[u] = at + (p.unit_end[src] - p.unit_begin[src]);
+  }
+}
+
+/// Where unit u of shard s begins in its body (u == units: the body's end), as the shard's
+/// unit_begin has it: rules at their body, documents at their segment; the boundary after a
+/// document belongs to its range.
+uint64_t unit_offset(const GpuShard& s, uint64_t u) {
+  if (u >= s.units) return s.S;
+  if (u < s.inner) return s.g.rule_offsets[u];
+  return s.g.doc_segment(static_cast<uint32_t>(u - s.inner)).first;
 }
 
 }  // namespace
@@ -186,25 +212,25 @@ std::unique_ptr<GpuShard> merge_shards(const std::vector<const GpuShard*>& shard
     m.g.rule_length = gather_units<uint64_t>(plan, rl, false);
   }
 
-  // 2. Placements of the per-unit arrays.
-  std::vector<std::vector<uint64_t>> boffs(shards.size());
-  std::vector<std::span<const uint64_t>> bspan(shards.size()), chs(shards.size()),
-      tms(shards.size());
-  // Hundreds of shards of ~10^5-10^6 units each: their offsets side by side.
-  parallel_for(shards.size(), 0, [&](size_t i) { boffs[i] = body_offsets(*shards[i]); });
+  // 2. Placements of the per-unit arrays. The bodies' per-unit offsets are derived on the device
+  // (unit_ranges_kernel); the CSRs' are kept on the host too (the selector's estimates).
+  std::vector<uint64_t> body_start;  // each block's start in the merged body
+  const std::vector<BatchSegment> body_segs = plan_block_segments(
+      plan,
+      [&](const BatchBlock& b) {
+        const GpuShard& s = *shards[b.shard];
+        return std::pair<uint64_t, uint64_t>{unit_offset(s, b.src_unit),
+                                             unit_offset(s, uint64_t{b.src_unit} + b.count)};
+      },
+      body_start);
+  std::vector<std::span<const uint64_t>> chs(shards.size()), tms(shards.size());
   for (size_t i = 0; i < shards.size(); ++i) {
-    bspan[i] = boffs[i];
     chs[i] = shards[i]->h_ch_off;
     tms[i] = shards[i]->h_tm_off;
   }
-  std::vector<uint64_t> ub;
-  const std::vector<BatchSegment> body_segs = plan_segments(plan, bspan, ub);
   const std::vector<BatchSegment> ch_segs = plan_segments(plan, chs, m.h_ch_off);
   const std::vector<BatchSegment> tm_segs = plan_segments(plan, tms, m.h_tm_off);
-  m.S = ub.back();
-  ub.pop_back();
-  std::vector<uint64_t> ue(m.units);
-  for (uint32_t u = 0; u < m.units; ++u) ue[u] = ub[u] + m.h_body_len[u];
+  m.S = body_start.back();
   // Inner rules: segments over rule ids (the rule blocks).
   std::vector<BatchSegment> rule_segs;
   for (const BatchBlock& b : plan.blocks)
@@ -218,6 +244,8 @@ std::unique_ptr<GpuShard> merge_shards(const std::vector<const GpuShard*>& shard
     const GpuShard& s = *shards[i];
     hparts[i] = PartView{s.body.data(),
                          s.sym_unit.data(),
+                         s.unit_begin.data(),
+                         s.unit_end.data(),
                          {s.ch_unit.data(), s.tm_unit.data()},
                          {s.ch_item.data(), s.tm_item.data()},
                          {s.ch_cnt.data(), s.tm_cnt.data()},
@@ -231,8 +259,27 @@ std::unique_ptr<GpuShard> merge_shards(const std::vector<const GpuShard*>& shard
   phases.mark("maps");
 
   // 4. Bodies, unit ranges, CSRs, root uses.
-  m.unit_begin = DeviceBuffer<uint64_t>(ub, pool);
-  m.unit_end = DeviceBuffer<uint64_t>(ue, pool);
+  m.unit_begin = DeviceBuffer<uint64_t>(m.units, pool);
+  m.unit_end = DeviceBuffer<uint64_t>(m.units, pool);
+  if (m.units > 0) {
+    const size_t nb = plan.blocks.size();
+    std::vector<uint64_t> first(nb + 1);
+    std::vector<uint32_t> src(nb), part(nb);
+    for (size_t b = 0; b < nb; ++b) {
+      first[b] = plan.blocks[b].dst_unit;
+      src[b] = plan.blocks[b].src_unit;
+      part[b] = plan.blocks[b].shard;
+    }
+    first[nb] = m.units;
+    const DeviceBuffer<uint64_t> d_first(first, pool), d_body(body_start, pool);
+    const DeviceBuffer<uint32_t> d_src(src, pool), d_part(part, pool);
+    const BlockView bl{d_first.data(), d_src.data(), d_part.data(), d_body.data(), nb};
+    unit_ranges_kernel<<<grid_for(m.units), kBlock, 0, st>>>(bl, parts.data(), m.units,
+                                                             m.unit_begin.data(),
+                                                             m.unit_end.data());
+    GTADOC_CHECK_LAUNCH();
+    ctx->stream.synchronize();  // before the blocks are freed
+  }
   m.body = DeviceBuffer<uint32_t>(m.S, pool);
   m.sym_unit = DeviceBuffer<uint32_t>(m.S, pool);
   if (m.S > 0) {
@@ -289,7 +336,7 @@ std::unique_ptr<GpuShard> merge_shards(const std::vector<const GpuShard*>& shard
   phases.mark("gathers");
 
   // 5. The level schedule of the merged levels.
-  build_level_schedule(m, plan.level_offsets);
+  build_level_schedule(m, plan.level_offsets, nullptr, 0);
   ctx->stream.synchronize();
   phases.mark("schedule");
   if (phases.enabled() && timings != nullptr) *timings = phases.summary();

@@ -215,9 +215,10 @@ class GpuShard final : public LoadedShard {
 
 /// Sets s.levels, s.sched and s.level_of from the inner levels `level_offsets` (H + 1 entries)
 /// and s.h_body_len: the static level schedule grouped by workload class, built here unless
-/// `prepared` (built ahead from the same lengths and levels) is given.
+/// `prepared` (built ahead from the same lengths and levels) is given, on up to `threads` threads
+/// (0: every CPU; for a batch's merged levels).
 void build_level_schedule(GpuShard& s, const std::vector<uint32_t>& level_offsets,
-                          plan::LevelSchedules* prepared = nullptr);
+                          plan::LevelSchedules* prepared = nullptr, unsigned threads = 1);
 
 // device_bags.cu
 /// Builds s.ch_*, s.tm_* (rows, units, items, counts), s.root_uses, s.top_rules and the host

@@ -64,13 +64,13 @@ void apply_wait_policy() {
 }
 
 void build_level_schedule(GpuShard& s, const std::vector<uint32_t>& level_offsets,
-                          plan::LevelSchedules* prepared) {
+                          plan::LevelSchedules* prepared, unsigned threads) {
   GTADOC_EXPECTS(!level_offsets.empty() && level_offsets.back() == s.inner,
                  "gpu engine: bad level offsets");
   const uint32_t inner_levels = static_cast<uint32_t>(level_offsets.size() - 1);
   plan::LevelSchedules built;
   if (prepared == nullptr) {
-    built = plan::build_level_schedules(s.h_body_len, level_offsets, s.inner);
+    built = plan::build_level_schedules(s.h_body_len, level_offsets, s.inner, threads);
     prepared = &built;
   }
   GTADOC_EXPECTS(prepared->levels.size() == inner_levels && prepared->sched.size() == s.inner,

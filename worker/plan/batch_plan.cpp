@@ -97,8 +97,9 @@ BatchPlan plan_batch(std::span<const BatchShardShape> shards) {
     if (!s.local_words.empty()) top = std::max(top, s.local_words.back());
   }
   plan::RankedIdSet words(total_words == 0 ? 0 : uint64_t{top} + 1);
-  for (const BatchShardShape& s : shards)
-    for (WordId w : s.local_words) words.insert(w);
+  parallel_for(shards.size(), 0, [&](size_t i) {
+    for (WordId w : shards[i].local_words) words.insert_concurrently(w);
+  });
   words.rank();
   p.words = words.members();
   p.word_base.resize(shards.size());
@@ -114,6 +115,10 @@ BatchPlan plan_batch(std::span<const BatchShardShape> shards) {
   return p;
 }
 
+void check_block_range(uint64_t first, uint64_t end) {
+  GTADOC_EXPECTS(first <= end, "batch plan: a block's range decreases");
+}
+
 std::vector<BatchSegment> plan_segments(const BatchPlan& plan,
                                         std::span<const std::span<const uint64_t>> offsets,
                                         std::vector<uint64_t>& merged_offsets) {
@@ -121,24 +126,17 @@ std::vector<BatchSegment> plan_segments(const BatchPlan& plan,
   // Where each block's range starts in the merged array (one pass over the blocks), then the
   // merged offsets of the blocks' units filled side by side: a batch of hundreds of shards has
   // hundreds of millions of units.
-  const size_t n = plan.blocks.size();
-  std::vector<uint64_t> start(n + 1, 0);
-  std::vector<BatchSegment> segs;
-  segs.reserve(n);
-  for (size_t i = 0; i < n; ++i) {
-    const BatchBlock& b = plan.blocks[i];
-    const std::span<const uint64_t> off = offsets[b.shard];
-    GTADOC_EXPECTS(uint64_t{b.src_unit} + b.count < off.size(),
-                   "plan_segments: offsets shorter than the shard's units");
-    const uint64_t src = off[b.src_unit], end = off[b.src_unit + b.count];
-    GTADOC_EXPECTS(src <= end, "plan_segments: decreasing offsets");
-    if (end > src)
-      segs.push_back({start[i], src, end - src, b.shard,
-                      static_cast<int64_t>(b.dst_unit) - static_cast<int64_t>(b.src_unit)});
-    start[i + 1] = start[i] + (end - src);
-  }
-  merged_offsets.assign(uint64_t{plan.units()} + 1, 0);
-  parallel_for(n, 0, [&](size_t i) {
+  std::vector<uint64_t> start;
+  const std::vector<BatchSegment> segs =
+      plan_block_segments(plan, [&](const BatchBlock& b) {
+        const std::span<const uint64_t> off = offsets[b.shard];
+        GTADOC_EXPECTS(uint64_t{b.src_unit} + b.count < off.size(),
+                       "plan_segments: offsets shorter than the shard's units");
+        return std::pair<uint64_t, uint64_t>{off[b.src_unit], off[b.src_unit + b.count]};
+      }, start);
+  std::vector<uint64_t>().swap(merged_offsets);
+  resize_on_huge_pages(merged_offsets, uint64_t{plan.units()} + 1);
+  parallel_for(plan.blocks.size(), 0, [&](size_t i) {
     const BatchBlock& b = plan.blocks[i];
     const std::span<const uint64_t> off = offsets[b.shard];
     const uint64_t src = off[b.src_unit];
@@ -148,7 +146,7 @@ std::vector<BatchSegment> plan_segments(const BatchPlan& plan,
       merged_offsets[b.dst_unit + k] = start[i] + (off[b.src_unit + k] - src);
     }
   });
-  merged_offsets[plan.units()] = start[n];
+  merged_offsets[plan.units()] = start.back();
   return segs;
 }
 

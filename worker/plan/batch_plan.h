@@ -17,10 +17,13 @@
 // rules of one level, or one shard's documents).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <vector>
 
+#include "common/big_alloc.h"
+#include "common/parallel.h"
 #include "common/types.h"
 
 namespace gtadoc {
@@ -79,24 +82,55 @@ struct BatchPlan {
 /// The merged numbering of `shards` (in the order given). Throws Error on inconsistent shapes.
 BatchPlan plan_batch(std::span<const BatchShardShape> shards);
 
+/// Throws Error unless first <= end (a block's range in plan_block_segments).
+void check_block_range(uint64_t first, uint64_t end);
+
+/// Where each block's range of a per-unit array goes: `range(b)` is block b's range [first, end)
+/// in its shard's array (for a unit range: the offset of its first unit and the offset after its
+/// last). Returns one segment per non-empty block and fills `block_start` (blocks + 1 entries)
+/// with each block's start in the merged array, the last entry its size. For arrays whose merged
+/// per-unit offsets are derived elsewhere (on the device): no pass over the units.
+template <class Range>
+std::vector<BatchSegment> plan_block_segments(const BatchPlan& plan, Range&& range,
+                                              std::vector<uint64_t>& block_start) {
+  const size_t n = plan.blocks.size();
+  block_start.assign(n + 1, 0);
+  std::vector<BatchSegment> segs;
+  segs.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    const BatchBlock& b = plan.blocks[i];
+    const auto [src, end] = range(b);
+    check_block_range(src, end);
+    if (end > src)
+      segs.push_back({block_start[i], src, end - src, b.shard,
+                      static_cast<int64_t>(b.dst_unit) - static_cast<int64_t>(b.src_unit)});
+    block_start[i + 1] = block_start[i] + (end - src);
+  }
+  return segs;
+}
+
 /// Placement of an array stored per unit in unit order: `offsets[i]` are shard i's per-unit
 /// offsets into its array (units_i + 1 entries, non-decreasing; a unit's range may include
 /// trailing entries no unit owns, e.g. boundaries after a document). Returns one segment per
-/// non-empty block and fills `merged_offsets` (units + 1 entries) with the merged offsets.
+/// non-empty block and fills `merged_offsets` (units + 1 entries, on huge pages, filled block by
+/// block on every core) with the merged offsets.
 std::vector<BatchSegment> plan_segments(const BatchPlan& plan,
                                         std::span<const std::span<const uint64_t>> offsets,
                                         std::vector<uint64_t>& merged_offsets);
 
 /// values[i][u] of every shard, placed at the merged unit of (i, u): the gather of a per-unit
-/// host array (units = false: per inner rule only, in merged inner-rule order).
+/// host array (units = false: per inner rule only, in merged inner-rule order). On huge pages,
+/// block by block on every core: batches have hundreds of millions of units.
 template <class T>
 std::vector<T> gather_units(const BatchPlan& plan, std::span<const std::span<const T>> values,
                             bool units) {
-  std::vector<T> out(units ? plan.units() : plan.inner);
-  for (const BatchBlock& b : plan.blocks) {
-    if (!units && b.dst_unit >= plan.inner) continue;
-    for (uint32_t k = 0; k < b.count; ++k) out[b.dst_unit + k] = values[b.shard][b.src_unit + k];
-  }
+  std::vector<T> out;
+  resize_on_huge_pages(out, units ? plan.units() : plan.inner);
+  parallel_for(plan.blocks.size(), 0, [&](size_t i) {
+    const BatchBlock& b = plan.blocks[i];
+    if (!units && b.dst_unit >= plan.inner) return;
+    std::copy_n(values[b.shard].begin() + b.src_unit, b.count, out.begin() + b.dst_unit);
+  });
   return out;
 }
 

@@ -1,69 +1,103 @@
 // build_level_schedules (worker/plan/level_schedule.h).
 #include "worker/plan/level_schedule.h"
 
+#include <algorithm>
+#include <array>
+
 #include "common/error.h"
+#include "common/parallel.h"
 #include "common/recycled_arrays.h"
 
 namespace gtadoc::plan {
 namespace {
 
-/// The schedule from `body_len(r)`, the body length of inner rule r.
+/// A rule's place in its level's order: thread-class rules by body length (keys 0..kThreadMaxBody),
+/// then the warp class, then the block class.
+constexpr uint32_t kWarpKey = kThreadMaxBody + 1, kBlockKey = kThreadMaxBody + 2;
+constexpr uint32_t kKeys = kThreadMaxBody + 3;
+
+inline uint32_t class_key(uint64_t len) {
+  return len <= kThreadMaxBody ? static_cast<uint32_t>(len)
+         : len <= kWarpMaxBody ? kWarpKey
+                               : kBlockKey;
+}
+
+/// Rules per part of a level sorted on several threads; smaller levels are sorted on one.
+constexpr uint32_t kPartRules = uint32_t{1} << 18;
+
+/// The schedule from `body_len(r)`, the body length of inner rule r. Each level is a stable
+/// counting sort by class_key: one pass counts the keys, a second places every rule. A level of
+/// millions of rules (a batch's merged levels) is cut into parts, counted and placed side by side:
+/// part p's rules of key k go after every earlier part's rules of key k.
 template <class BodyLength>
 LevelSchedules build_schedules(const BodyLength& body_len, std::span<const uint32_t> level_offsets,
-                               uint32_t inner) {
-  GTADOC_EXPECTS(!level_offsets.empty() && level_offsets.back() == inner,
+                               uint32_t inner, unsigned threads) {
+  GTADOC_EXPECTS(!level_offsets.empty() && level_offsets.front() == 0 &&
+                     level_offsets.back() == inner,
                  "level schedule: bad level offsets");
   const uint32_t inner_levels = static_cast<uint32_t>(level_offsets.size() - 1);
   LevelSchedules out;
   std::vector<uint32_t>& sched = out.sched;
   sched = recycled::take(inner);  // pages already in memory, when one is held
-  sched.reserve(inner);
+  sched.resize(inner);
   out.levels.assign(inner_levels, LevelSchedule{});
-  uint32_t by_len[kThreadMaxBody + 2];
+  std::vector<std::array<uint32_t, kKeys>> at;  // per part: counts, then where its keys go
   for (uint32_t h = 0; h < inner_levels; ++h) {
     const uint32_t lo = level_offsets[h], hi = level_offsets[h + 1];
     GTADOC_EXPECTS(lo <= hi && hi <= inner, "level schedule: bad level offsets");
+    const uint32_t n = hi - lo;
+    const uint32_t parts = threads <= 1 ? 1 : std::max(1u, std::min(threads * 4, n / kPartRules));
+    auto part_range = [&](uint32_t p) {
+      return std::pair<uint32_t, uint32_t>{lo + static_cast<uint32_t>(uint64_t{n} * p / parts),
+                                           lo + static_cast<uint32_t>(uint64_t{n} * (p + 1) / parts)};
+    };
+    at.assign(parts, {});
+    auto count = [&](uint32_t p) {
+      const auto [b, e] = part_range(p);
+      std::array<uint32_t, kKeys> c{};
+      for (uint32_t r = b; r < e; ++r) ++c[class_key(body_len(r))];
+      at[p] = c;
+    };
     LevelSchedule& ls = out.levels[h];
-    ls.begin = static_cast<uint32_t>(sched.size());
-    // One pass counts the thread class by body length (a counting sort) and the other two
-    // classes; a second places every rule: thread class by body length, then warp and block
-    // classes, each in rule order.
-    std::fill(std::begin(by_len), std::end(by_len), 0u);
-    uint32_t warps = 0;
-    for (uint32_t r = lo; r < hi; ++r) {
-      const uint64_t len = body_len(r);
-      if (len <= kThreadMaxBody)
-        ++by_len[len + 1];
-      else if (len <= kWarpMaxBody)
-        ++warps;
+    ls.begin = lo;
+    uint32_t next = lo;  // the levels are consecutive, so level h's rules go to [lo, hi)
+    std::array<uint32_t, kKeys> total{};
+    if (parts == 1) {
+      count(0);
+    } else {
+      parallel_for(parts, threads, count);
     }
-    for (uint32_t i = 0; i <= kThreadMaxBody; ++i) by_len[i + 1] += by_len[i];
-    ls.threads = by_len[kThreadMaxBody + 1];
-    ls.warps = warps;
-    ls.blocks = (hi - lo) - ls.threads - warps;
-    sched.resize(sched.size() + (hi - lo));
-    uint32_t* dst = sched.data() + ls.begin;
-    uint32_t warp_at = ls.threads, block_at = ls.threads + warps;
-    for (uint32_t r = lo; r < hi; ++r) {
-      const uint64_t len = body_len(r);
-      if (len <= kThreadMaxBody)
-        dst[by_len[len]++] = r;
-      else if (len <= kWarpMaxBody)
-        dst[warp_at++] = r;
-      else
-        dst[block_at++] = r;
+    for (uint32_t k = 0; k < kKeys; ++k)
+      for (uint32_t p = 0; p < parts; ++p) {
+        const uint32_t c = at[p][k];
+        total[k] += c;
+        at[p][k] = next;
+        next += c;
+      }
+    for (uint32_t k = 0; k <= kThreadMaxBody; ++k) ls.threads += total[k];
+    ls.warps = total[kWarpKey];
+    ls.blocks = total[kBlockKey];
+    auto place = [&](uint32_t p) {
+      const auto [b, e] = part_range(p);
+      std::array<uint32_t, kKeys> pos = at[p];
+      for (uint32_t r = b; r < e; ++r) sched[pos[class_key(body_len(r))]++] = r;
+    };
+    if (parts == 1) {
+      place(0);
+    } else {
+      parallel_for(parts, threads, place);
     }
   }
-  GTADOC_EXPECTS(sched.size() == inner, "level schedule: the levels do not cover the rules");
   return out;
 }
 
 }  // namespace
 
 LevelSchedules build_level_schedules(std::span<const uint64_t> body_len,
-                                     std::span<const uint32_t> level_offsets, uint32_t inner) {
+                                     std::span<const uint32_t> level_offsets, uint32_t inner,
+                                     unsigned threads) {
   GTADOC_EXPECTS(body_len.size() >= inner, "level schedule: bad level offsets");
-  return build_schedules([&](uint32_t r) { return body_len[r]; }, level_offsets, inner);
+  return build_schedules([&](uint32_t r) { return body_len[r]; }, level_offsets, inner, threads);
 }
 
 LevelSchedules build_level_schedules(std::span<const uint64_t> unit_begin,
@@ -72,7 +106,7 @@ LevelSchedules build_level_schedules(std::span<const uint64_t> unit_begin,
   GTADOC_EXPECTS(unit_begin.size() >= inner && unit_end.size() >= inner,
                  "level schedule: bad level offsets");
   return build_schedules([&](uint32_t r) { return unit_end[r] - unit_begin[r]; }, level_offsets,
-                         inner);
+                         inner, 1);
 }
 
 }  // namespace gtadoc::plan

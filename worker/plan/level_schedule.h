@@ -31,9 +31,11 @@ struct LevelSchedules {
 /// The schedule of the inner rules [0, inner) from their body lengths (`body_len[r]`, at least
 /// `inner` entries) and the inner levels' offsets (`level_offsets`: H + 1 ascending entries, the
 /// last = inner). Throws InternalError on offsets that do not cover [0, inner). `sched` comes
-/// from handed-back memory where it is held (common/recycled_arrays.h).
+/// from handed-back memory where it is held (common/recycled_arrays.h). Levels of millions of
+/// rules (a batch's merged levels) are sorted on up to `threads` threads (0: every CPU).
 LevelSchedules build_level_schedules(std::span<const uint64_t> body_len,
-                                     std::span<const uint32_t> level_offsets, uint32_t inner);
+                                     std::span<const uint32_t> level_offsets, uint32_t inner,
+                                     unsigned threads = 1);
 /// The same from the rules' body ranges: body_len[r] = unit_end[r] - unit_begin[r].
 LevelSchedules build_level_schedules(std::span<const uint64_t> unit_begin,
                                      std::span<const uint64_t> unit_end,
