@@ -274,9 +274,8 @@ std::unique_ptr<GpuShard> merge_shards(const std::vector<const GpuShard*>& shard
     const DeviceBuffer<uint64_t> d_first(first, pool), d_body(body_start, pool);
     const DeviceBuffer<uint32_t> d_src(src, pool), d_part(part, pool);
     const BlockView bl{d_first.data(), d_src.data(), d_part.data(), d_body.data(), nb};
-    unit_ranges_kernel<<<grid_for(m.units), kBlock, 0, st>>>(bl, parts.data(), m.units,
-                                                             m.unit_begin.data(),
-                                                             m.unit_end.data());
+    unit_ranges_kernel<<<grid_for(m.units), kBlock, 0, st>>>(
+        bl, parts.data(), m.units, m.unit_begin.data(), m.unit_end.data());
     GTADOC_CHECK_LAUNCH();
     ctx->stream.synchronize();  // before the blocks are freed
   }

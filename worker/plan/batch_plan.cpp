@@ -127,13 +127,15 @@ std::vector<BatchSegment> plan_segments(const BatchPlan& plan,
   // merged offsets of the blocks' units filled side by side: a batch of hundreds of shards has
   // hundreds of millions of units.
   std::vector<uint64_t> start;
-  const std::vector<BatchSegment> segs =
-      plan_block_segments(plan, [&](const BatchBlock& b) {
+  const std::vector<BatchSegment> segs = plan_block_segments(
+      plan,
+      [&](const BatchBlock& b) {
         const std::span<const uint64_t> off = offsets[b.shard];
         GTADOC_EXPECTS(uint64_t{b.src_unit} + b.count < off.size(),
                        "plan_segments: offsets shorter than the shard's units");
         return std::pair<uint64_t, uint64_t>{off[b.src_unit], off[b.src_unit + b.count]};
-      }, start);
+      },
+      start);
   std::vector<uint64_t>().swap(merged_offsets);
   resize_on_huge_pages(merged_offsets, uint64_t{plan.units()} + 1);
   parallel_for(plan.blocks.size(), 0, [&](size_t i) {

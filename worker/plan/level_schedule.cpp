@@ -32,9 +32,9 @@ constexpr uint32_t kPartRules = uint32_t{1} << 18;
 template <class BodyLength>
 LevelSchedules build_schedules(const BodyLength& body_len, std::span<const uint32_t> level_offsets,
                                uint32_t inner, unsigned threads) {
-  GTADOC_EXPECTS(!level_offsets.empty() && level_offsets.front() == 0 &&
-                     level_offsets.back() == inner,
-                 "level schedule: bad level offsets");
+  GTADOC_EXPECTS(
+      !level_offsets.empty() && level_offsets.front() == 0 && level_offsets.back() == inner,
+      "level schedule: bad level offsets");
   const uint32_t inner_levels = static_cast<uint32_t>(level_offsets.size() - 1);
   LevelSchedules out;
   std::vector<uint32_t>& sched = out.sched;
@@ -48,8 +48,9 @@ LevelSchedules build_schedules(const BodyLength& body_len, std::span<const uint3
     const uint32_t n = hi - lo;
     const uint32_t parts = threads <= 1 ? 1 : std::max(1u, std::min(threads * 4, n / kPartRules));
     auto part_range = [&](uint32_t p) {
-      return std::pair<uint32_t, uint32_t>{lo + static_cast<uint32_t>(uint64_t{n} * p / parts),
-                                           lo + static_cast<uint32_t>(uint64_t{n} * (p + 1) / parts)};
+      return std::pair<uint32_t, uint32_t>{
+          lo + static_cast<uint32_t>(uint64_t{n} * p / parts),
+          lo + static_cast<uint32_t>(uint64_t{n} * (p + 1) / parts)};
     };
     at.assign(parts, {});
     auto count = [&](uint32_t p) {
