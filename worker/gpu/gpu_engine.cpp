@@ -153,12 +153,25 @@ RecordBatch for_document_batches(Query& Q, uint32_t width, F&& f) {
   return merge_batches(parts, width, false);
 }
 
-/// Global sequence-count top-down, in position pieces when the whole shard does not fit.
+/// Global sequence-count top-down, in position pieces when the whole shard does not fit. The
+/// shard remembers the piece size that fitted: a resident shard's later queries start from it
+/// instead of running out of memory (and warning) the same way each time.
 RecordBatch global_sequence_count(Query& Q) {
   const DeviceBuffer<uint64_t> weights = rule_weights(Q);
   const WindowIndex idx = index_windows(Q, weights.data());
   std::vector<RecordBatch> parts;
-  std::deque<std::pair<uint64_t, uint64_t>> todo{{0, Q.s.S}};
+  const uint64_t S = Q.s.S;
+  const auto fitted = Q.s.cache.seq_piece.find(Q.n);
+  const uint64_t piece =
+      fitted == Q.s.cache.seq_piece.end() ? S : std::max<uint64_t>(1, fitted->second);
+  std::deque<std::pair<uint64_t, uint64_t>> todo;
+  for (uint64_t p = 0;; p += piece) {
+    todo.push_back({p, std::min(S, p + piece)});
+    if (p + piece >= S) break;
+  }
+  if (todo.size() > 1)
+    spdlog::debug("gpu engine: sequence count in {} pieces of {} symbols (what fitted before)",
+                  todo.size(), piece);
   while (!todo.empty()) {
     const auto [p0, p1] = todo.front();
     todo.pop_front();
@@ -171,6 +184,8 @@ RecordBatch global_sequence_count(Query& Q) {
                             e.what() + "); use --engine cpu or a GPU with more memory");
       const uint64_t mid = p0 + (p1 - p0) / 2;
       spdlog::warn("gpu engine: out of GPU memory on symbols {}..{}; splitting", p0, p1);
+      uint64_t& fit = Q.s.cache.seq_piece.try_emplace(Q.n, S).first->second;
+      fit = std::min(fit, mid - p0);
       todo.push_front({mid, p1});
       todo.push_front({p0, mid});
     }

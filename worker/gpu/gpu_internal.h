@@ -131,10 +131,13 @@ struct QueryCache {
   std::map<uint32_t, std::shared_ptr<const PreparedVocab>> vocab;
   std::map<uint64_t, std::shared_ptr<const PreparedSeq>> seq;  ///< key << 8 | k
   std::map<uint64_t, SelectorEstimate> estimates;              ///< key << 8 | k (0: word tasks)
+  /// n -> the positions per piece that fitted a global sequence count (absent: the whole shard)
+  std::map<uint32_t, uint64_t> seq_piece;
   void clear() {
     vocab.clear();
     seq.clear();
     estimates.clear();
+    seq_piece.clear();
   }
 };
 
