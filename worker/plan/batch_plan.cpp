@@ -52,7 +52,7 @@ BatchPlan plan_batch(std::span<const BatchShardShape> shards) {
   };
   p.level_offsets.assign(H + 1, 0);
   p.rule_base.resize(shards.size());
-  p.rule_map.resize(rules_total);
+  resize_on_huge_pages(p.rule_map, rules_total);
   for (size_t i = 0, at = 0; i < shards.size(); ++i) {
     p.rule_base[i] = at;
     at += shards[i].level_offsets.back();
@@ -103,7 +103,7 @@ BatchPlan plan_batch(std::span<const BatchShardShape> shards) {
   words.rank();
   p.words = words.members();
   p.word_base.resize(shards.size());
-  p.word_map.resize(total_words);
+  resize_on_huge_pages(p.word_map, total_words);  // the shards' local words: ~10^8 in a batch
   for (size_t i = 0, at = 0; i < shards.size(); ++i) {
     p.word_base[i] = at;
     at += shards[i].local_words.size();

@@ -41,6 +41,7 @@ LevelSchedules build_schedules(const BodyLength& body_len, std::span<const uint3
   sched = recycled::take(inner);  // pages already in memory, when one is held
   sched.resize(inner);
   out.levels.assign(inner_levels, LevelSchedule{});
+  threads = resolve_threads(threads);
   std::vector<std::array<uint32_t, kKeys>> at;  // per part: counts, then where its keys go
   for (uint32_t h = 0; h < inner_levels; ++h) {
     const uint32_t lo = level_offsets[h], hi = level_offsets[h + 1];
