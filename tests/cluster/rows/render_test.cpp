@@ -540,8 +540,10 @@ class Expected {
   bool json_;
 };
 
-/// Words in byte order: short and long, with bytes JSON escapes, invalid UTF-8, and words that
-/// are prefixes of others followed by a byte below 0x20 (so sequence ranks differ from ids).
+/// Words in byte order: short and long (40-339 bytes: TSV n-grams are measured from one byte per
+/// word up to 254 bytes, from the dictionary above), with bytes JSON escapes, invalid UTF-8, and
+/// words that are prefixes of others followed by a byte below 0x20 (so sequence ranks differ from
+/// ids).
 std::vector<std::string> large_words() {
   std::mt19937_64 rng(77);
   const std::string alphabet = std::string("abcde\"\\\x01\x1f\x7f\xc3\xa9\xff-.", 15);
