@@ -161,9 +161,12 @@ RecordBatch global_sequence_count(Query& Q) {
   const WindowIndex idx = index_windows(Q, weights.data());
   std::vector<RecordBatch> parts;
   const uint64_t S = Q.s.S;
+  // As many pieces as the size that fitted needs, of equal sizes.
   const auto fitted = Q.s.cache.seq_piece.find(Q.n);
-  const uint64_t piece =
+  const uint64_t fit =
       fitted == Q.s.cache.seq_piece.end() ? S : std::max<uint64_t>(1, fitted->second);
+  const uint64_t count = fit >= S ? 1 : (S + fit - 1) / fit;
+  const uint64_t piece = count <= 1 ? S : (S + count - 1) / count;
   std::deque<std::pair<uint64_t, uint64_t>> todo;
   for (uint64_t p = 0;; p += piece) {
     todo.push_back({p, std::min(S, p + piece)});
@@ -184,8 +187,9 @@ RecordBatch global_sequence_count(Query& Q) {
                             e.what() + "); use --engine cpu or a GPU with more memory");
       const uint64_t mid = p0 + (p1 - p0) / 2;
       spdlog::warn("gpu engine: out of GPU memory on symbols {}..{}; splitting", p0, p1);
-      uint64_t& fit = Q.s.cache.seq_piece.try_emplace(Q.n, S).first->second;
-      fit = std::min(fit, mid - p0);
+      // The larger half: both are tried, and one that fails lowers it again.
+      uint64_t& fits = Q.s.cache.seq_piece.try_emplace(Q.n, S).first->second;
+      fits = std::min(fits, p1 - mid);
       todo.push_front({mid, p1});
       todo.push_front({p0, mid});
     }
