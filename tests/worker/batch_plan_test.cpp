@@ -195,6 +195,34 @@ TEST(BatchPlan, LevelMajorNumberingBlocksAndMaps) {
   }
 }
 
+// Vocabularies of hundreds of thousands of ids, united in ranges of the bitmap side by side:
+// the union and every shard's map as a sort and a search would give them.
+TEST(BatchPlan, LargeVocabulariesUniteExactly) {
+  std::mt19937_64 rng(5);
+  std::vector<std::vector<WordId>> words(9);
+  const std::vector<uint32_t> levels{0};
+  std::vector<BatchShardShape> shapes;
+  for (size_t i = 0; i < words.size(); ++i) {
+    std::vector<WordId>& w = words[i];
+    for (WordId x = static_cast<WordId>(rng() % 7); x < 3'000'000; x += 1 + rng() % (i * 40 + 3))
+      w.push_back(x);
+    if (i == 4) w.clear();        // a shard without words
+    if (i == 5) w = {2'999'999};  // one word at the end of the range
+    shapes.push_back({levels, 1, static_cast<DocId>(i), w});
+  }
+  const BatchPlan p = plan_batch(shapes);
+  std::vector<WordId> all;
+  for (const auto& w : words) all.insert(all.end(), w.begin(), w.end());
+  std::sort(all.begin(), all.end());
+  all.erase(std::unique(all.begin(), all.end()), all.end());
+  ASSERT_EQ(p.words, all);
+  for (size_t i = 0; i < words.size(); ++i)
+    for (size_t k = 0; k < words[i].size(); ++k)
+      ASSERT_EQ(p.word_map[p.word_base[i] + k],
+                std::lower_bound(all.begin(), all.end(), words[i][k]) - all.begin())
+          << "shard " << i << " word " << k;
+}
+
 TEST(BatchPlan, ContiguousDocumentsAndEmptyBatchPieces) {
   const std::vector<uint32_t> none{0};
   const std::vector<WordId> w{3};

@@ -96,9 +96,19 @@ BatchPlan plan_batch(std::span<const BatchShardShape> shards) {
     total_words += s.local_words.size();
     if (!s.local_words.empty()) top = std::max(top, s.local_words.back());
   }
-  plan::RankedIdSet words(total_words == 0 ? 0 : uint64_t{top} + 1);
-  parallel_for(shards.size(), 0, [&](size_t i) {
-    for (WordId w : shards[i].local_words) words.insert_concurrently(w);
+  const uint64_t bound = total_words == 0 ? 0 : uint64_t{top} + 1;
+  plan::RankedIdSet words(bound);
+  // Ranges of the bitmap's 64-bit words side by side, each taking from every shard the ids that
+  // fall in it (a binary search, then a walk): no two threads write one bitmap word, so the
+  // stores need no atomics (hundreds of millions of ids, shared by many shards).
+  const uint64_t bitmap_words = (bound + 63) / 64;
+  const uint64_t parts = std::clamp<uint64_t>(bitmap_words / 1024, 1, 256);
+  parallel_for(parts, 0, [&](size_t k) {
+    const uint64_t lo = bitmap_words * k / parts * 64, hi = bitmap_words * (k + 1) / parts * 64;
+    for (const BatchShardShape& s : shards) {
+      auto it = std::lower_bound(s.local_words.begin(), s.local_words.end(), lo);
+      for (; it != s.local_words.end() && *it < hi; ++it) words.insert(*it);
+    }
   });
   words.rank();
   p.words = words.members();
