@@ -309,20 +309,22 @@ RowRenderer::RowRenderer(const RecordBatch& records, const RowPlan& plan, const 
   block_offsets_.assign(blocks + 1, 0);
   // TSV n-grams that name more words than the dictionary holds (a ranked index, a whole
   // sequence count): their words' sizes in one byte each, measured from the offsets once.
+  std::vector<uint8_t> word_sizes;
   if (ctx.format == OutputFormat::kTsv && is_sequence_task(ctx.q.task) &&
       rows * ctx.q.n >= uint64_t{ctx.dict.size()} && ctx.dict.size() > 0) {
     const std::vector<uint64_t>& off = ctx.dict.offsets();
-    word_sizes_.resize(ctx.dict.size());
+    word_sizes.resize(ctx.dict.size());
     parallel_blocks(
-        word_sizes_.size(), threads_,
+        word_sizes.size(), threads_,
         [&](uint64_t lo, uint64_t hi) {
           for (uint64_t w = lo; w < hi; ++w)
-            word_sizes_[w] =
+            word_sizes[w] =
                 static_cast<uint8_t>(std::min<uint64_t>(off[w + 1] - off[w], kLongWord));
         },
         uint64_t{1} << 16);
   }
-  const RowText text(records_, plan_, ctx_, first_is_start_, word_sizes());
+  const RowText text(records_, plan_, ctx_, first_is_start_,
+                     word_sizes.empty() ? nullptr : word_sizes.data());
   parallel_blocks(
       blocks, threads_,
       [&](uint64_t lo, uint64_t hi) {

@@ -100,13 +100,10 @@ class RowRenderer {
 
   const RecordBatch& records_;
   const RowPlan& plan_;
-  const uint8_t* word_sizes() const { return word_sizes_.empty() ? nullptr : word_sizes_.data(); }
-
   const RenderContext& ctx_;
   bool first_is_start_;
   unsigned threads_;
   std::vector<uint64_t> block_offsets_;  ///< blocks + 1 byte offsets
-  std::vector<uint8_t> word_sizes_;      ///< see the constructor; empty when not worth it
 };
 
 /// The bytes after the last row of a whole result: "\n]\n" for JSON with rows, "[\n]\n" for

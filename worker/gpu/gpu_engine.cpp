@@ -163,10 +163,9 @@ RecordBatch global_sequence_count(Query& Q) {
   const uint64_t S = Q.s.S;
   // As many pieces as the size that fitted needs, of equal sizes.
   const auto fitted = Q.s.cache.seq_piece.find(Q.n);
-  const uint64_t fit =
-      fitted == Q.s.cache.seq_piece.end() ? S : std::max<uint64_t>(1, fitted->second);
+  const uint64_t fit = fitted == Q.s.cache.seq_piece.end() ? S : fitted->second;  // >= 1
   const uint64_t count = fit >= S ? 1 : (S + fit - 1) / fit;
-  const uint64_t piece = count <= 1 ? S : (S + count - 1) / count;
+  const uint64_t piece = (S + count - 1) / count;
   std::deque<std::pair<uint64_t, uint64_t>> todo;
   for (uint64_t p = 0;; p += piece) {
     todo.push_back({p, std::min(S, p + piece)});

@@ -125,10 +125,6 @@ BatchPlan plan_batch(std::span<const BatchShardShape> shards) {
   return p;
 }
 
-void check_block_range(uint64_t first, uint64_t end) {
-  GTADOC_EXPECTS(first <= end, "batch plan: a block's range decreases");
-}
-
 std::vector<BatchSegment> plan_segments(const BatchPlan& plan,
                                         std::span<const std::span<const uint64_t>> offsets,
                                         std::vector<uint64_t>& merged_offsets) {

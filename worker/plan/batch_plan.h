@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "common/big_alloc.h"
+#include "common/error.h"
 #include "common/parallel.h"
 #include "common/types.h"
 
@@ -82,9 +83,6 @@ struct BatchPlan {
 /// The merged numbering of `shards` (in the order given). Throws Error on inconsistent shapes.
 BatchPlan plan_batch(std::span<const BatchShardShape> shards);
 
-/// Throws Error unless first <= end (a block's range in plan_block_segments).
-void check_block_range(uint64_t first, uint64_t end);
-
 /// Where each block's range of a per-unit array goes: `range(b)` is block b's range [first, end)
 /// in its shard's array (for a unit range: the offset of its first unit and the offset after its
 /// last). Returns one segment per non-empty block and fills `block_start` (blocks + 1 entries)
@@ -100,7 +98,7 @@ std::vector<BatchSegment> plan_block_segments(const BatchPlan& plan, Range&& ran
   for (size_t i = 0; i < n; ++i) {
     const BatchBlock& b = plan.blocks[i];
     const auto [src, end] = range(b);
-    check_block_range(src, end);
+    GTADOC_EXPECTS(src <= end, "batch plan: a block's range decreases");
     if (end > src)
       segs.push_back({block_start[i], src, end - src, b.shard,
                       static_cast<int64_t>(b.dst_unit) - static_cast<int64_t>(b.src_unit)});

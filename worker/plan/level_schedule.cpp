@@ -64,11 +64,7 @@ LevelSchedules build_schedules(const BodyLength& body_len, std::span<const uint3
     ls.begin = lo;
     uint32_t next = lo;  // the levels are consecutive, so level h's rules go to [lo, hi)
     std::array<uint32_t, kKeys> total{};
-    if (parts == 1) {
-      count(0);
-    } else {
-      parallel_for(parts, threads, count);
-    }
+    parallel_for(parts, threads, count);  // one part: a call on this thread
     for (uint32_t k = 0; k < kKeys; ++k)
       for (uint32_t p = 0; p < parts; ++p) {
         const uint32_t c = at[p][k];
@@ -84,11 +80,7 @@ LevelSchedules build_schedules(const BodyLength& body_len, std::span<const uint3
       std::array<uint32_t, kKeys> pos = at[p];
       for (uint32_t r = b; r < e; ++r) sched[pos[class_key(body_len(r))]++] = r;
     };
-    if (parts == 1) {
-      place(0);
-    } else {
-      parallel_for(parts, threads, place);
-    }
+    parallel_for(parts, threads, place);
   }
   return out;
 }
