@@ -1,9 +1,13 @@
 // common/parallel.h: every index / thread share runs exactly once, and an exception from any
 // share (the caller's own included) reaches the caller after every thread has ended.
+// common/parallel_resize.h: the array comes out value-initialized, fresh or reused.
 #include "common/parallel.h"
+
+#include "common/parallel_resize.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <stdexcept>
 #include <vector>
@@ -45,6 +49,21 @@ TEST(Parallel, ParallelForCoversEveryIndexAndRethrows) {
                               if (i == 42) throw std::logic_error("42");
                             }),
                std::logic_error);
+}
+
+TEST(Parallel, ResizeInParallelGivesValueInitializedArrays) {
+  // Past the size from which the pages are first touched on several threads, an odd size (a last
+  // piece shorter than the others); then reused smaller (no new memory), then grown again.
+  std::vector<uint64_t> v{7, 7, 7};
+  for (size_t n : {(size_t{40} << 20) / 8 + 13, size_t{1000}, (size_t{48} << 20) / 8 + 1}) {
+    for (uint64_t& x : v) x = 7;
+    resize_in_parallel(v, n, 3);
+    ASSERT_EQ(v.size(), n);
+    ASSERT_EQ(std::count(v.begin(), v.end(), uint64_t{0}), static_cast<ptrdiff_t>(n)) << n;
+  }
+  std::vector<uint32_t> small;
+  resize_in_parallel(small, 5, 0);
+  EXPECT_EQ(small, std::vector<uint32_t>(5, 0));
 }
 
 }  // namespace

@@ -184,7 +184,7 @@ std::unique_ptr<GpuShard> merge_shards(const std::vector<const GpuShard*>& shard
     inner_levels[i].assign(s.g.level_offsets.begin(), s.g.level_offsets.end() - 1);
     shapes[i] = {inner_levels[i], s.num_docs, s.g.first_doc, s.g.local_words};
   }
-  const BatchPlan plan = plan_batch(shapes);
+  BatchPlan plan = plan_batch(shapes);
   phases.mark("plan");
 
   auto out = std::make_unique<GpuShard>(ctx);
@@ -193,13 +193,13 @@ std::unique_ptr<GpuShard> merge_shards(const std::vector<const GpuShard*>& shard
   m.inner = plan.inner;
   m.num_docs = plan.num_docs;
   m.units = plan.units();
-  m.g.local_words = plan.words;  // the union of the shards' words
   m.g.num_words = static_cast<uint32_t>(plan.words.size());
+  m.g.local_words = std::move(plan.words);  // the union of the shards' words (not used below)
   m.g.num_docs = plan.num_docs;
   m.g.first_doc = plan.doc_ids.empty() ? shards.front()->g.first_doc : plan.doc_ids.front();
   m.g.level_offsets = plan.level_offsets;
   if (!plan.docs_contiguous) {
-    m.h_doc_ids = plan.doc_ids;
+    m.h_doc_ids = std::move(plan.doc_ids);  // not used below
     m.doc_ids = DeviceBuffer<uint32_t>(m.h_doc_ids, pool);
   }
   {

@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "common/parallel.h"
+#include "common/parallel_resize.h"
 #include "worker/plan/id_set.h"
 
 namespace gtadoc {
@@ -52,7 +53,7 @@ BatchPlan plan_batch(std::span<const BatchShardShape> shards) {
   };
   p.level_offsets.assign(H + 1, 0);
   p.rule_base.resize(shards.size());
-  resize_on_huge_pages(p.rule_map, rules_total);
+  resize_in_parallel(p.rule_map, rules_total);
   for (size_t i = 0, at = 0; i < shards.size(); ++i) {
     p.rule_base[i] = at;
     at += shards[i].level_offsets.back();
@@ -111,9 +112,9 @@ BatchPlan plan_batch(std::span<const BatchShardShape> shards) {
     }
   });
   words.rank();
-  p.words = words.members();
+  p.words = words.members(0);
   p.word_base.resize(shards.size());
-  resize_on_huge_pages(p.word_map, total_words);  // the shards' local words: ~10^8 in a batch
+  resize_in_parallel(p.word_map, total_words);  // the shards' local words: ~10^8 in a batch
   for (size_t i = 0, at = 0; i < shards.size(); ++i) {
     p.word_base[i] = at;
     at += shards[i].local_words.size();
@@ -142,8 +143,7 @@ std::vector<BatchSegment> plan_segments(const BatchPlan& plan,
         return std::pair<uint64_t, uint64_t>{off[b.src_unit], off[b.src_unit + b.count]};
       },
       start);
-  std::vector<uint64_t>().swap(merged_offsets);
-  resize_on_huge_pages(merged_offsets, uint64_t{plan.units()} + 1);
+  resize_in_parallel(merged_offsets, uint64_t{plan.units()} + 1);
   parallel_for(plan.blocks.size(), 0, [&](size_t i) {
     const BatchBlock& b = plan.blocks[i];
     const std::span<const uint64_t> off = offsets[b.shard];

@@ -25,6 +25,7 @@
 #include "common/big_alloc.h"
 #include "common/error.h"
 #include "common/parallel.h"
+#include "common/parallel_resize.h"
 #include "common/types.h"
 
 namespace gtadoc {
@@ -110,20 +111,21 @@ std::vector<BatchSegment> plan_block_segments(const BatchPlan& plan, Range&& ran
 /// Placement of an array stored per unit in unit order: `offsets[i]` are shard i's per-unit
 /// offsets into its array (units_i + 1 entries, non-decreasing; a unit's range may include
 /// trailing entries no unit owns, e.g. boundaries after a document). Returns one segment per
-/// non-empty block and fills `merged_offsets` (units + 1 entries, on huge pages, filled block by
-/// block on every core) with the merged offsets.
+/// non-empty block and fills `merged_offsets` (units + 1 entries, on huge pages first touched on
+/// every core, filled block by block on every core) with the merged offsets.
 std::vector<BatchSegment> plan_segments(const BatchPlan& plan,
                                         std::span<const std::span<const uint64_t>> offsets,
                                         std::vector<uint64_t>& merged_offsets);
 
 /// values[i][u] of every shard, placed at the merged unit of (i, u): the gather of a per-unit
-/// host array (units = false: per inner rule only, in merged inner-rule order). On huge pages,
-/// block by block on every core: batches have hundreds of millions of units.
+/// host array (units = false: per inner rule only, in merged inner-rule order). On huge pages
+/// first touched on every core, filled block by block on every core: batches have hundreds of
+/// millions of units.
 template <class T>
 std::vector<T> gather_units(const BatchPlan& plan, std::span<const std::span<const T>> values,
                             bool units) {
   std::vector<T> out;
-  resize_on_huge_pages(out, units ? plan.units() : plan.inner);
+  resize_in_parallel(out, units ? plan.units() : plan.inner);
   parallel_for(plan.blocks.size(), 0, [&](size_t i) {
     const BatchBlock& b = plan.blocks[i];
     if (!units && b.dst_unit >= plan.inner) return;

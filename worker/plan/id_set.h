@@ -4,10 +4,14 @@
 // batch's words (batch plan): dense, in id order, which is byte order for word ids.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <bit>
 #include <cstdint>
 #include <vector>
+
+#include "common/parallel.h"
+#include "common/parallel_resize.h"
 
 namespace gtadoc::plan {
 
@@ -32,13 +36,22 @@ class RankedIdSet {
       rank_[i + 1] = rank_[i] + static_cast<uint32_t>(std::popcount(bits_[i]));
   }
   uint32_t size() const { return rank_.back(); }
-  /// The members, ascending.
-  std::vector<uint32_t> members() const {
+  /// The members, ascending. threads != 1: ranges of the bitmap side by side, each written at
+  /// its rank (a batch's union of tens of millions of words; 0 = every CPU).
+  std::vector<uint32_t> members(unsigned threads = 1) const {
     std::vector<uint32_t> out;
-    out.reserve(size());
-    for (size_t i = 0; i < bits_.size(); ++i)
-      for (uint64_t b = bits_[i]; b != 0; b &= b - 1)
-        out.push_back(static_cast<uint32_t>(i * 64 + std::countr_zero(b)));
+    if (threads == 1) {
+      out.reserve(size());
+      for_members(0, bits_.size(), [&](uint32_t id) { out.push_back(id); });
+      return out;
+    }
+    resize_in_parallel(out, size(), threads);
+    const size_t parts = std::clamp<size_t>(bits_.size() / 4096, 1, 256);
+    parallel_for(parts, threads, [&](size_t k) {
+      const size_t lo = bits_.size() * k / parts, hi = bits_.size() * (k + 1) / parts;
+      uint32_t* at = out.data() + rank_[lo];
+      for_members(lo, hi, [&](uint32_t id) { *at++ = id; });
+    });
     return out;
   }
   /// The rank of a member `id`.
@@ -48,6 +61,14 @@ class RankedIdSet {
   }
 
  private:
+  /// sink(id) for every member in the bitmap's words [lo, hi), ascending.
+  template <class Sink>
+  void for_members(size_t lo, size_t hi, Sink&& sink) const {
+    for (size_t i = lo; i < hi; ++i)
+      for (uint64_t b = bits_[i]; b != 0; b &= b - 1)
+        sink(static_cast<uint32_t>(i * 64 + std::countr_zero(b)));
+  }
+
   std::vector<uint64_t> bits_;
   std::vector<uint32_t> rank_{0};
 };

@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "common/parallel.h"
+#include "common/parallel_resize.h"
 #include "common/recycled_arrays.h"
 
 namespace gtadoc::plan {
@@ -38,10 +39,10 @@ LevelSchedules build_schedules(const BodyLength& body_len, std::span<const uint3
   const uint32_t inner_levels = static_cast<uint32_t>(level_offsets.size() - 1);
   LevelSchedules out;
   std::vector<uint32_t>& sched = out.sched;
-  sched = recycled::take(inner);  // pages already in memory, when one is held
-  sched.resize(inner);
-  out.levels.assign(inner_levels, LevelSchedule{});
   threads = resolve_threads(threads);
+  sched = recycled::take(inner);  // pages already in memory, when one is held
+  resize_in_parallel(sched, inner, threads);
+  out.levels.assign(inner_levels, LevelSchedule{});
   std::vector<std::array<uint32_t, kKeys>> at;  // per part: counts, then where its keys go
   for (uint32_t h = 0; h < inner_levels; ++h) {
     const uint32_t lo = level_offsets[h], hi = level_offsets[h + 1];
