@@ -3,8 +3,9 @@
 // same runs download; map_keys, strided_first_values, partition (hash and range layouts, 1-4
 // parts), reduce, keep_top_counts, order_by_count, rows_at and count_order_cuts equal the host
 // rewrite, choose_range_splitters' candidates, partition_records, reduce_records, a count threshold
-// and a stable sort by count, byte for byte. Compiles without CUDA; skips at run time without a
-// GPU.
+// and a stable sort by count, byte for byte. A reduce short of device memory (the engine's bound)
+// leaves the same records, in sorted ranges when those fit, for the host's reduce. Compiles
+// without CUDA; skips at run time without a GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -17,11 +18,13 @@
 
 #include "cluster/partition.h"
 #include "cluster/reduce.h"
+#include "common/error.h"
 #include "formats/dictionary.h"
 #include "formats/grammar.h"
 #include "tests/testutil/count_order.h"
 #include "tests/testutil/engine_cases.h"
 #include "tests/testutil/grammars.h"
+#include "tests/testutil/scoped_env.h"
 #include "worker/engine.h"
 
 namespace gtadoc {
@@ -230,6 +233,57 @@ TEST(DevicePartitionTest, EqualsTheHostPathForEveryTaskAndLayout) {
     EXPECT_EQ(empty->size(), 0u);
     EXPECT_EQ(empty->count_order_cuts(host).back(), 0u);
   }
+}
+
+TEST(DevicePartitionTest, ReduceShortOfDeviceMemorySortsRangesForTheHost) {
+  if (!gpu_available()) GTEST_SKIP() << "no CUDA device visible";
+  // 2 Mi records of 4 key values (48 MiB), many keys repeated. Sorting them all at once takes
+  // about 72 MiB more; a half, about 28 MiB more.
+  const uint32_t w = 4;
+  const uint64_t n = uint64_t{1} << 21;
+  std::mt19937_64 rng(11);
+  RecordBatch host;
+  host.width = w;
+  host.keys.resize(n * w);
+  host.counts.resize(n);
+  for (uint32_t& k : host.keys) k = static_cast<uint32_t>(rng() % 48);
+  for (uint64_t& c : host.counts) c = 1 + rng() % 5;
+  RecordBatch want = host;
+  reduce_records(want, 2);
+  bool ranges_seen = false;
+  for (uint64_t extra_mib : {400, 90, 70, 60, 50, 40, 30}) {
+    SCOPED_TRACE("bound: the records and " + std::to_string(extra_mib) + " MiB");
+    testutil::ScopedEnv bound("GTADOC_GPU_MEMORY_LIMIT", std::to_string((48 + extra_mib) << 20));
+    auto engine = make_gpu_engine(0);
+    engine->keep_records(true);
+    std::unique_ptr<DeviceRecords> none = engine->take_records(w);
+    ASSERT_NE(none, nullptr);
+    std::unique_ptr<DeviceRecords> dev = none->allocate(n);
+    dev->upload_range(0, n, host.keys.data(), host.counts.data());
+    try {
+      dev->reduce();
+      expect_same(want, dev->download());
+      continue;
+    } catch (const ResourceError& e) {
+      RecordBatch back = dev->download();
+      const std::string msg = e.what();
+      const size_t at = msg.find("sorted in ");
+      if (at != std::string::npos) {
+        const uint64_t ranges = std::stoull(msg.substr(at + 10));
+        EXPECT_GE(ranges, 2u) << msg;
+        EXPECT_LE(ranges, 256u) << msg;
+        uint64_t runs = 1;
+        for (uint64_t i = 1; i < n; ++i)
+          runs += std::lexicographical_compare(back.key(i).begin(), back.key(i).end(),
+                                               back.key(i - 1).begin(), back.key(i - 1).end());
+        EXPECT_LE(runs, ranges) << msg;
+        ranges_seen = true;
+      }
+      reduce_records(back, 2);  // the same records: the host's reduce gives the same answer
+      expect_same(want, back);
+    }
+  }
+  EXPECT_TRUE(ranges_seen) << "no bound had the whole sort fail and its ranges fit";
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 // Owners are computed exactly as cluster/partition.cpp computes them (the same hash, the same
 // splitter search), so the device and host shuffles deliver the same bytes.
 #include <algorithm>
+#include <string>
 
 #include "common/hash.h"
 #include "worker/device/primitives.cuh"
@@ -175,19 +176,38 @@ __global__ void count_order_cuts_kernel(const uint32_t* keys, const uint64_t* co
   }
 }
 
+/// The pool's bound set to `bound` for a scope, the previous one restored after it.
+class PoolBound {
+ public:
+  PoolBound(MemoryPool& pool, uint64_t bound) : pool_(pool), before_(pool.limit()) {
+    pool_.set_limit(bound);
+  }
+  ~PoolBound() { pool_.set_limit(before_); }
+  PoolBound(const PoolBound&) = delete;
+  PoolBound& operator=(const PoolBound&) = delete;
+
+ private:
+  MemoryPool& pool_;
+  uint64_t before_;
+};
+
 class GpuDeviceRecords final : public DeviceRecords {
  public:
-  GpuDeviceRecords(std::shared_ptr<DeviceContext> ctx, uint32_t width, uint64_t n)
+  /// `bound`: the device memory (the pool's, records included) that reduce, keep_top_counts and
+  /// order_by_count may reach before they throw ResourceError: the engine's bound.
+  GpuDeviceRecords(std::shared_ptr<DeviceContext> ctx, uint32_t width, uint64_t n, uint64_t bound)
       : ctx_(std::move(ctx)),
         width_(width),
         n_(n),
+        bound_(bound),
         keys_(n * width, ctx_->pool),
         counts_(n, ctx_->pool) {}
   GpuDeviceRecords(std::shared_ptr<DeviceContext> ctx, uint32_t width, uint64_t n,
-                   DeviceBuffer<uint32_t> keys, DeviceBuffer<uint64_t> counts)
+                   DeviceBuffer<uint32_t> keys, DeviceBuffer<uint64_t> counts, uint64_t bound)
       : ctx_(std::move(ctx)),
         width_(width),
         n_(n),
+        bound_(bound),
         keys_(std::move(keys)),
         counts_(std::move(counts)) {}
   ~GpuDeviceRecords() override {
@@ -271,6 +291,7 @@ class GpuDeviceRecords final : public DeviceRecords {
     if (n_ == 0) return;
     ctx_->activate();
     MemoryPool& pool = ctx_->pool;
+    const PoolBound bound(pool, bound_);
     cudaStream_t st = ctx_->stream.get();
     DeviceBuffer<uint32_t> flags(n_, pool), unsorted(1, pool);
     unsorted.memset_async(0);
@@ -278,28 +299,23 @@ class GpuDeviceRecords final : public DeviceRecords {
                                                        flags.data(), unsorted.data());
     GTADOC_CHECK_LAUNCH();
     if (unsorted.get(0) != 0) {
-      // LSD over the key values, last to first: stable radix sorts of one value each, carrying
-      // the permutation; then the records gathered in key order and the starts found again.
       GTADOC_EXPECTS(n_ < (uint64_t{1} << 32), "reduce: 2^32 records or more on one GPU");
       flags.reset();
-      DeviceBuffer<uint32_t> perm(n_, pool), perm_alt(n_, pool), col(n_, pool), col_alt(n_, pool);
-      iota_async(perm.data(), n_, st);
-      for (uint32_t c = width_; c-- > 0;) {
-        key_column_kernel<<<grid_for(n_), kBlock, 0, st>>>(keys_.data(), perm.data(), n_, width_, c,
-                                                           col.data());
-        GTADOC_CHECK_LAUNCH();
-        sort_pairs(col, col_alt, perm, perm_alt, n_, 32, pool);
+      std::string short_of_memory;
+      try {
+        sort_range(0, n_);
+      } catch (const ResourceError& e) {
+        short_of_memory = e.what();
       }
-      col.reset();
-      col_alt.reset();
-      perm_alt.reset();
-      DeviceBuffer<uint32_t> keys(n_ * width_, pool);
-      DeviceBuffer<uint64_t> counts(n_, pool);
-      gather_records_kernel<<<grid_for(n_ * width_), kBlock, 0, st>>>(
-          keys_.data(), counts_.data(), perm.data(), n_, width_, keys.data(), counts.data());
-      GTADOC_CHECK_LAUNCH();
-      keys_ = std::move(keys);
-      counts_ = std::move(counts);
+      if (!short_of_memory.empty()) {
+        // The caller reduces on the host: it merges a few sorted runs much faster than it sorts
+        // every record (hundreds of millions for a large per-document answer).
+        const uint64_t ranges = sort_in_ranges();
+        throw ResourceError(short_of_memory +
+                            (ranges > 0 ? "; the records sorted in " + std::to_string(ranges) +
+                                              " ranges for the host's merge"
+                                        : std::string()));
+      }
       flags = DeviceBuffer<uint32_t>(n_, pool);
       key_starts_kernel<<<grid_for(n_), kBlock, 0, st>>>(keys_.data(), n_, width_, width_,
                                                          flags.data(), unsorted.data());
@@ -325,6 +341,7 @@ class GpuDeviceRecords final : public DeviceRecords {
     if (k == 0 || n_ <= k) return;
     ctx_->activate();
     MemoryPool& pool = ctx_->pool;
+    const PoolBound bound(pool, bound_);
     cudaStream_t st = ctx_->stream.get();
     uint64_t threshold = 0;
     {
@@ -357,6 +374,7 @@ class GpuDeviceRecords final : public DeviceRecords {
     if (n_ == 0) return true;
     ctx_->activate();
     MemoryPool& pool = ctx_->pool;
+    const PoolBound bound(pool, bound_);
     cudaStream_t st = ctx_->stream.get();
     const uint64_t out_n = keep_first == 0 ? n_ : std::min(n_, keep_first);
     // Every buffer first: out of memory, the records are untouched.
@@ -443,7 +461,7 @@ class GpuDeviceRecords final : public DeviceRecords {
 
   std::unique_ptr<DeviceRecords> allocate(uint64_t n) const override {
     ctx_->activate();
-    return std::make_unique<GpuDeviceRecords>(ctx_, width_, n);
+    return std::make_unique<GpuDeviceRecords>(ctx_, width_, n, bound_);
   }
 
   void download_range(uint64_t first, uint64_t n, uint32_t* keys, uint64_t* counts) const override {
@@ -496,9 +514,66 @@ class GpuDeviceRecords final : public DeviceRecords {
   }
 
  private:
+  /// Sorts records [first, first + m) by key, in place: LSD over the key values, last to first
+  /// (stable radix sorts of one value each, carrying the permutation), then the records gathered
+  /// in key order. Throws ResourceError with the records as they were when the buffers do not
+  /// fit.
+  void sort_range(uint64_t first, uint64_t m) {
+    MemoryPool& pool = ctx_->pool;
+    cudaStream_t st = ctx_->stream.get();
+    uint32_t* keys = keys_.data() + first * width_;
+    uint64_t* counts = counts_.data() + first;
+    DeviceBuffer<uint32_t> perm(m, pool), perm_alt(m, pool), col(m, pool), col_alt(m, pool);
+    iota_async(perm.data(), m, st);
+    for (uint32_t c = width_; c-- > 0;) {
+      key_column_kernel<<<grid_for(m), kBlock, 0, st>>>(keys, perm.data(), m, width_, c,
+                                                        col.data());
+      GTADOC_CHECK_LAUNCH();
+      sort_pairs(col, col_alt, perm, perm_alt, m, 32, pool);
+    }
+    col.reset();
+    col_alt.reset();
+    perm_alt.reset();
+    DeviceBuffer<uint32_t> sorted_keys(m * width_, pool);
+    DeviceBuffer<uint64_t> sorted_counts(m, pool);
+    gather_records_kernel<<<grid_for(m * width_), kBlock, 0, st>>>(
+        keys, counts, perm.data(), m, width_, sorted_keys.data(), sorted_counts.data());
+    GTADOC_CHECK_LAUNCH();
+    if (m == n_) {
+      keys_ = std::move(sorted_keys);
+      counts_ = std::move(sorted_counts);
+    } else {
+      copy_async(keys, sorted_keys.data(), m * width_, st);
+      copy_async(counts, sorted_counts.data(), m, st);
+    }
+    ctx_->stream.synchronize();
+  }
+
+  /// Out of memory for sorting every record at once: consecutive ranges sorted one at a time,
+  /// halved until they fit, so that the records become at most about kMaxSortedRanges sorted
+  /// runs (the host's merge takes up to 256). Returns the ranges sorted, 0 when even ranges of
+  /// n / kMaxSortedRanges records did not fit (the records then partly sorted).
+  uint64_t sort_in_ranges() {
+    constexpr uint64_t kMaxSortedRanges = 128;
+    uint64_t range = (n_ + 1) / 2, ranges = 0;
+    for (uint64_t at = 0; at < n_;) {
+      const uint64_t m = std::min(range, n_ - at);
+      try {
+        sort_range(at, m);
+        at += m;
+        ++ranges;
+      } catch (const ResourceError&) {
+        if (range <= std::max<uint64_t>(1, n_ / kMaxSortedRanges)) return 0;
+        range = (range + 1) / 2;
+      }
+    }
+    return ranges;
+  }
+
   std::shared_ptr<DeviceContext> ctx_;
   uint32_t width_;
   uint64_t n_;
+  uint64_t bound_;
   DeviceBuffer<uint32_t> keys_;
   DeviceBuffer<uint64_t> counts_;
 };
@@ -517,7 +592,7 @@ RecordBatch hand_over_records(Query& Q, DeviceBuffer<uint32_t>&& keys,
 }
 
 std::unique_ptr<DeviceRecords> join_records(std::shared_ptr<DeviceContext> ctx, RecordSink&& sink,
-                                            uint32_t width) {
+                                            uint32_t width, uint64_t bound) {
   ctx->activate();
   for (const RecordSink::Part& p : sink.parts)
     GTADOC_EXPECTS(p.width == width, "join_records: parts of another key width");
@@ -527,15 +602,15 @@ std::unique_ptr<DeviceRecords> join_records(std::shared_ptr<DeviceContext> ctx, 
       sink.parts[0].keys.size() == sink.parts[0].n * width &&
       sink.parts[0].counts.size() == sink.parts[0].n) {
     RecordSink::Part& p = sink.parts[0];
-    auto out =
-        std::make_unique<GpuDeviceRecords>(ctx, width, p.n, std::move(p.keys), std::move(p.counts));
+    auto out = std::make_unique<GpuDeviceRecords>(ctx, width, p.n, std::move(p.keys),
+                                                  std::move(p.counts), bound);
     sink.parts.clear();
     return out;
   }
   uint64_t n = 0;
   for (const RecordBatch& b : sink.spilled) n += b.size();
   for (const RecordSink::Part& p : sink.parts) n += p.n;
-  auto out = std::make_unique<GpuDeviceRecords>(ctx, width, n);
+  auto out = std::make_unique<GpuDeviceRecords>(ctx, width, n, bound);
   uint64_t at = 0;
   cudaStream_t st = ctx->stream.get();
   // Spilled records first (they are the oldest), back from host memory.

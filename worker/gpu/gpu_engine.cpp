@@ -465,7 +465,7 @@ class GpuEngine final : public Engine {
   std::unique_ptr<DeviceRecords> take_records(uint32_t width) override {
     std::lock_guard<std::mutex> lock(mu_);
     keep_ = false;
-    std::unique_ptr<DeviceRecords> out = join_records(ctx_, std::move(sink_), width);
+    std::unique_ptr<DeviceRecords> out = join_records(ctx_, std::move(sink_), width, memory_limit_);
     sink_.parts.clear();
     return out;
   }

@@ -414,9 +414,10 @@ RecordBatch merge_batches(std::vector<RecordBatch>& parts, uint32_t width, bool 
 
 // device_records.cu
 /// The records of a sink as one device-resident set (worker/device_records.h); the sink is
-/// emptied.
+/// emptied. `bound`: the pool's bound for the set's reduce and row order (the engine's; the join
+/// itself takes what it needs).
 std::unique_ptr<DeviceRecords> join_records(std::shared_ptr<DeviceContext> ctx, RecordSink&& sink,
-                                            uint32_t width);
+                                            uint32_t width, uint64_t bound);
 
 // selector.cpp
 /// The estimates for the query's kind (Q.vocab and Q.k set); global tasks need none.
