@@ -22,7 +22,6 @@
 #include <span>
 #include <vector>
 
-#include "common/big_alloc.h"
 #include "common/error.h"
 #include "common/parallel.h"
 #include "common/parallel_resize.h"
