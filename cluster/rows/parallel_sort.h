@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/parallel.h"
+#include "common/parallel_resize.h"
 
 namespace gtadoc {
 
@@ -38,15 +39,19 @@ std::vector<uint64_t> run_starts(uint64_t n, Same same, unsigned threads) {
   std::vector<std::vector<uint64_t>> part(chunks);
   parallel_for(chunks, threads, [&](size_t c) {
     const uint64_t lo = n * c / chunks, hi = n * (c + 1) / chunks;
+    part[c].reserve(hi - lo);  // address space only: pages are touched as starts are found
     for (uint64_t i = lo; i < hi; ++i)
       if (i == 0 || !same(i, i - 1)) part[c].push_back(i);
   });
+  std::vector<uint64_t> at(chunks + 1, 0);  // where each chunk's starts go
+  for (unsigned c = 0; c < chunks; ++c) at[c + 1] = at[c] + part[c].size();
   std::vector<uint64_t> starts;
-  size_t total = 1;
-  for (const auto& p : part) total += p.size();
-  starts.reserve(total);
-  for (const auto& p : part) starts.insert(starts.end(), p.begin(), p.end());
-  starts.push_back(n);
+  resize_in_parallel(starts, at[chunks] + 1, threads);
+  parallel_for(chunks, threads, [&](size_t c) {
+    std::copy(part[c].begin(), part[c].end(), starts.begin() + static_cast<ptrdiff_t>(at[c]));
+    std::vector<uint64_t>().swap(part[c]);
+  });
+  starts.back() = n;
   return starts;
 }
 

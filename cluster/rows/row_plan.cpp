@@ -259,6 +259,26 @@ RowPlan plan_term_vector(const RecordBatch& r, const RowPlanContext& ctx) {
   return plan;
 }
 
+/// Writes the record indices [b, e) of one ranked row to `out` in posting order: count desc, then
+/// record order (document asc). Most rows hold a few postings: an insertion sort (stable, and one
+/// pass when the counts already descend) up to kInsertionRow, a stable sort above.
+void order_postings(const RecordBatch& r, uint64_t b, uint64_t e, uint64_t* out) {
+  constexpr uint64_t kInsertionRow = 32;
+  const uint64_t m = e - b;
+  std::iota(out, out + m, b);
+  const uint64_t* counts = r.counts.data();
+  if (m <= kInsertionRow) {
+    for (uint64_t i = 1; i < m; ++i) {
+      const uint64_t x = out[i], c = counts[x];
+      uint64_t j = i;
+      for (; j > 0 && counts[out[j - 1]] < c; --j) out[j] = out[j - 1];
+      out[j] = x;
+    }
+    return;
+  }
+  std::stable_sort(out, out + m, [&](uint64_t x, uint64_t y) { return counts[x] > counts[y]; });
+}
+
 RowPlan plan_ranked(const RecordBatch& r, const RowPlanContext& ctx) {
   // [w1..wn, doc] sorted: a row is a run of one n-gram; rows in joined-bytes order, postings by
   // count desc then document asc (record order within the run).
@@ -267,14 +287,30 @@ RowPlan plan_ranked(const RecordBatch& r, const RowPlanContext& ctx) {
   auto runs = run_starts(
       r.size(),
       [&](uint64_t i, uint64_t j) {
-        return std::memcmp(keys + i * w, keys + j * w, n * sizeof(uint32_t)) == 0;
+        const uint32_t *a = keys + i * w, *b = keys + j * w;
+        for (uint32_t k = 0; k < n; ++k)
+          if (a[k] != b[k]) return false;
+        return true;
       },
       ctx.threads);
   const uint64_t groups = runs.size() - 1;
+  RowPlan plan;
+  plan.order.resize(r.size());
+  if (ctx.order->identity()) {  // word ids (or ranks) in byte order: rows are the runs in order
+    plan.row_begin = std::move(runs);
+    const std::vector<uint64_t>& rows = plan.row_begin;
+    parallel_blocks(
+        groups, ctx.threads,
+        [&](uint64_t lo, uint64_t hi) {
+          for (uint64_t g = lo; g < hi; ++g)
+            order_postings(r, rows[g], rows[g + 1], plan.order.data() + rows[g]);
+        },
+        1024);
+    return plan;
+  }
+  // The n-grams of the runs, ranked in joined-bytes order: row k is run group[k].
   std::vector<uint64_t> group(groups);
-  if (ctx.order->identity()) {
-    std::iota(group.begin(), group.end(), uint64_t{0});
-  } else {  // the n-grams of the runs, ranked in joined-bytes order
+  {
     RecordBatch heads;
     heads.width = n;
     heads.keys.resize(groups * n);
@@ -288,23 +324,16 @@ RowPlan plan_ranked(const RecordBatch& r, const RowPlanContext& ctx) {
       for (uint64_t g = lo; g < hi; ++g) group[rank[g]] = g;
     });
   }
-  RowPlan plan;
   plan.row_begin.resize(groups + 1);
   for (uint64_t g = 0; g < groups; ++g) plan.row_begin[g] = runs[group[g] + 1] - runs[group[g]];
   plan.row_begin[groups] = 0;
   exclusive_scan_in_place(plan.row_begin);
-  plan.order.resize(r.size());
   parallel_blocks(
       groups, ctx.threads,
       [&](uint64_t lo, uint64_t hi) {
-        for (uint64_t g = lo; g < hi; ++g) {
-          uint64_t* out = plan.order.data() + plan.row_begin[g];
-          const uint64_t b = runs[group[g]], e = runs[group[g] + 1];
-          std::iota(out, out + (e - b), b);
-          if (e - b > 1)
-            std::stable_sort(out, out + (e - b),
-                             [&](uint64_t x, uint64_t y) { return r.counts[x] > r.counts[y]; });
-        }
+        for (uint64_t g = lo; g < hi; ++g)
+          order_postings(r, runs[group[g]], runs[group[g] + 1],
+                         plan.order.data() + plan.row_begin[g]);
       },
       1024);
   return plan;

@@ -262,6 +262,39 @@ TEST(RowPlan, EqualsStringReferenceForEveryTask) {
   }
 }
 
+TEST(RowPlan, RankedPostingsOfEveryRowLength) {
+  // Rows of 1 to 80 postings (short rows and long ones take different sorts), counts with ties:
+  // postings by count desc, then document asc; rows in the n-grams' order.
+  std::mt19937 rng(7);
+  QueryOptions q;
+  q.task = Task::kRankedInvertedIndex;
+  q.n = 2;
+  RecordBatch r;
+  r.width = 3;
+  std::vector<std::pair<uint64_t, uint64_t>> want_rows;  // [begin, end) of each row's records
+  for (uint32_t len = 1; len <= 80; ++len) {
+    const uint64_t b = r.size();
+    for (uint32_t d = 0; d < len; ++d)
+      r.push(std::vector<uint32_t>{len / 9, len, 10 * d + rng() % 10}, rng() % (len % 5 + 1) + 1);
+    want_rows.push_back({b, r.size()});
+  }
+  const SequenceOrder ids = SequenceOrder::of_ranks(2);
+  for (unsigned threads : {1u, 3u}) {
+    const RowPlan plan = plan_rows(r, RowPlanContext{q, &ids, 0, 0, threads});
+    ASSERT_EQ(plan.rows(), want_rows.size());
+    for (uint64_t row = 0; row < plan.rows(); ++row) {
+      std::vector<uint64_t> want;
+      for (uint64_t i = want_rows[row].first; i < want_rows[row].second; ++i) want.push_back(i);
+      std::stable_sort(want.begin(), want.end(),
+                       [&](uint64_t x, uint64_t y) { return r.counts[x] > r.counts[y]; });
+      const auto [b, e] = plan.row_range(row);
+      std::vector<uint64_t> got;
+      for (uint64_t p = b; p < e; ++p) got.push_back(plan.record_at(p));
+      ASSERT_EQ(got, want) << "row " << row << ", " << threads << " threads";
+    }
+  }
+}
+
 TEST(RowPlan, TruncateKeepsAPrefix) {
   QueryOptions q;
   q.task = Task::kInvertedIndex;
