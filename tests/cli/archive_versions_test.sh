@@ -63,14 +63,15 @@ if command -v mpirun >/dev/null; then
   done
 fi
 if command -v curl >/dev/null; then
+  # shellcheck source=tests/serve/lib.sh
+  source "$SRC/tests/serve/lib.sh"  # listening_port: the port the service chose, up to 60 s
   "$REF" "$IN" inverted-index >want4
   for v in 1 2; do
-    port=$((20000 + RANDOM % 20000))
-    "$BIN" serve "$SRC/tests/data/archive-v$v" --listen "127.0.0.1:$port" --engine cpu \
-      2>serve.log &
+    : >serve.log
+    "$BIN" serve "$SRC/tests/data/archive-v$v" --listen 127.0.0.1:0 --engine cpu 2>serve.log &
     pid=$!
     trap 'kill $pid 2>/dev/null || true' EXIT
-    for _ in $(seq 100); do curl -sf "localhost:$port/healthz" >/dev/null && break; sleep 0.1; done
+    port=$(listening_port serve.log "$pid" "serve on version $v") || exit 1
     curl -sf "localhost:$port/v1/query" -d '{"task": "inverted-index", "format": "tsv"}' >got4 ||
       fail "serve on version $v: $(tail -2 serve.log)"
     cmp -s want4 got4 || fail "serve on version $v: inverted-index differs from the reference"

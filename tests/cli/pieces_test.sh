@@ -38,12 +38,14 @@ done
 
 # Resident: the service loads the pieces once and answers from them.
 if command -v curl >/dev/null; then
-  port=$((20000 + RANDOM % 20000))
-  GTADOC_MAX_PIECE_SYMBOLS=3000 "$BIN" -v serve c.gtd --listen "127.0.0.1:$port" --engine cpu \
+  # shellcheck source=tests/serve/lib.sh
+  source "$SRC/tests/serve/lib.sh"  # listening_port: the port the service chose, up to 60 s
+  : >serve.log
+  GTADOC_MAX_PIECE_SYMBOLS=3000 "$BIN" -v serve c.gtd --listen 127.0.0.1:0 --engine cpu \
     2>serve.log &
   pid=$!
   trap 'kill $pid 2>/dev/null || true' EXIT
-  for _ in $(seq 100); do curl -sf "localhost:$port/healthz" >/dev/null && break; sleep 0.1; done
+  port=$(listening_port serve.log "$pid" serve) || exit 1
   grep -q "document-range pieces" serve.log || fail "serve did not load pieces"
   curl -sf "localhost:$port/v1/query" -d '{"task": "inverted-index", "format": "tsv"}' >got3
   "$REF" in inverted-index >want3
