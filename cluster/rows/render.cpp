@@ -78,29 +78,67 @@ class RowText {
             (ctx_.q.task == Task::kSequenceCount && !ctx_.q.per_doc)) &&
            ctx_.dict.ready() && !ctx_.dict.fetches_some();
   }
-  /// Starts loading what row `row` of an ngram_rows() plan reads, one stage of three: 0, its
-  /// first record's key; 1, its words' dictionary offsets (the key loaded by stage 0); 2, their
-  /// bytes (the offsets loaded by stage 1). Called for rows some distance ahead, each stage
-  /// nearer than the one before, so a row's dependent cache misses overlap other rows' work
-  /// instead of following one another (perf: most of rendering an n-gram row was waiting on its
-  /// second and third words). Always inlined: GCC drops a call to a function with no result and
-  /// no effect it can see (a prefetch has none) as dead code.
-  [[gnu::always_inline]] void prefetch(uint64_t row, int stage, const uint64_t* offsets,
-                                       const char* bytes) const {
+  /// Where prefetch() loads a row's words from: the dictionary's offsets and bytes (writing), or
+  /// one byte per word (measuring: `sizes`, with offsets and bytes null).
+  struct WordTables {
+    const uint64_t* offsets = nullptr;
+    const char* bytes = nullptr;
+    const uint8_t* sizes = nullptr;
+  };
+  static constexpr int kPrefetchStages = 4;
+  /// Starts loading what row `row` of an ngram_rows() plan reads, one stage at a time, each
+  /// reading only what an earlier stage loaded: 0, its first record's key; 1, the words of its
+  /// ranks (n-grams rewritten into ranks); 2, each word's entry in `t` (size, or dictionary
+  /// offset); 3, a written word's bytes. Called for rows some distance ahead, each stage nearer
+  /// than the one before, so that a row's dependent cache misses overlap other rows' work instead
+  /// of following one another (perf: most of rendering an n-gram row was waiting on its second
+  /// and third words). Always inlined: GCC drops a call to a function with no result and no
+  /// effect it can see (a prefetch has none) as dead code.
+  [[gnu::always_inline]] void prefetch(uint64_t row, int stage, const WordTables& t) const {
     const uint64_t i = ctx_.q.task == Task::kRankedInvertedIndex
                            ? plan_.record_at(plan_.row_range(row).first)
                            : plan_.record_at(row);
     const uint32_t* k = key(i);
-    if (stage == 0) {
-      __builtin_prefetch(k);
-      return;
+    const SequenceOrder* ranks = ctx_.ranked_ngrams;
+    switch (stage) {
+      case 0:
+        __builtin_prefetch(k);
+        return;
+      case 1:
+        if (ranks != nullptr)
+          for (uint32_t j = 0; j < ctx_.q.n; ++j) ranks->prefetch_word_at(k, j);
+        return;
+      case 2:
+        for (uint32_t j = 0; j < ctx_.q.n; ++j) {
+          const uint32_t w = ranks != nullptr ? ranks->word_at(k, j) : k[j];
+          if (t.sizes != nullptr)
+            __builtin_prefetch(t.sizes + w);
+          else
+            __builtin_prefetch(t.offsets + w);
+        }
+        return;
+      default:
+        if (t.bytes == nullptr) return;
+        for (uint32_t j = 0; j < ctx_.q.n; ++j)
+          __builtin_prefetch(t.bytes + t.offsets[ranks != nullptr ? ranks->word_at(k, j) : k[j]]);
     }
-    for (uint32_t j = 0; j < ctx_.q.n; ++j) {
-      const uint32_t w = ctx_.ranked_ngrams != nullptr ? ctx_.ranked_ngrams->word_at(k, j) : k[j];
-      if (stage == 1)
-        __builtin_prefetch(offsets + w);
-      else
-        __builtin_prefetch(bytes + offsets[w]);
+  }
+  /// Runs each(row) for rows [lo, hi) (of rows < end), with prefetch()'s stages run ahead when
+  /// `ahead` (ngram_rows()): stage s for the row 8 * (4 - s) rows on. `first` says that no
+  /// call for the rows just before lo ran them already (the first rows' stages run first).
+  template <typename Each>
+  [[gnu::always_inline]] void rows_ahead(uint64_t lo, uint64_t hi, uint64_t end, bool ahead,
+                                         bool first, const WordTables& t, Each&& each) const {
+    constexpr uint64_t kDistance = 8;
+    auto distance = [](int s) { return kDistance * static_cast<uint64_t>(kPrefetchStages - s); };
+    if (ahead && first)  // the first rows' stages; the loop below runs the later rows'
+      for (int s = 0; s < kPrefetchStages; ++s)
+        for (uint64_t r = lo; r < std::min(end, lo + distance(s)); ++r) prefetch(r, s, t);
+    for (uint64_t r = lo; r < hi; ++r) {
+      if (ahead)
+        for (int s = 0; s < kPrefetchStages; ++s)
+          if (r + distance(s) < end) prefetch(r + distance(s), s, t);
+      each(r);
     }
   }
 
@@ -358,15 +396,21 @@ RowRenderer::RowRenderer(const RecordBatch& records, const RowPlan& plan, const 
   }
   const RowText text(records_, plan_, ctx_, first_is_start_,
                      word_sizes.empty() ? nullptr : word_sizes.data());
+  const bool ahead = !word_sizes.empty() && text.ngram_rows();
+  const RowText::WordTables sizes{nullptr, nullptr, word_sizes.data()};
   parallel_blocks(
       blocks, threads_,
       [&](uint64_t lo, uint64_t hi) {
-        for (uint64_t b = lo; b < hi; ++b) {
-          Measure m;
-          for (uint64_t r = b * kBlockRows; r < std::min(rows, (b + 1) * kBlockRows); ++r)
-            text.row(r, m);
-          block_offsets_[b] = m.n;
-        }
+        const uint64_t end = std::min(rows, hi * kBlockRows);
+        Measure m;
+        uint64_t b = lo;
+        text.rows_ahead(lo * kBlockRows, end, end, ahead, true, sizes, [&](uint64_t r) {
+          text.row(r, m);
+          if (r + 1 == std::min(rows, (b + 1) * kBlockRows)) {  // the block's last row
+            block_offsets_[b++] = m.n;
+            m.n = 0;
+          }
+        });
       },
       16);
   block_offsets_.back() = 0;
@@ -378,28 +422,16 @@ void RowRenderer::render_blocks(uint64_t first, uint64_t last, char* dst, unsign
   const RowText text(records_, plan_, ctx_, first_is_start_, nullptr);
   const uint64_t base = block_offsets_[first];
   const bool ahead = text.ngram_rows();
-  const uint64_t* offsets = ahead ? ctx_.dict.offsets().data() : nullptr;
-  const char* bytes = ahead ? ctx_.dict.bytes().data() : nullptr;
-  // Stage distances, in rows (RowText::prefetch).
-  constexpr uint64_t kKeyAhead = 24, kOffsetsAhead = 16, kBytesAhead = 8;
+  RowText::WordTables words;
+  if (ahead) words = {ctx_.dict.offsets().data(), ctx_.dict.bytes().data(), nullptr};
   parallel_blocks(
       last - first, threads,
       [&](uint64_t lo, uint64_t hi) {
         const uint64_t end = std::min(rows, (first + hi) * kBlockRows);
-        if (ahead)  // the first rows' stages; the loop below issues the later rows'
-          for (uint64_t r = (first + lo) * kBlockRows;
-               r < std::min(end, (first + lo) * kBlockRows + kKeyAhead); ++r)
-            for (int stage = 0; stage < 3; ++stage) text.prefetch(r, stage, offsets, bytes);
         for (uint64_t b = first + lo; b < first + hi; ++b) {
           Write w{dst + (block_offsets_[b] - base)};
-          for (uint64_t r = b * kBlockRows; r < std::min(rows, (b + 1) * kBlockRows); ++r) {
-            if (ahead) {
-              if (r + kKeyAhead < end) text.prefetch(r + kKeyAhead, 0, offsets, bytes);
-              if (r + kOffsetsAhead < end) text.prefetch(r + kOffsetsAhead, 1, offsets, bytes);
-              if (r + kBytesAhead < end) text.prefetch(r + kBytesAhead, 2, offsets, bytes);
-            }
-            text.row(r, w);
-          }
+          text.rows_ahead(b * kBlockRows, std::min(rows, (b + 1) * kBlockRows), end, ahead,
+                          b == first + lo, words, [&](uint64_t r) { text.row(r, w); });
           GTADOC_EXPECTS(w.p == dst + (block_offsets_[b + 1] - base),
                          "row rendering wrote a different size than it measured");
         }
