@@ -69,7 +69,7 @@ class DigramTable {
   }
 
   /// Always inlined, as are its callers below: GCC drops a call to a function whose only effect is
-  /// a prefetch as dead code (none of these prefetches were in the object before).
+  /// a prefetch as dead code (CTest's compiled.prefetches checks they are in the built code).
   [[gnu::always_inline]] void prefetch(uint32_t fp) const { __builtin_prefetch(&slots_[home(fp)]); }
 
   /// Removes the entry for node `x` (fingerprint `fp`) if `x` is the one indexed.

@@ -76,7 +76,7 @@ class RowText {
   bool ngram_rows() const {
     return (ctx_.q.task == Task::kRankedInvertedIndex ||
             (ctx_.q.task == Task::kSequenceCount && !ctx_.q.per_doc)) &&
-           ctx_.dict.ready() && !ctx_.dict.fetches_some();
+           ctx_.dict.ready();
   }
   /// Where prefetch() loads a row's words from: the dictionary's offsets and bytes (writing), or
   /// one byte per word (measuring: `sizes`, with offsets and bytes null).
@@ -110,17 +110,16 @@ class RowText {
         return;
       case 2:
         for (uint32_t j = 0; j < ctx_.q.n; ++j) {
-          const uint32_t w = ranks != nullptr ? ranks->word_at(k, j) : k[j];
           if (t.sizes != nullptr)
-            __builtin_prefetch(t.sizes + w);
+            __builtin_prefetch(t.sizes + ngram_word(k, j));
           else
-            __builtin_prefetch(t.offsets + w);
+            __builtin_prefetch(t.offsets + ngram_word(k, j));
         }
         return;
       default:
         if (t.bytes == nullptr) return;
         for (uint32_t j = 0; j < ctx_.q.n; ++j)
-          __builtin_prefetch(t.bytes + t.offsets[ranks != nullptr ? ranks->word_at(k, j) : k[j]]);
+          __builtin_prefetch(t.bytes + t.offsets[ngram_word(k, j)]);
     }
   }
   /// Runs each(row) for rows [lo, hi) (of rows < end), with prefetch()'s stages run ahead when
@@ -168,6 +167,10 @@ class RowText {
 
  private:
   std::string_view word(uint32_t w) const { return ctx_.dict[w]; }
+  /// Word i of the n-gram at `words` (word ids, or ranks: ctx_.ranked_ngrams).
+  uint32_t ngram_word(const uint32_t* words, uint32_t i) const {
+    return ctx_.ranked_ngrams != nullptr ? ctx_.ranked_ngrams->word_at(words, i) : words[i];
+  }
   const uint32_t* key(uint64_t record) const { return r_.keys.data() + record * r_.width; }
 
   template <typename Out>
@@ -181,8 +184,7 @@ class RowText {
   void joined(const uint32_t* words, Out& o) const {
     for (uint32_t i = 0; i < ctx_.q.n; ++i) {
       if (i) o.put(' ');
-      const uint32_t w =
-          ctx_.ranked_ngrams != nullptr ? ctx_.ranked_ngrams->word_at(words, i) : words[i];
+      const uint32_t w = ngram_word(words, i);
       if constexpr (std::is_same_v<Out, Measure>) {
         // One byte per word, where the dictionary's offsets are 8 and their words' bytes far
         // apart: measuring millions of n-grams waited on their cache misses.
@@ -402,15 +404,12 @@ RowRenderer::RowRenderer(const RecordBatch& records, const RowPlan& plan, const 
       blocks, threads_,
       [&](uint64_t lo, uint64_t hi) {
         const uint64_t end = std::min(rows, hi * kBlockRows);
-        Measure m;
-        uint64_t b = lo;
-        text.rows_ahead(lo * kBlockRows, end, end, ahead, true, sizes, [&](uint64_t r) {
-          text.row(r, m);
-          if (r + 1 == std::min(rows, (b + 1) * kBlockRows)) {  // the block's last row
-            block_offsets_[b++] = m.n;
-            m.n = 0;
-          }
-        });
+        for (uint64_t b = lo; b < hi; ++b) {
+          Measure m;
+          text.rows_ahead(b * kBlockRows, std::min(rows, (b + 1) * kBlockRows), end, ahead, b == lo,
+                          sizes, [&](uint64_t r) { text.row(r, m); });
+          block_offsets_[b] = m.n;
+        }
       },
       16);
   block_offsets_.back() = 0;

@@ -296,21 +296,11 @@ RowPlan plan_ranked(const RecordBatch& r, const RowPlanContext& ctx) {
   const uint64_t groups = runs.size() - 1;
   RowPlan plan;
   plan.order.resize(r.size());
-  if (ctx.order->identity()) {  // word ids (or ranks) in byte order: rows are the runs in order
+  std::vector<uint64_t> group;  // row k is run group[k]; empty: run k (keys in byte order)
+  if (ctx.order->identity()) {
     plan.row_begin = std::move(runs);
-    const std::vector<uint64_t>& rows = plan.row_begin;
-    parallel_blocks(
-        groups, ctx.threads,
-        [&](uint64_t lo, uint64_t hi) {
-          for (uint64_t g = lo; g < hi; ++g)
-            order_postings(r, rows[g], rows[g + 1], plan.order.data() + rows[g]);
-        },
-        1024);
-    return plan;
-  }
-  // The n-grams of the runs, ranked in joined-bytes order: row k is run group[k].
-  std::vector<uint64_t> group(groups);
-  {
+  } else {  // the n-grams of the runs, ranked in joined-bytes order
+    group.resize(groups);
     RecordBatch heads;
     heads.width = n;
     heads.keys.resize(groups * n);
@@ -323,17 +313,19 @@ RowPlan plan_ranked(const RecordBatch& r, const RowPlanContext& ctx) {
     parallel_blocks(groups, ctx.threads, [&](uint64_t lo, uint64_t hi) {
       for (uint64_t g = lo; g < hi; ++g) group[rank[g]] = g;
     });
+    plan.row_begin.resize(groups + 1);
+    for (uint64_t k = 0; k < groups; ++k) plan.row_begin[k] = runs[group[k] + 1] - runs[group[k]];
+    plan.row_begin[groups] = 0;
+    exclusive_scan_in_place(plan.row_begin);
   }
-  plan.row_begin.resize(groups + 1);
-  for (uint64_t g = 0; g < groups; ++g) plan.row_begin[g] = runs[group[g] + 1] - runs[group[g]];
-  plan.row_begin[groups] = 0;
-  exclusive_scan_in_place(plan.row_begin);
+  const std::vector<uint64_t>& starts = group.empty() ? plan.row_begin : runs;
   parallel_blocks(
       groups, ctx.threads,
       [&](uint64_t lo, uint64_t hi) {
-        for (uint64_t g = lo; g < hi; ++g)
-          order_postings(r, runs[group[g]], runs[group[g] + 1],
-                         plan.order.data() + plan.row_begin[g]);
+        for (uint64_t k = lo; k < hi; ++k) {
+          const uint64_t g = group.empty() ? k : group[k];
+          order_postings(r, starts[g], starts[g + 1], plan.order.data() + plan.row_begin[k]);
+        }
       },
       1024);
   return plan;
