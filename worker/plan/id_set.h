@@ -36,15 +36,10 @@ class RankedIdSet {
       rank_[i + 1] = rank_[i] + static_cast<uint32_t>(std::popcount(bits_[i]));
   }
   uint32_t size() const { return rank_.back(); }
-  /// The members, ascending. threads != 1: ranges of the bitmap side by side, each written at
-  /// its rank (a batch's union of tens of millions of words; 0 = every CPU).
+  /// The members, ascending: ranges of the bitmap on `threads` threads side by side, each
+  /// written at its rank (a batch's union of tens of millions of words; 0 = every CPU).
   std::vector<uint32_t> members(unsigned threads = 1) const {
     std::vector<uint32_t> out;
-    if (threads == 1) {
-      out.reserve(size());
-      for_members(0, bits_.size(), [&](uint32_t id) { out.push_back(id); });
-      return out;
-    }
     resize_in_parallel(out, size(), threads);
     const size_t parts = std::clamp<size_t>(bits_.size() / 4096, 1, 256);
     parallel_for(parts, threads, [&](size_t k) {
