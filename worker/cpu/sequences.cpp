@@ -6,6 +6,7 @@
 #include "common/error.h"
 #include "worker/cpu/cpu_internal.h"
 #include "worker/cpu/hash_tables.h"
+#include "worker/plan/radix_sort.h"
 
 namespace gtadoc::cpu {
 namespace {
@@ -247,7 +248,7 @@ void intern_windows(Query& Q) {
   //    result is its sorted (local id, count) list in that thread's buffer.
   struct ThreadOut {
     std::vector<uint32_t> ids, cnts;
-    std::vector<uint32_t> tmp;
+    std::vector<uint32_t> tmp, sort_tmp;
   };
   StockTables index(T, n, false);
   std::vector<ThreadOut> tout(T);
@@ -268,7 +269,7 @@ void intern_windows(Query& Q) {
       scanners[tid]->scan(wi.ca, wi.cb, wi.ue,
                           [&](const uint32_t* win) { inserts.put(win, hash_key(win, n), 0); });
       inserts.flush();
-      std::sort(o.tmp.begin(), o.tmp.end());
+      plan::sort_ids(o.tmp, o.sort_tmp);
       wi_thread[i] = tid;
       wi_start[i] = o.ids.size();
       for (size_t a = 0; a < o.tmp.size();) {
@@ -328,26 +329,18 @@ void intern_windows(Query& Q) {
   std::vector<uint64_t> unit_first(s.num_units() + 1, 0);
   for (const WorkItem& wi : work) ++unit_first[wi.unit + 1];
   for (uint64_t u = 0; u < s.num_units(); ++u) unit_first[u + 1] += unit_first[u];
-  std::vector<std::vector<std::pair<uint32_t, uint32_t>>> scratch(T);
+  std::vector<std::vector<uint64_t>> scratch(T), sort_tmp(T);
   items.own_store = build_csr<uint32_t>(
       Q.ex, s.num_units(), 512, [&](unsigned tid, uint64_t u, auto& out_items, auto& out_cnts) {
-        auto& sc = scratch[tid];
+        std::vector<uint64_t>& sc = scratch[tid];
         sc.clear();
         for (uint64_t i = unit_first[u]; i < unit_first[u + 1]; ++i) {
           const ThreadOut& o = tout[wi_thread[i]];
           const auto* tr = T == 1 ? nullptr : trans[wi_thread[i]].data();
           for (uint64_t j = wi_start[i]; j < wi_start[i] + wi_len[i]; ++j)
-            sc.emplace_back(tr ? tr[o.ids[j]] : o.ids[j], o.cnts[j]);
+            sc.push_back(uint64_t{tr ? tr[o.ids[j]] : o.ids[j]} << 32 | o.cnts[j]);
         }
-        if (sc.size() > 1) std::sort(sc.begin(), sc.end());
-        for (size_t a = 0; a < sc.size();) {
-          uint64_t c = 0;
-          size_t b = a;
-          for (; b < sc.size() && sc[b].first == sc[a].first; ++b) c += sc[b].second;
-          out_items.push_back(sc[a].first);
-          out_cnts.push_back(static_cast<uint32_t>(c));
-          a = b;
-        }
+        append_summed(sc, sort_tmp[tid], out_items, out_cnts);
       });
   items.own = CsrView<uint32_t>::of(items.own_store);
 }

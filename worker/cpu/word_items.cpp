@@ -17,24 +17,16 @@ void build_word_items(Query& Q) {
   }
   const auto& terms = Q.s.terms;
   const auto& lnorm = Q.vocab.lnorm;
-  std::vector<std::vector<std::pair<uint32_t, uint32_t>>> scratch(Q.ex.threads);
+  std::vector<std::vector<uint64_t>> scratch(Q.ex.threads), sort_tmp(Q.ex.threads);
   Q.items.own_store = build_csr<uint32_t>(
       Q.ex, Q.s.num_units(), 512, [&](unsigned tid, uint64_t u, auto& items, auto& cnts) {
-        auto& sc = scratch[tid];
+        std::vector<uint64_t>& sc = scratch[tid];
         sc.clear();
         for (uint64_t i = terms.off[u]; i < terms.off[u + 1]; ++i) {
-          uint32_t it = lnorm[terms.item[i]];
-          if (it != kNoItem) sc.emplace_back(it, terms.cnt[i]);
+          const uint32_t it = lnorm[terms.item[i]];
+          if (it != kNoItem) sc.push_back(uint64_t{it} << 32 | terms.cnt[i]);
         }
-        if (sc.size() > 1) std::sort(sc.begin(), sc.end());
-        for (size_t i = 0; i < sc.size();) {
-          uint64_t c = 0;
-          size_t j = i;
-          for (; j < sc.size() && sc[j].first == sc[i].first; ++j) c += sc[j].second;
-          items.push_back(sc[i].first);
-          cnts.push_back(static_cast<uint32_t>(c));
-          i = j;
-        }
+        append_summed(sc, sort_tmp[tid], items, cnts);
       });
   Q.items.own = CsrView<uint32_t>::of(Q.items.own_store);
 }

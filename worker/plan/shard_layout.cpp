@@ -46,19 +46,6 @@ void emit_sorted_runs(std::vector<uint32_t>& v, const CsrSink<uint32_t>& out) {
   emit_runs(v, out);
 }
 
-/// Sorts `v` ascending: radix sort from a hundred values on (cheaper there, measured with
-/// gtadoc_layout_bench), std::sort below.
-void sort_ids(std::vector<uint32_t>& v, std::vector<uint32_t>& tmp) {
-  constexpr size_t kRadixFrom = 96;
-  if (v.size() < kRadixFrom) {
-    std::sort(v.begin(), v.end());
-    return;
-  }
-  uint32_t max = 0;
-  for (uint32_t x : v) max = std::max(max, x);
-  radix_sort_bits(v, tmp, 0, bits_of(max));
-}
-
 }  // namespace
 
 ShardLayout build_shard_layout(const ShardGrammar& g, const Exec& ex, StepTimes* steps,
