@@ -2,6 +2,7 @@
 #include "cluster/reduce_wide.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <vector>
 
@@ -95,78 +96,84 @@ void reduce_wide_keys(RecordBatch& batch, unsigned threads) {
   GTADOC_EXPECTS(threads >= 1, "reduce_wide_keys: no threads");
   if (n == 0) return;
 
-  // 1. Entries with their whole keys, and the key bits that vary across the batch. The batch's
-  //    arrays go once read: the entries hold everything.
-  UninitVector<Wide> a(n);
+  const uint32_t* keys = batch.keys.data();
+  const uint64_t* counts = batch.counts.data();
+  auto entry = [&](size_t i) {
+    const uint32_t* k = keys + i * w;
+    return Wide{(uint64_t{k[0]} << 32) | k[1],
+                (w > 2 ? uint64_t{k[2]} << 32 : 0) | (w > 3 ? k[3] : 0), counts[i]};
+  };
+
+  // 1. The key bits that vary across the batch (its keys read, nothing written).
+  const u128 first = key_of(entry(0));
   std::vector<u128> varying(threads, 0);
-  {
-    const uint32_t* keys = batch.keys.data();
-    const uint64_t* counts = batch.counts.data();
-    const u128 first = (static_cast<u128>((uint64_t{keys[0]} << 32) | keys[1]) << 64) |
-                       (w > 2 ? uint64_t{keys[2]} << 32 : 0) | (w > 3 ? keys[3] : 0);
-    run_on_threads(threads, [&](unsigned t) {
-      u128 v = 0;
-      for (size_t i = block_begin(n, threads, t), end = block_begin(n, threads, t + 1); i < end;
-           ++i) {
-        const uint32_t* k = keys + i * w;
-        Wide& e = a[i];
-        e.hi = (uint64_t{k[0]} << 32) | k[1];
-        e.lo = (w > 2 ? uint64_t{k[2]} << 32 : 0) | (w > 3 ? k[3] : 0);
-        e.count = counts[i];
-        v |= key_of(e) ^ first;
-      }
-      varying[t] = v;
-    });
-  }
-  batch = RecordBatch{};
-  batch.width = w;
+  run_on_threads(threads, [&](unsigned t) {
+    u128 v = 0;
+    for (size_t i = block_begin(n, threads, t), end = block_begin(n, threads, t + 1); i < end; ++i)
+      v |= key_of(entry(i)) ^ first;
+    varying[t] = v;
+  });
   u128 diff = 0;
   for (u128 v : varying) diff |= v;
-
-  // 2. The first pass: entries into buckets by the highest varying bits (per-thread counts,
-  //    digit-major then thread-minor positions), then every bucket sorted on its own.
-  UninitVector<Wide> sorted;
   if (diff == 0) {  // one key
-    sorted.swap(a);
-  } else {
-    sorted.resize(n);
-    const unsigned t = top_bit(diff);
-    const unsigned shift = t + 1 >= kTopBits ? t + 1 - kTopBits : 0;
-    constexpr size_t kBuckets = size_t{1} << kTopBits;
-    auto bucket = [&](const Wide& e) {
-      return static_cast<size_t>(key_of(e) >> shift) & (kBuckets - 1);
-    };
-    std::vector<size_t> hist(size_t{threads} * kBuckets, 0);
-    run_on_threads(threads, [&](unsigned th) {
-      size_t* h = hist.data() + size_t{th} * kBuckets;
-      for (size_t i = block_begin(n, threads, th), end = block_begin(n, threads, th + 1); i < end;
-           ++i)
-        ++h[bucket(a[i])];
-    });
-    std::vector<size_t> bucket_start(kBuckets + 1, 0);
-    size_t pos = 0;
-    for (size_t d = 0; d < kBuckets; ++d) {
-      bucket_start[d] = pos;
-      for (unsigned th = 0; th < threads; ++th) {
-        size_t& h = hist[size_t{th} * kBuckets + d];
-        const size_t c = h;
-        h = pos;
-        pos += c;
-      }
-    }
-    bucket_start[kBuckets] = n;
-    run_on_threads(threads, [&](unsigned th) {
-      size_t* h = hist.data() + size_t{th} * kBuckets;
-      for (size_t i = block_begin(n, threads, th), end = block_begin(n, threads, th + 1); i < end;
-           ++i)
-        sorted[h[bucket(a[i])]++] = a[i];
-    });
-    parallel_for(kBuckets, threads, [&](size_t d) {
-      const size_t b = bucket_start[d], e = bucket_start[d + 1];
-      sort_range(sorted.data() + b, a.data() + b, e - b);
-    });
+    RecordBatch one;
+    one.width = w;
+    one.keys.assign(keys, keys + w);
+    one.counts.push_back(0);
+    for (size_t i = 0; i < n; ++i) one.counts[0] += counts[i];
+    batch = std::move(one);
+    return;
   }
-  a = UninitVector<Wide>();
+
+  // 2. The entries, with their whole keys, straight from the batch's arrays into buckets by the
+  //    highest varying bits (per-thread counts, digit-major then thread-minor positions); the
+  //    batch's arrays then go. Every bucket is sorted on its own, a thread's scratch the size of
+  //    the largest bucket it sorts.
+  UninitVector<Wide> sorted(n);
+  const unsigned top = top_bit(diff);
+  const unsigned shift = top + 1 >= kTopBits ? top + 1 - kTopBits : 0;
+  constexpr size_t kBuckets = size_t{1} << kTopBits;
+  auto bucket = [&](const Wide& e) {
+    return static_cast<size_t>(key_of(e) >> shift) & (kBuckets - 1);
+  };
+  std::vector<size_t> hist(size_t{threads} * kBuckets, 0);
+  run_on_threads(threads, [&](unsigned th) {
+    size_t* h = hist.data() + size_t{th} * kBuckets;
+    for (size_t i = block_begin(n, threads, th), end = block_begin(n, threads, th + 1); i < end;
+         ++i)
+      ++h[bucket(entry(i))];
+  });
+  std::vector<size_t> bucket_start(kBuckets + 1, 0);
+  size_t pos = 0;
+  for (size_t d = 0; d < kBuckets; ++d) {
+    bucket_start[d] = pos;
+    for (unsigned th = 0; th < threads; ++th) {
+      size_t& h = hist[size_t{th} * kBuckets + d];
+      const size_t c = h;
+      h = pos;
+      pos += c;
+    }
+  }
+  bucket_start[kBuckets] = n;
+  run_on_threads(threads, [&](unsigned th) {
+    size_t* h = hist.data() + size_t{th} * kBuckets;
+    for (size_t i = block_begin(n, threads, th), end = block_begin(n, threads, th + 1); i < end;
+         ++i) {
+      const Wide e = entry(i);
+      sorted[h[bucket(e)]++] = e;
+    }
+  });
+  batch = RecordBatch{};
+  batch.width = w;
+  std::atomic<size_t> next_bucket{0};
+  run_on_threads(threads, [&](unsigned) {
+    UninitVector<Wide> scratch;
+    for (size_t d = next_bucket++; d < kBuckets; d = next_bucket++) {
+      const size_t b = bucket_start[d], e = bucket_start[d + 1];
+      if (e - b > scratch.size()) scratch.resize(e - b);
+      sort_range(sorted.data() + b, scratch.data(), e - b);
+    }
+  });
 
   // 3. Equal keys summed, in parallel over ranges that start at a new key.
   const std::vector<size_t> bounds = group_aligned_bounds(

@@ -139,6 +139,22 @@ TEST(Reduce, WideKeysWithOneCrowdedBucketAndDeepDifferences) {
   }
 }
 
+/// Every record of one key (no varying bit): one record, its counts summed, on every width the
+/// whole-key sort takes and every thread count.
+TEST(Reduce, WideKeysAllEqual) {
+  for (uint32_t width : {2u, 3u, 4u}) {
+    for (unsigned threads : {1u, 3u}) {
+      RecordBatch in;
+      in.width = width;
+      for (uint32_t i = 0; i < 50000; ++i) in.push(std::vector<uint32_t>(width, 0xC0FFEEu), i % 7 + 1);
+      const RecordBatch want = reference(in);
+      reduce_records(in, threads);
+      SCOPED_TRACE(testing::Message() << "width=" << width << " threads=" << threads);
+      expect_same(in, want);
+    }
+  }
+}
+
 TEST(Reduce, CountsAreExact64Bit) {
   RecordBatch in;
   in.push(std::vector<uint32_t>{1}, uint64_t{1} << 62);
