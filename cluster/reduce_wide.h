@@ -3,10 +3,10 @@
 //
 // Each record becomes a 24-byte entry holding its whole key (two 64-bit halves) and its count,
 // so no pass reads the batch's keys at random. One most-significant-digit pass makes the entries
-// from the batch's arrays and spreads them over up to 1,024 buckets by the key's highest varying bits; each bucket, a small
-// fraction of the batch, is then sorted on its own by least-significant-digit passes over the
-// bits that vary inside it, in cache and in parallel over the buckets. Equal keys are summed
-// into a fresh row-major batch.
+// from the batch's arrays and spreads them over up to 1,024 buckets by the key's highest varying
+// bits; each bucket, a small fraction of the batch, is then sorted on its own by
+// least-significant-digit passes over the bits that vary inside it, in cache and in parallel over
+// the buckets. Equal keys are summed into a fresh row-major batch.
 #pragma once
 
 #include <cstdint>

@@ -146,7 +146,8 @@ TEST(Reduce, WideKeysAllEqual) {
     for (unsigned threads : {1u, 3u}) {
       RecordBatch in;
       in.width = width;
-      for (uint32_t i = 0; i < 50000; ++i) in.push(std::vector<uint32_t>(width, 0xC0FFEEu), i % 7 + 1);
+      for (uint32_t i = 0; i < 50000; ++i)
+        in.push(std::vector<uint32_t>(width, 0xC0FFEEu), i % 7 + 1);
       const RecordBatch want = reference(in);
       reduce_records(in, threads);
       SCOPED_TRACE(testing::Message() << "width=" << width << " threads=" << threads);
