@@ -89,7 +89,8 @@ class RowText {
   /// Starts loading what row `row` of an ngram_rows() plan reads, one stage at a time, each
   /// reading only what an earlier stage loaded: 0, its first record's key; 1, the words of its
   /// ranks (n-grams rewritten into ranks); 2, each word's entry in `t` (size, or dictionary
-  /// offset); 3, a written word's bytes. Called for rows some distance ahead, each stage nearer
+  /// offset) and a ranked index's first postings' document offsets; 3, a written word's bytes
+  /// and those documents' names. Called for rows some distance ahead, each stage nearer
   /// than the one before, so that a row's dependent cache misses overlap other rows' work instead
   /// of following one another (perf: most of rendering an n-gram row was waiting on its second
   /// and third words). Always inlined: GCC drops a call to a function with no result and no
@@ -115,12 +116,24 @@ class RowText {
           else
             __builtin_prefetch(t.offsets + ngram_word(k, j));
         }
+        for_first_postings(row, [&](DocId d) { ctx_.docs.prefetch_offsets(d); });
         return;
       default:
         if (t.bytes == nullptr) return;
         for (uint32_t j = 0; j < ctx_.q.n; ++j)
           __builtin_prefetch(t.bytes + t.offsets[ngram_word(k, j)]);
+        for_first_postings(row, [&](DocId d) { ctx_.docs.prefetch_bytes(d); });
     }
+  }
+  /// Postings a row's stages load ahead; a longer row loads the rest ahead as it is rendered.
+  static constexpr uint64_t kPostingsAhead = 8;
+  /// f(document) for the first kPostingsAhead postings of a ranked index's row.
+  template <typename F>
+  [[gnu::always_inline]] void for_first_postings(uint64_t row, F&& f) const {
+    if (ctx_.q.task != Task::kRankedInvertedIndex) return;
+    const auto [b, e] = plan_.row_range(row);
+    for (uint64_t p = b; p < std::min(e, b + kPostingsAhead); ++p)
+      f(key(plan_.record_at(p))[ctx_.q.n]);
   }
   /// Runs each(row) for rows [lo, hi) (of rows < end), with prefetch()'s stages run ahead when
   /// `ahead` (ngram_rows()): stage s for the row 8 * (4 - s) rows on. `first` says that no
@@ -305,8 +318,16 @@ class RowText {
       joined(key(plan_.record_at(b)), o);
       o.put('\t');
     }
+    const bool long_row = e - b > kPostingsAhead;
     for (uint64_t p = b; p < e; ++p) {
       const uint64_t i = plan_.record_at(p);
+      if (long_row) {  // postings past the first ones, loaded ahead as for rows (prefetch())
+        if (p + 2 * kPostingsAhead < e)
+          ctx_.docs.prefetch_offsets(key(plan_.record_at(p + 2 * kPostingsAhead))[n]);
+        if constexpr (!std::is_same_v<Out, Measure>)
+          if (p + kPostingsAhead < e)
+            ctx_.docs.prefetch_bytes(key(plan_.record_at(p + kPostingsAhead))[n]);
+      }
       if (json_) {
         o.put(p > b ? ",{\"doc\":" : "{\"doc\":");
         o.put(ctx_.docs[key(i)[n]]);
