@@ -70,6 +70,12 @@ RecordBatch for_each_doc_with(Query& Q, Fill&& fill) {
   const unsigned T = Q.ex.threads;
   std::vector<std::unique_ptr<Acc>> accs(T);
   std::vector<RecordBatch> out(T);
+  if (Q.expected_records > 0)
+    for (RecordBatch& b : out) {
+      const uint64_t share = Q.expected_records / T + 1;
+      b.counts.reserve(share);
+      b.keys.reserve(share * Q.key_width());
+    }
   const uint64_t grain = std::max<uint64_t>(1, D / (uint64_t{T} * 64));
   Q.ex.parallel_for(0, D, grain, [&](unsigned tid, uint64_t lo, uint64_t hi) {
     if (!accs[tid]) accs[tid] = std::make_unique<Acc>(Q.items.count);

@@ -150,8 +150,9 @@ class CpuEngine final : public Engine {
     on_slots(slots, per, [&](size_t slot, const Exec& ex) {
       std::vector<RecordBatch>& mine = parts[slot];
       bool increasing = true;
+      RecordRate rate;
       for (size_t i = next++; i < shards.size(); i = next++) {
-        mine.push_back(run_with(lazy_of(*shards[i]), q, norm, stats[i], ex, slots));
+        mine.push_back(run_with(lazy_of(*shards[i]), q, norm, stats[i], ex, slots, &rate));
         increasing = increasing && keys_increasing(mine.back());
       }
       // A slot's shards whose records come in key order (the word tasks') leave it merged: the
@@ -188,10 +189,18 @@ class CpuEngine final : public Engine {
     return *lazy;
   }
 
+  /// Records per word of text of the shards a slot ran last: the next shard's expected records.
+  struct RecordRate {
+    double per_word = 0;
+  };
+
   /// One shard's query on the threads of `ex`; `share`: shards running at once (each gets that
-  /// share of the table budget). The caller holds mu_ (or owns `ex` and the shard alone).
+  /// share of the table budget); `rate`, when given, sizes the shard's record arrays from the
+  /// shards before it and is updated from this one. The caller holds mu_ (or owns `ex` and the
+  /// shard alone).
   RecordBatch run_with(LazyShard& lazy, const QueryOptions& q, const Normalization& norm,
-                       ShardRunStats& stats, const Exec& ex, unsigned share) {
+                       ShardRunStats& stats, const Exec& ex, unsigned share,
+                       RecordRate* rate = nullptr) {
     const bool seq = is_sequence_task(q.task);
     const auto t0 = std::chrono::steady_clock::now();
     if (needs_no_layout(q)) {
@@ -205,7 +214,11 @@ class CpuEngine final : public Engine {
       return out;
     }
     CpuShard* s = &lazy.full(ex);
-    Query Q{*s, q, ex, share, {}, {}, {}};
+    Query Q{*s, q, ex, share, 0, {}, {}, {}};
+    const double words =
+        s->g.rule_length.empty() ? 0.0 : static_cast<double>(s->g.rule_length[s->g.root()]);
+    if (rate != nullptr && rate->per_word > 0)  // an eighth more than the rate gives
+      Q.expected_records = static_cast<uint64_t>(rate->per_word * words * 1.125);
     Q.vocab = plan::build_vocab(s->local_words, norm);
     if (seq) build_heads_tails(Q);
     TraversalChoice choice;
@@ -224,6 +237,7 @@ class CpuEngine final : public Engine {
     Operators ops{Q, {}};
     RecordBatch out = plan::run_traversal(q, choice.traversal, ops);
     out.width = Q.key_width();
+    if (rate != nullptr && words > 0) rate->per_word = static_cast<double>(out.size()) / words;
     stats.traversal = choice.traversal;
     stats.traversal_s = seconds_since(t1);
     spdlog::debug("cpu engine: {} {} records, init {:.3f}s, traversal {:.3f}s ({} threads)",

@@ -109,6 +109,10 @@ struct Query {
   const QueryOptions& q;
   Exec ex;
   unsigned budget_share = 1;  ///< shards traversed at once: each gets this share of the budget
+  /// Records this shard's per-document traversal is expected to emit (0: unknown), from the
+  /// shards run before it: its threads' batches reserve their shares up front instead of
+  /// growing by doubling, each doubling a copy into fresh memory.
+  uint64_t expected_records = 0;
   Vocab vocab;
   SeqInfo seq;
   ItemSpace items;

@@ -218,7 +218,12 @@ RecordBatch sequence_count_topdown(Query& Q, const std::vector<uint64_t>& weight
       b.counts.push_back(c);
     };
   };
+  auto reserve = [&](RecordBatch& b, uint64_t records) {
+    b.counts.reserve(records);
+    b.keys.reserve(records * n);
+  };
   if (T == 1) {
+    reserve(out[0], tables[0].size());
     tables[0].for_each(emitter(out[0]));
   } else {
     Q.ex.on_all([&](unsigned p) {
@@ -232,6 +237,7 @@ RecordBatch sequence_count_topdown(Query& Q, const std::vector<uint64_t>& weight
           if (hash_partition(h, T) == p) adds.put(key, h, c);
         });
       adds.flush();
+      reserve(out[p], into.size());
       part[0].for_each(emitter(out[p]));
     });
   }
