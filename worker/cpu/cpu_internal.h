@@ -3,7 +3,6 @@
 // shard, item space, head/tail buffers) and the traversal entry points. Not a public API.
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -35,20 +34,12 @@ using plan::ThreadPool;
 using plan::TraversalChoice;
 using plan::Vocab;
 
-/// A unit's (item, count) pairs packed as item << 32 | count: sorted by item (radix sort from
-/// a hundred pairs on, plan::sort_ids' rule) and appended to `items`/`cnts` with the counts of
-/// equal items summed. `tmp` is scratch.
+/// A unit's (item, count) pairs packed as item << 32 | count: sorted by item (plan::sort_ids)
+/// and appended to `items`/`cnts` with the counts of equal items summed. `tmp` is scratch.
 template <class Items, class Cnts>
 void append_summed(std::vector<uint64_t>& packed, std::vector<uint64_t>& tmp, Items& items,
                    Cnts& cnts) {
-  constexpr size_t kRadixFrom = 96;
-  if (packed.size() >= kRadixFrom) {
-    uint64_t max = 0;
-    for (uint64_t x : packed) max = std::max(max, x);
-    plan::radix_sort_bits(packed, tmp, 32, plan::bits_of(max >> 32));
-  } else if (packed.size() > 1) {
-    std::sort(packed.begin(), packed.end());
-  }
+  plan::sort_ids(packed, tmp, 32);
   for (size_t a = 0; a < packed.size();) {
     const uint32_t item = static_cast<uint32_t>(packed[a] >> 32);
     uint64_t c = 0;

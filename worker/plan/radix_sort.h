@@ -43,17 +43,19 @@ inline unsigned bits_of(uint64_t max) {
   return max == 0 ? 1 : 64 - static_cast<unsigned>(__builtin_clzll(max));
 }
 
-/// Sorts `v` ascending: radix sort from a hundred values on (cheaper there, measured with
-/// gtadoc_layout_bench), std::sort below; `tmp` is scratch.
-inline void sort_ids(std::vector<uint32_t>& v, std::vector<uint32_t>& tmp) {
+/// Sorts `v` ascending by its values' bits from `lo` up (values equal there in any order):
+/// radix sort from a hundred values on (cheaper there, measured with gtadoc_layout_bench),
+/// std::sort of the whole values below; `tmp` is scratch.
+template <class T>
+void sort_ids(std::vector<T>& v, std::vector<T>& tmp, unsigned lo = 0) {
   constexpr size_t kRadixFrom = 96;
   if (v.size() < kRadixFrom) {
     std::sort(v.begin(), v.end());
     return;
   }
-  uint32_t max = 0;
-  for (uint32_t x : v) max = std::max(max, x);
-  radix_sort_bits(v, tmp, 0, bits_of(max));
+  T max = 0;
+  for (T x : v) max = std::max(max, x);
+  radix_sort_bits(v, tmp, lo, bits_of(max >> lo));
 }
 
 }  // namespace gtadoc::plan

@@ -275,7 +275,8 @@ TEST(RowPlan, RankedPostingsOfEveryRowLength) {
   for (uint32_t len = 1; len <= 80; ++len) {
     const uint64_t b = r.size();
     for (uint32_t d = 0; d < len; ++d)
-      r.push(std::vector<uint32_t>{len / 9, len, 10 * d + rng() % 10}, rng() % (len % 5 + 1) + 1);
+      r.push(std::vector<uint32_t>{len / 9, len, static_cast<uint32_t>(10 * d + rng() % 10)},
+             rng() % (len % 5 + 1) + 1);
     want_rows.push_back({b, r.size()});
   }
   const SequenceOrder ids = SequenceOrder::of_ranks(2);
