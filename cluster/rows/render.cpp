@@ -437,7 +437,8 @@ RowRenderer::RowRenderer(const RecordBatch& records, const RowPlan& plan, const 
   block_offsets_.back() = exclusive_scan_in_place(block_offsets_);
 }
 
-void RowRenderer::render_blocks(uint64_t first, uint64_t last, char* dst, unsigned threads) const {
+void RowRenderer::render_blocks(uint64_t first, uint64_t last, char* dst, unsigned threads,
+                                const std::function<void(char*, size_t)>* prepare) const {
   const uint64_t rows = plan_.rows();
   const RowText text(records_, plan_, ctx_, first_is_start_, nullptr);
   const uint64_t base = block_offsets_[first];
@@ -448,6 +449,9 @@ void RowRenderer::render_blocks(uint64_t first, uint64_t last, char* dst, unsign
       last - first, threads,
       [&](uint64_t lo, uint64_t hi) {
         const uint64_t end = std::min(rows, (first + hi) * kBlockRows);
+        if (prepare != nullptr && *prepare)
+          (*prepare)(dst + (block_offsets_[first + lo] - base),
+                     block_offsets_[first + hi] - block_offsets_[first + lo]);
         for (uint64_t b = first + lo; b < first + hi; ++b) {
           Write w{dst + (block_offsets_[b] - base)};
           text.rows_ahead(b * kBlockRows, std::min(rows, (b + 1) * kBlockRows), end, ahead,
@@ -509,11 +513,12 @@ void RowRenderer::render_placed(
 }
 
 void RowRenderer::render_into(char* dst, uint64_t chunk_bytes,
-                              const std::function<void(size_t)>& done) const {
+                              const std::function<void(size_t)>& done,
+                              const std::function<void(char*, size_t)>& prepare) const {
   const uint64_t blocks = block_offsets_.size() - 1;
   for (uint64_t b = 0; b < blocks;) {
     const uint64_t e = chunk_end(b, chunk_bytes);
-    render_blocks(b, e, dst + block_offsets_[b], threads_);
+    render_blocks(b, e, dst + block_offsets_[b], threads_, &prepare);
     done(block_offsets_[e] - block_offsets_[b]);
     b = e;
   }

@@ -96,13 +96,16 @@ class RowRenderer {
       const std::function<void(uint64_t offset, const char* data, size_t size)>& sink) const;
   /// Renders every row into `dst` (bytes() long: a mapped range of the output file), in pieces of
   /// about `chunk_bytes` in order, each on all the renderer's threads; `done(size)` after each.
-  void render_into(char* dst, uint64_t chunk_bytes,
-                   const std::function<void(size_t size)>& done) const;
+  /// `prepare(at, size)`, when given, runs on each thread for the bytes it is about to write,
+  /// before it writes them (a mapping's pages made present in one call: OutputMapping::populate).
+  void render_into(char* dst, uint64_t chunk_bytes, const std::function<void(size_t size)>& done,
+                   const std::function<void(char* at, size_t size)>& prepare = {}) const;
   /// All rows as one string (small results, tests).
   std::string render_all() const;
 
  private:
-  void render_blocks(uint64_t first_block, uint64_t last_block, char* dst, unsigned threads) const;
+  void render_blocks(uint64_t first_block, uint64_t last_block, char* dst, unsigned threads,
+                     const std::function<void(char*, size_t)>* prepare = nullptr) const;
   /// Blocks [first, e) of about chunk_bytes from block `first`: e.
   uint64_t chunk_end(uint64_t first, uint64_t chunk_bytes) const;
 

@@ -125,7 +125,9 @@ void write_slice(OutputFile& file, uint64_t file_size, uint64_t offset, const Ro
   spdlog::debug("{}: {} bytes at offset {} {} ({})", file.path().string(), size, offset,
                 mapping ? "written through a mapping" : "written", mapping.how());
   if (mapping && mapping.max_writers() == 0) {
-    renderer.render_into(mapping.data(), kChunkBytes, [&](size_t n) { progress.add(n); });
+    renderer.render_into(
+        mapping.data(), kChunkBytes, [&](size_t n) { progress.add(n); },
+        [&](char* at, size_t n) { mapping.populate(at, n); });
   } else if (mapping) {
     std::counting_semaphore<> writers(mapping.max_writers());
     renderer.render_placed(kPlacedChunkBytes, [&](uint64_t at, const char* data, size_t n) {

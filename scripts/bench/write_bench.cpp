@@ -1,10 +1,12 @@
 // How fast one file fills from several threads (docs/PERFORMANCE.md, "End to end"): `pwrite` of
-// 4 MiB pieces against a shared mapping of the file (after `fallocate` or only `ftruncate`), the
-// ways a result file can be written (formats/output_mapping.h). Each thread takes the next piece
-// and writes it from a buffer of its own; the time runs from creating the file to closing it. The
-// file is then read back and checked, piece by piece, so a wrong write fails the run (exit 1).
+// 4 MiB pieces against a shared mapping of the file (after `fallocate` or only `ftruncate`; with
+// map-populate each piece's pages are first made present by one madvise(MADV_POPULATE_WRITE)
+// instead of a page fault each), the ways a result file can be written (formats/output_mapping.h).
+// Each thread takes the next piece and writes it from a buffer of its own; the time runs from
+// creating the file to closing it. The file is then read back and checked, piece by piece, so a
+// wrong write fails the run (exit 1).
 //
-//   gtadoc_write_bench FILE MIB THREADS pwrite|map|map-fallocate
+//   gtadoc_write_bench FILE MIB THREADS pwrite|map|map-populate|map-fallocate
 // prints one JSON line: {"mode", "mib", "threads", "seconds", "gbps", "prepare_s", "unmap_s"}.
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -20,6 +22,10 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23  // Linux 5.14
+#endif
 
 namespace {
 
@@ -47,13 +53,16 @@ void stamp_piece(std::vector<char>& buf, uint64_t p) {
 
 int main(int argc, char** argv) {
   if (argc != 5) {
-    std::fprintf(stderr, "usage: gtadoc_write_bench FILE MIB THREADS pwrite|map|map-fallocate\n");
+    std::fprintf(stderr,
+                 "usage: gtadoc_write_bench FILE MIB THREADS pwrite|map|map-populate|"
+                 "map-fallocate\n");
     return 2;
   }
   const std::string path = argv[1], mode = argv[4];
   const size_t bytes = std::strtoull(argv[2], nullptr, 10) << 20;
   const int threads = std::max(1, std::atoi(argv[3]));
-  if (bytes == 0 || (mode != "pwrite" && mode != "map" && mode != "map-fallocate")) {
+  const bool populate = mode == "map-populate";
+  if (bytes == 0 || (mode != "pwrite" && mode != "map" && !populate && mode != "map-fallocate")) {
     std::fprintf(stderr, "gtadoc_write_bench: bad size or mode\n");
     return 2;
   }
@@ -86,6 +95,7 @@ int main(int argc, char** argv) {
         const size_t n = std::min(kPiece, bytes - p * kPiece);
         stamp_piece(buf, p);
         if (map != nullptr) {
+          if (populate && ::madvise(map + p * kPiece, n, MADV_POPULATE_WRITE) != 0) failed = true;
           std::memcpy(map + p * kPiece, buf.data(), n);
         } else if (::pwrite(fd, buf.data(), n, static_cast<off_t>(p * kPiece)) !=
                    static_cast<ssize_t>(n)) {
