@@ -7,7 +7,6 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <string_view>
@@ -59,28 +58,6 @@ OutputMapping& OutputMapping::operator=(OutputMapping&& other) noexcept {
 
 OutputMapping::~OutputMapping() {
   if (base_ != nullptr) ::munmap(base_, length_);
-}
-
-void OutputMapping::populate(char* at, uint64_t n) const {
-#ifndef MADV_POPULATE_WRITE
-  constexpr int MADV_POPULATE_WRITE = 23;  // Linux 5.14; older kernels answer EINVAL
-#endif
-  static std::atomic<bool> unsupported{false};
-  GTADOC_EXPECTS(at >= data_ && at + n <= data_ + size_, "output mapping: populate outside it");
-  if (unsupported.load(std::memory_order_relaxed)) return;
-  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  const uintptr_t begin = (reinterpret_cast<uintptr_t>(at) + page - 1) / page * page;
-  const uintptr_t end = (reinterpret_cast<uintptr_t>(at) + n) / page * page;
-  if (end <= begin) return;
-  int rc;
-  do {
-    rc = ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE);
-  } while (rc != 0 && (errno == EINTR || errno == EAGAIN));
-  if (rc == 0) return;
-  const int err = errno;
-  if (err == EFAULT || err == ENOMEM || err == ENOSPC)
-    throw InputError(file_ + ": cannot write: " + errno_text(ENOSPC));
-  unsupported.store(true, std::memory_order_relaxed);  // EINVAL: not this kernel
 }
 
 void OutputMapping::finish() {

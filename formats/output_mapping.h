@@ -45,12 +45,6 @@ class OutputMapping {
   const std::string& how() const { return how_; }
   /// At most this many threads should write into the mapping at a time (0: any number).
   unsigned max_writers() const { return max_writers_; }
-  /// Makes the pages wholly inside [at, at + n) (a part of the range) present for writing in one
-  /// call (madvise MADV_POPULATE_WRITE, Linux 5.14), where writing them would fault on each page
-  /// (measured, docs/PERFORMANCE.md, "End to end"). Safe from several threads at once; where the
-  /// kernel lacks it, nothing (the writes fault the pages in as before). InputError naming the
-  /// file when the file system has no room for them (where a write would be a SIGBUS).
-  void populate(char* at, uint64_t n) const;
   /// Unmaps; InputError naming the file when that fails.
   void finish();
 

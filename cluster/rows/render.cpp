@@ -437,8 +437,7 @@ RowRenderer::RowRenderer(const RecordBatch& records, const RowPlan& plan, const 
   block_offsets_.back() = exclusive_scan_in_place(block_offsets_);
 }
 
-void RowRenderer::render_blocks(uint64_t first, uint64_t last, char* dst, unsigned threads,
-                                const std::function<void(char*, size_t)>* prepare) const {
+void RowRenderer::render_blocks(uint64_t first, uint64_t last, char* dst, unsigned threads) const {
   const uint64_t rows = plan_.rows();
   const RowText text(records_, plan_, ctx_, first_is_start_, nullptr);
   const uint64_t base = block_offsets_[first];
@@ -449,9 +448,6 @@ void RowRenderer::render_blocks(uint64_t first, uint64_t last, char* dst, unsign
       last - first, threads,
       [&](uint64_t lo, uint64_t hi) {
         const uint64_t end = std::min(rows, (first + hi) * kBlockRows);
-        if (prepare != nullptr && *prepare)
-          (*prepare)(dst + (block_offsets_[first + lo] - base),
-                     block_offsets_[first + hi] - block_offsets_[first + lo]);
         for (uint64_t b = first + lo; b < first + hi; ++b) {
           Write w{dst + (block_offsets_[b] - base)};
           text.rows_ahead(b * kBlockRows, std::min(rows, (b + 1) * kBlockRows), end, ahead,
@@ -491,8 +487,9 @@ uint64_t RowRenderer::chunk_end(uint64_t b, uint64_t chunk_bytes) const {
   return e;
 }
 
-void RowRenderer::render_placed(
-    uint64_t chunk_bytes, const std::function<void(uint64_t, const char*, size_t)>& sink) const {
+void RowRenderer::for_each_piece(
+    uint64_t chunk_bytes,
+    const std::function<void(uint64_t, uint64_t, UninitVector<char>&)>& piece) const {
   const uint64_t blocks = block_offsets_.size() - 1;
   std::vector<uint64_t> starts;  // the pieces' first blocks, then `blocks`
   for (uint64_t b = 0; b < blocks; b = chunk_end(b, chunk_bytes)) starts.push_back(b);
@@ -501,27 +498,27 @@ void RowRenderer::render_placed(
   const unsigned workers = static_cast<unsigned>(std::min<size_t>(std::max(1u, threads_), pieces));
   std::atomic<size_t> next{0};
   parallel_for(workers, workers, [&](size_t) {
-    UninitVector<char> buf;
-    for (size_t k = next++; k < pieces; k = next++) {
-      const uint64_t b = starts[k], e = starts[k + 1];
-      const uint64_t size = block_offsets_[e] - block_offsets_[b];
-      if (buf.size() < size) buf.resize(size);
-      render_blocks(b, e, buf.data(), 1);
-      sink(block_offsets_[b], buf.data(), size);
-    }
+    UninitVector<char> buffer;
+    for (size_t k = next++; k < pieces; k = next++) piece(starts[k], starts[k + 1], buffer);
+  });
+}
+
+void RowRenderer::render_placed(
+    uint64_t chunk_bytes, const std::function<void(uint64_t, const char*, size_t)>& sink) const {
+  for_each_piece(chunk_bytes, [&](uint64_t b, uint64_t e, UninitVector<char>& buf) {
+    const uint64_t size = block_offsets_[e] - block_offsets_[b];
+    if (buf.size() < size) buf.resize(size);
+    render_blocks(b, e, buf.data(), 1);
+    sink(block_offsets_[b], buf.data(), size);
   });
 }
 
 void RowRenderer::render_into(char* dst, uint64_t chunk_bytes,
-                              const std::function<void(size_t)>& done,
-                              const std::function<void(char*, size_t)>& prepare) const {
-  const uint64_t blocks = block_offsets_.size() - 1;
-  for (uint64_t b = 0; b < blocks;) {
-    const uint64_t e = chunk_end(b, chunk_bytes);
-    render_blocks(b, e, dst + block_offsets_[b], threads_, &prepare);
+                              const std::function<void(size_t)>& done) const {
+  for_each_piece(chunk_bytes, [&](uint64_t b, uint64_t e, UninitVector<char>&) {
+    render_blocks(b, e, dst + block_offsets_[b], 1);
     done(block_offsets_[e] - block_offsets_[b]);
-    b = e;
-  }
+  });
 }
 
 std::string RowRenderer::render_all() const {

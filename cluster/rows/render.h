@@ -18,6 +18,7 @@
 
 #include "cluster/rows/row_plan.h"
 #include "cluster/rows/sequence_order.h"
+#include "common/big_alloc.h"
 #include "formats/archive.h"
 #include "formats/dictionary.h"
 #include "worker/query.h"
@@ -94,20 +95,26 @@ class RowRenderer {
   void render_placed(
       uint64_t chunk_bytes,
       const std::function<void(uint64_t offset, const char* data, size_t size)>& sink) const;
-  /// Renders every row into `dst` (bytes() long: a mapped range of the output file), in pieces of
-  /// about `chunk_bytes` in order, each on all the renderer's threads; `done(size)` after each.
-  /// `prepare(at, size)`, when given, runs on each thread for the bytes it is about to write,
-  /// before it writes them (a mapping's pages made present in one call: OutputMapping::populate).
-  void render_into(char* dst, uint64_t chunk_bytes, const std::function<void(size_t size)>& done,
-                   const std::function<void(char* at, size_t size)>& prepare = {}) const;
+  /// Renders every row into `dst` (bytes() long: a mapped range of the output file) in pieces of
+  /// about `chunk_bytes` (at least one block), which the renderer's threads take one after
+  /// another, each as soon as its last one is written (no wait for the others: pieces of rows
+  /// with many postings cost more than others); `done(size)` after each, from the thread that
+  /// wrote it.
+  void render_into(char* dst, uint64_t chunk_bytes,
+                   const std::function<void(size_t size)>& done) const;
   /// All rows as one string (small results, tests).
   std::string render_all() const;
 
  private:
-  void render_blocks(uint64_t first_block, uint64_t last_block, char* dst, unsigned threads,
-                     const std::function<void(char*, size_t)>* prepare = nullptr) const;
+  void render_blocks(uint64_t first_block, uint64_t last_block, char* dst, unsigned threads) const;
   /// Blocks [first, e) of about chunk_bytes from block `first`: e.
   uint64_t chunk_end(uint64_t first, uint64_t chunk_bytes) const;
+  /// Runs piece(first_block, end_block, buffer) for every piece of about chunk_bytes, on the
+  /// renderer's threads, each taking the next piece as it finishes one; `buffer` is the
+  /// thread's own, kept between its pieces.
+  void for_each_piece(uint64_t chunk_bytes,
+                      const std::function<void(uint64_t first, uint64_t end,
+                                               UninitVector<char>& buffer)>& piece) const;
 
   const RecordBatch& records_;
   const RowPlan& plan_;

@@ -26,8 +26,9 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr uint64_t kChunkBytes = uint64_t{64} << 20;
-/// Pieces rendered and written at their offsets by each thread (write_slice): small enough that
-/// every thread has some, one buffer of this size per thread.
+/// Pieces rendered and written at their offsets by each thread (write_slice, into a mapping or
+/// with pwrite), each thread taking the next as it finishes one: small enough that every thread
+/// has some, one buffer of this size per thread where they are copied.
 constexpr uint64_t kPlacedChunkBytes = uint64_t{4} << 20;
 
 void write_stdout(const char* data, size_t size) {
@@ -125,9 +126,7 @@ void write_slice(OutputFile& file, uint64_t file_size, uint64_t offset, const Ro
   spdlog::debug("{}: {} bytes at offset {} {} ({})", file.path().string(), size, offset,
                 mapping ? "written through a mapping" : "written", mapping.how());
   if (mapping && mapping.max_writers() == 0) {
-    renderer.render_into(
-        mapping.data(), kChunkBytes, [&](size_t n) { progress.add(n); },
-        [&](char* at, size_t n) { mapping.populate(at, n); });
+    renderer.render_into(mapping.data(), kPlacedChunkBytes, [&](size_t n) { progress.add(n); });
   } else if (mapping) {
     std::counting_semaphore<> writers(mapping.max_writers());
     renderer.render_placed(kPlacedChunkBytes, [&](uint64_t at, const char* data, size_t n) {

@@ -3,8 +3,7 @@
 // threshold, GTADOC_OUTPUT_MAP=0, a disk file system by default) hand back an empty mapping;
 // tmpfs maps by default (without fallocate) for enough writers only; GTADOC_OUTPUT_MAP=all maps
 // a disk file system after fallocate, with a cap on the threads writing into it at a time; a bad
-// setting is a usage error; pages populated ahead of the writes (in parts of any alignment) hold
-// what is written into them.
+// setting is a usage error.
 #include "formats/output_mapping.h"
 
 #include <gtest/gtest.h>
@@ -215,28 +214,6 @@ TEST(OutputMapping, MovesOwnTheMapping) {
   b.finish();  // a second finish does nothing
   f.close();
   EXPECT_EQ(testutil::read_file(file), std::string(10, '\0') + std::string(90, 'x'));
-}
-
-TEST(OutputMapping, PopulatedPartsHoldWhatIsWrittenIntoThem) {
-  testutil::TempDir dir;
-  EnvGuard min("GTADOC_OUTPUT_MAP_MIN_BYTES", "0");
-  EnvGuard on("GTADOC_OUTPUT_MAP", "all");
-  const std::string bytes = pattern(5 * 4096 + 777, 11);
-  const uint64_t offset = 123;  // the range starts inside the file's first page
-  const fs::path file = dir.path() / "out";
-  OutputFile f(file, OutputFile::Mode::kCreateNew);
-  OutputMapping m = OutputMapping::map(f, offset + bytes.size(), offset, bytes.size(), 16);
-  if (!m) GTEST_SKIP() << "this file system cannot map here: " << m.how();
-  // Parts as the renderer's threads take them: unaligned, shorter than a page, empty, the rest.
-  const std::vector<uint64_t> cuts = {0, 100, 100, 4000, 4200, 13000, bytes.size()};
-  for (size_t i = 0; i + 1 < cuts.size(); ++i) {
-    m.populate(m.data() + cuts[i], cuts[i + 1] - cuts[i]);
-    std::memcpy(m.data() + cuts[i], bytes.data() + cuts[i], cuts[i + 1] - cuts[i]);
-  }
-  m.populate(m.data(), m.size());  // again over written pages: their bytes stay
-  m.finish();
-  f.close();
-  EXPECT_EQ(testutil::read_file(file), std::string(offset, '\0') + bytes);
 }
 
 TEST(OutputMapping, TmpfsMapsWithoutReservingBlocks) {
