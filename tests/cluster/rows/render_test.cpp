@@ -469,6 +469,28 @@ std::string json_string(const std::string& s) {
   return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+TEST(RenderDocuments, TextsOfEveryLengthUpTo70AndIds) {
+  // Texts of 0-70 bytes, escaped or not, on one thread and on several.
+  std::vector<std::string> names;
+  for (size_t n = 0; n <= 70; ++n) {
+    names.push_back(std::string(n, 'a'));
+    if (n > 0) names.push_back(std::string(n - 1, 'b') + "\t");
+    if (n > 1) names.push_back(std::string(n - 2, 'c') + "\"\xff");
+  }
+  std::sort(names.begin(), names.end());
+  const Dictionary docs = documents(names);
+  for (unsigned threads : {1u, 3u}) {
+    const DocText tsv(docs, false, OutputFormat::kTsv, threads);
+    const DocText json(docs, false, OutputFormat::kJson, threads);
+    const DocText ids(docs, true, OutputFormat::kTsv, threads);
+    for (DocId d = 0; d < names.size(); ++d) {
+      EXPECT_EQ(tsv[d], rawref::escape_tsv_name(names[d])) << d;
+      EXPECT_EQ(json[d], json_string(names[d])) << d;
+      EXPECT_EQ(ids[d], std::to_string(d));
+    }
+  }
+}
+
 /// The expected bytes of rows described by the test itself (words, names, keys, counts).
 class Expected {
  public:
@@ -560,7 +582,10 @@ std::vector<std::string> large_words() {
 std::vector<std::string> large_names() {
   const char* odd[] = {"", "\t", "\n", "\\", "\"", "\xff", "\r", "\xc3\xa9", "\x01", " x"};
   std::vector<std::string> names;
-  for (int i = 0; i < 1500; ++i) names.push_back("doc" + std::to_string(i) + odd[i % 10]);
+  // Every seventh name long (24-45 bytes), escaped or not.
+  for (int i = 0; i < 1500; ++i)
+    names.push_back("doc" + std::to_string(i) + std::string(i % 7 == 0 ? 20 + i % 17 : 0, 'p') +
+                    odd[i % 10]);
   std::sort(names.begin(), names.end());
   return names;
 }
