@@ -96,10 +96,9 @@ class RowRenderer {
       uint64_t chunk_bytes,
       const std::function<void(uint64_t offset, const char* data, size_t size)>& sink) const;
   /// Renders every row into `dst` (bytes() long: a mapped range of the output file) in pieces of
-  /// about `chunk_bytes` (at least one block), which the renderer's threads take one after
-  /// another, each as soon as its last one is written (no wait for the others: pieces of rows
-  /// with many postings cost more than others); `done(size)` after each, from the thread that
-  /// wrote it.
+  /// about `chunk_bytes` (at least one block), each thread taking the next piece as it finishes
+  /// one (no thread waits for the others); `done(size)` after each, from the thread that wrote
+  /// it.
   void render_into(char* dst, uint64_t chunk_bytes,
                    const std::function<void(size_t size)>& done) const;
   /// All rows as one string (small results, tests).
